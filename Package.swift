@@ -1,0 +1,154 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+// Settings every target of ours shares: complete concurrency checking is the Swift 6 default;
+// these keep imports honest and existentials explicit.
+let swiftSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+]
+
+let package = Package(
+    name: "swift-odr",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "ODRFormat", targets: ["ODRFormat"]),
+        .library(name: "ODRBuilder", targets: ["ODRBuilder"]),
+        .library(name: "ODRRuntime", targets: ["ODRRuntime"]),
+        .library(name: "ODRSimulation", targets: ["ODRSimulation"]),
+        .library(name: "ODRServe", targets: ["ODRServe"]),
+        .executable(name: "odrpack", targets: ["odrpack"]),
+        .executable(name: "odr", targets: ["odr"]),
+        .executable(name: "odrsim", targets: ["odrsim"]),
+        .executable(name: "odrbench", targets: ["odrbench"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+    ],
+    targets: [
+        // C libraries, wrapped with typed `static inline` shims for what Swift cannot call directly.
+        .systemLibrary(
+            name: "CZlib",
+            pkgConfig: "zlib",
+            providers: [.apt(["zlib1g-dev"])]
+        ),
+        .systemLibrary(
+            name: "CCurl",
+            pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]
+        ),
+
+        // Libraries.
+        .target(
+            name: "ODRFormat",
+            dependencies: [
+                "CZlib",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "ODRBuilder",
+            dependencies: ["ODRFormat"],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "ODRRuntime",
+            dependencies: [
+                "ODRFormat",
+                "CCurl",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "ODRSimulation",
+            dependencies: ["ODRRuntime", "ODRFormat"],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "ODRServe",
+            dependencies: [
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
+        // Command-line tools: thin commands over the libraries.
+        .executableTarget(
+            name: "odrpack",
+            dependencies: [
+                "ODRBuilder", "ODRFormat", "ODRServe",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Tools/odrpack",
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "odr",
+            dependencies: [
+                "ODRRuntime", "ODRFormat",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Tools/odr",
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "odrsim",
+            dependencies: [
+                "ODRSimulation",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Tools/odrsim",
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "odrbench",
+            dependencies: [
+                "ODRFormat", "ODRBuilder", "ODRRuntime", "ODRSimulation", "ODRServe",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Tools/odrbench",
+            swiftSettings: swiftSettings
+        ),
+
+        // Tests. Fixtures shared between test targets live in ODRTestSupport, never copied.
+        .target(
+            name: "ODRTestSupport",
+            dependencies: ["ODRFormat", "ODRServe"],
+            path: "Tests/ODRTestSupport",
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "ODRFormatTests",
+            dependencies: ["ODRFormat", "ODRTestSupport"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "ODRBuilderTests",
+            dependencies: ["ODRBuilder", "ODRFormat", "ODRTestSupport"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "ODRRuntimeTests",
+            dependencies: ["ODRRuntime", "ODRFormat", "ODRServe", "ODRTestSupport"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "ODRSimulationTests",
+            dependencies: ["ODRSimulation", "ODRRuntime", "ODRTestSupport"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "ODRServeTests",
+            dependencies: ["ODRServe", "ODRTestSupport"],
+            swiftSettings: swiftSettings
+        ),
+    ]
+)

@@ -1,0 +1,126 @@
+extension VersionManifest {
+    /// Checks every rule of the format: ranges, paths, uniqueness and references.
+    ///
+    /// - Throws: ``FormatError`` naming the first offending field.
+    public func validate() throws(FormatError) {
+        guard formatVersion == Self.currentFormatVersion else {
+            throw FormatError(
+                .unsupportedFormatVersion,
+                "The manifest has format version \(formatVersion); this library reads version \(Self.currentFormatVersion). Update the runtime or rebuild the catalog with a matching odrpack.",
+                field: "formatVersion")
+        }
+        guard !catalogID.isEmpty else {
+            throw FormatError(.invalidValue, "The manifest's catalog id is empty.", field: "catalogID")
+        }
+        guard version >= 1 else {
+            throw FormatError(.invalidValue, "Version numbers start at 1; found \(version).", field: "version")
+        }
+
+        var packsByID: [String: PackRecord] = [:]
+        for (i, pack) in packs.enumerated() {
+            let field = "packs[\(i)]"
+            guard HexDigest.isSHA256(pack.id) else {
+                throw FormatError(.invalidValue, "A pack id must be 64 lowercase hex digits; found '\(pack.id)'.", field: "\(field).id")
+            }
+            guard packsByID.updateValue(pack, forKey: pack.id) == nil else {
+                throw FormatError(.duplicate, "Pack \(pack.id) is listed twice.", field: "\(field).id")
+            }
+            try requireNonNegative(pack.archiveBytes, "\(field).archiveBytes")
+            try requireNonNegative(pack.installedBytes, "\(field).installedBytes")
+            try requireNonNegative(Int64(pack.entryCount), "\(field).entryCount")
+            guard !pack.tags.isEmpty else {
+                throw FormatError(.invalidValue, "Pack \(pack.id) has an empty tag set.", field: "\(field).tags")
+            }
+        }
+
+        var tagNames = Set<String>()
+        for (i, tag) in tags.enumerated() {
+            let field = "tags[\(i)]"
+            if let problem = TagRecord.problem(inName: tag.name) {
+                throw FormatError(.invalidValue, "Invalid tag: \(problem).", field: "\(field).name")
+            }
+            guard tagNames.insert(tag.name).inserted else {
+                throw FormatError(.duplicate, "Tag '\(tag.name)' is listed twice.", field: "\(field).name")
+            }
+            guard (0...1).contains(tag.preservationPriority) else {
+                throw FormatError(
+                    .invalidValue,
+                    "Tag '\(tag.name)' has preservation priority \(tag.preservationPriority); it must be between 0 and 1.",
+                    field: "\(field).preservationPriority")
+            }
+            try requireNonNegative(tag.downloadBytes, "\(field).downloadBytes")
+            try requireNonNegative(tag.installedBytes, "\(field).installedBytes")
+            for (j, id) in tag.packs.enumerated() {
+                guard let pack = packsByID[id] else {
+                    throw FormatError(.danglingReference, "Tag '\(tag.name)' needs pack \(id), which the manifest does not list.", field: "\(field).packs[\(j)]")
+                }
+                guard pack.tags.contains(tag.name) else {
+                    throw FormatError(.danglingReference, "Tag '\(tag.name)' lists pack \(id), whose tag set does not contain it.", field: "\(field).packs[\(j)]")
+                }
+            }
+        }
+        for (i, pack) in packs.enumerated() {
+            for (j, name) in pack.tags.enumerated() {
+                guard tagNames.contains(name) else {
+                    throw FormatError(.danglingReference, "Pack \(pack.id) is tagged '\(name)', which the manifest does not define.", field: "packs[\(i)].tags[\(j)]")
+                }
+            }
+        }
+        for tag in tags {
+            let needed = Set(tag.packs)
+            if let missing = packs.first(where: { $0.tags.contains(tag.name) && !needed.contains($0.id) }) {
+                throw FormatError(.danglingReference, "Pack \(missing.id) is tagged '\(tag.name)' but the tag does not list it.", field: "tags")
+            }
+        }
+        for (key, list) in [("initialInstallTags", initialInstallTags), ("prefetchOrder", prefetchOrder)] {
+            for (i, name) in list.enumerated() where !tagNames.contains(name) {
+                throw FormatError(.danglingReference, "'\(name)' is not a tag of this manifest.", field: "\(key)[\(i)]")
+            }
+        }
+
+        var paths = Set<String>()
+        var entries: [String: FileRecord] = [:]  // "pack/entry" -> first file using it
+        for (i, file) in files.enumerated() {
+            let field = "files[\(i)]"
+            if let problem = RelativePath.problem(in: file.path) {
+                throw FormatError(.invalidPath, "The file path '\(file.path)' is not allowed: \(problem).", field: "\(field).path")
+            }
+            guard paths.insert(file.path).inserted else {
+                throw FormatError(.duplicate, "The path '\(file.path)' is listed twice.", field: "\(field).path")
+            }
+            guard let pack = packsByID[file.pack] else {
+                throw FormatError(.danglingReference, "'\(file.path)' is in pack \(file.pack), which the manifest does not list.", field: "\(field).pack")
+            }
+            if let problem = RelativePath.problem(in: file.entry) {
+                throw FormatError(.invalidPath, "The entry name '\(file.entry)' is not allowed: \(problem).", field: "\(field).entry")
+            }
+            guard HexDigest.isSHA256(file.sha256) else {
+                throw FormatError(.invalidValue, "A file's sha256 must be 64 lowercase hex digits.", field: "\(field).sha256")
+            }
+            try requireNonNegative(file.size, "\(field).size")
+            try requireNonNegative(file.storedSize, "\(field).storedSize")
+            try requireNonNegative(file.headerOffset, "\(field).headerOffset")
+            guard file.headerOffset + file.storedSize <= pack.archiveBytes else {
+                throw FormatError(.invalidValue, "'\(file.path)' lies beyond the end of its pack (\(pack.archiveBytes) bytes).", field: "\(field).headerOffset")
+            }
+            if file.method == .stored, file.storedSize != file.size {
+                throw FormatError(.invalidValue, "'\(file.path)' is stored uncompressed, so its stored size must equal its size.", field: "\(field).storedSize")
+            }
+            let key = file.pack + "/" + file.entry
+            if let first = entries[key] {
+                guard first.sha256 == file.sha256, first.size == file.size, first.storedSize == file.storedSize,
+                      first.headerOffset == file.headerOffset, first.method == file.method else {
+                    throw FormatError(.duplicate, "'\(file.path)' and '\(first.path)' share entry '\(file.entry)' but disagree about its content.", field: "\(field).entry")
+                }
+            } else {
+                entries[key] = file
+            }
+        }
+    }
+
+    private func requireNonNegative(_ value: Int64, _ field: String) throws(FormatError) {
+        guard value >= 0 else {
+            throw FormatError(.invalidValue, "\(field) is negative (\(value)); sizes and counts cannot be.", field: field)
+        }
+    }
+}

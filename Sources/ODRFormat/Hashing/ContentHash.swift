@@ -1,0 +1,54 @@
+import Crypto
+import Foundation
+
+/// SHA-256 digests as the catalog writes them: 64 lowercase hexadecimal digits.
+public enum ContentHash {
+    /// The SHA-256 of `data`.
+    public static func sha256Hex(of data: some DataProtocol) -> String {
+        hex(SHA256.hash(data: data))
+    }
+
+    /// The SHA-256 of a file's contents, read in chunks so memory stays constant.
+    ///
+    /// - Throws: ``FormatError`` with code `io` when the file cannot be read.
+    public static func sha256Hex(ofFileAt url: URL) throws(FormatError) -> String {
+        let file = try ReadableFile(url)
+        var hasher = SHA256()
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        while true {
+            let count = try file.read(into: &buffer)
+            if count == 0 { break }
+            buffer.withUnsafeBytes { hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: $0[..<count])) }
+        }
+        return hex(hasher.finalize())
+    }
+
+    /// Lowercase hexadecimal of a digest.
+    public static func hex(_ digest: some Sequence<UInt8>) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(64)
+        for byte in digest {
+            bytes.append(digits[Int(byte >> 4)])
+            bytes.append(digits[Int(byte & 0x0F)])
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+}
+
+/// An incremental SHA-256 that yields the catalog's hex form.
+public struct StreamingSHA256: Sendable {
+    private var hasher = SHA256()
+
+    public init() {}
+
+    /// Adds bytes to the digest.
+    public mutating func update(_ bytes: UnsafeRawBufferPointer) {
+        hasher.update(bufferPointer: bytes)
+    }
+
+    /// The digest of everything added, as 64 lowercase hex digits.
+    public func finalize() -> String {
+        ContentHash.hex(hasher.finalize())
+    }
+}

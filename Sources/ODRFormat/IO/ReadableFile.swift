@@ -1,0 +1,72 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Foundation
+
+/// A file opened for reading; owns its descriptor and closes it in `deinit`.
+final class ReadableFile {
+    let descriptor: Int32
+    let path: String
+
+    init(_ url: URL) throws(FormatError) {
+        path = url.path
+        descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            throw FormatError.posix("open '\(path)' for reading", errno: errno, field: nil)
+        }
+    }
+
+    /// The file's size in bytes.
+    func size() throws(FormatError) -> Int64 {
+        var info = stat()
+        guard fstat(descriptor, &info) == 0 else { throw FormatError.posix("stat '\(path)'", errno: errno, field: nil) }
+        return Int64(info.st_size)
+    }
+
+    /// Reads up to `buffer.count` bytes at the current position; 0 at the end of the file.
+    func read(into buffer: inout [UInt8]) throws(FormatError) -> Int {
+        let count = buffer.count
+        let result = buffer.withUnsafeMutableBytes { raw -> Int in
+            while true {
+                let n = Glibc.read(descriptor, raw.baseAddress, count)
+                if n < 0 && errno == EINTR { continue }
+                return n
+            }
+        }
+        guard result >= 0 else { throw FormatError.posix("read '\(path)'", errno: errno, field: nil) }
+        return result
+    }
+
+    /// Reads exactly `count` bytes at `offset`, or fewer at the end of the file.
+    func read(count: Int, at offset: Int64) throws(FormatError) -> [UInt8] {
+        var buffer = [UInt8](repeating: 0, count: count)
+        var filled = 0
+        while filled < count {
+            let n = buffer.withUnsafeMutableBytes { raw in
+                pread(descriptor, raw.baseAddress! + filled, count - filled, off_t(offset) + off_t(filled))
+            }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw FormatError.posix("read '\(path)'", errno: errno, field: nil)
+            }
+            if n == 0 { break }
+            filled += n
+        }
+        buffer.removeLast(count - filled)
+        return buffer
+    }
+
+    deinit { close(descriptor) }
+}
+
+extension FormatError {
+    /// An `io` error for a failed system call, with the system's own description.
+    static func posix(_ action: String, errno code: Int32, field: String?) -> FormatError {
+        let text = String(cString: strerror(code))
+        return FormatError(.io, "Could not \(action): \(text).", field: field, cause: POSIXErrorCode(rawValue: code).map { POSIXError($0) })
+    }
+}

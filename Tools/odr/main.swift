@@ -1,0 +1,1 @@
+print("odr: not built yet")

@@ -1,0 +1,1 @@
+print("odrsim: not built yet")
