@@ -11,7 +11,7 @@ public enum ContentHash {
     /// The SHA-256 of a file's contents, read in chunks so memory stays constant.
     ///
     /// - Throws: ``FormatError`` with code `io` when the file cannot be read.
-    public static func sha256Hex(ofFileAt url: URL) throws(FormatError) -> String {
+    public static func sha256Hex(ofFileAt url: URL) throws -> String {
         let file = try ReadableFile(url)
         var hasher = SHA256()
         var buffer = [UInt8](repeating: 0, count: 1 << 20)

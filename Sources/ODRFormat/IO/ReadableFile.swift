@@ -12,7 +12,7 @@ final class ReadableFile {
     let descriptor: Int32
     let path: String
 
-    init(_ url: URL) throws(FormatError) {
+    init(_ url: URL) throws {
         path = url.path
         descriptor = open(path, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else {
@@ -21,14 +21,14 @@ final class ReadableFile {
     }
 
     /// The file's size in bytes.
-    func size() throws(FormatError) -> Int64 {
+    func size() throws -> Int64 {
         var info = stat()
         guard fstat(descriptor, &info) == 0 else { throw FormatError.posix("stat '\(path)'", errno: errno, field: nil) }
         return Int64(info.st_size)
     }
 
     /// Reads up to `buffer.count` bytes at the current position; 0 at the end of the file.
-    func read(into buffer: inout [UInt8]) throws(FormatError) -> Int {
+    func read(into buffer: inout [UInt8]) throws -> Int {
         let count = buffer.count
         let result = buffer.withUnsafeMutableBytes { raw -> Int in
             while true {
@@ -42,7 +42,7 @@ final class ReadableFile {
     }
 
     /// Reads exactly `count` bytes at `offset`, or fewer at the end of the file.
-    func read(count: Int, at offset: Int64) throws(FormatError) -> [UInt8] {
+    func read(count: Int, at offset: Int64) throws -> [UInt8] {
         var buffer = [UInt8](repeating: 0, count: count)
         var filled = 0
         while filled < count {

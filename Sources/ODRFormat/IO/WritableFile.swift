@@ -1,0 +1,89 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+import Foundation
+
+/// A file opened for writing with an append buffer; owns its descriptor and closes it in `deinit`.
+///
+/// Appends go through a 1 MiB buffer; ``overwrite(_:at:)`` patches bytes already written (the
+/// ZIP writer fills in sizes and CRCs of a local header once the entry's data is written).
+final class WritableFile {
+    let path: String
+    private var descriptor: Int32
+    private var buffer: [UInt8] = []
+    private let bufferLimit = 1 << 20
+    /// The logical end of the file: bytes written plus bytes buffered.
+    private(set) var position: Int64 = 0
+
+    /// Creates a new file; fails if one exists, so immutable files are never overwritten.
+    init(creating url: URL) throws {
+        path = url.path
+        descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else {
+            throw FormatError.posix("create '\(path)'", errno: errno, field: nil)
+        }
+        buffer.reserveCapacity(bufferLimit)
+    }
+
+    func append(_ bytes: UnsafeRawBufferPointer) throws {
+        if buffer.count + bytes.count > bufferLimit { try flush() }
+        if bytes.count >= bufferLimit {
+            try writeAll(bytes)
+        } else {
+            buffer.append(contentsOf: bytes)
+        }
+        position += Int64(bytes.count)
+    }
+
+    func append(_ bytes: [UInt8]) throws {
+        try bytes.withUnsafeBytes { raw in try append(raw) }
+    }
+
+    /// Replaces bytes at `offset`, which must already have been appended.
+    func overwrite(_ bytes: [UInt8], at offset: Int64) throws {
+        try flush()
+        let written = bytes.withUnsafeBytes { raw in pwrite(descriptor, raw.baseAddress, raw.count, off_t(offset)) }
+        guard written == bytes.count else { throw FormatError.posix("write '\(path)'", errno: errno, field: nil) }
+    }
+
+    /// Discards everything from `offset` on.
+    func truncate(to offset: Int64) throws {
+        try flush()
+        guard ftruncate(descriptor, off_t(offset)) == 0, lseek(descriptor, off_t(offset), SEEK_SET) >= 0 else {
+            throw FormatError.posix("truncate '\(path)'", errno: errno, field: nil)
+        }
+        position = offset
+    }
+
+    func flush() throws {
+        guard !buffer.isEmpty else { return }
+        try buffer.withUnsafeBytes { raw in try writeAll(raw) }
+        buffer.removeAll(keepingCapacity: true)
+    }
+
+    /// Flushes, forces the bytes to stable storage and closes the file.
+    func close(sync: Bool = true) throws {
+        try flush()
+        if sync, fsync(descriptor) != 0 { throw FormatError.posix("sync '\(path)'", errno: errno, field: nil) }
+        Glibc.close(descriptor)
+        descriptor = -1
+    }
+
+    private func writeAll(_ bytes: UnsafeRawBufferPointer) throws {
+        var offset = 0
+        while offset < bytes.count {
+            let n = Glibc.write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw FormatError.posix("write '\(path)'", errno: errno, field: nil)
+            }
+            offset += n
+        }
+    }
+
+    deinit {
+        if descriptor >= 0 { Glibc.close(descriptor) }
+    }
+}

@@ -1,0 +1,326 @@
+import Foundation
+
+/// Writes a pack: a standard, deterministic ZIP archive, streamed to disk in constant memory.
+///
+/// Each entry is stored or deflated, whichever the content merits: a sample of its first bytes is
+/// compressed, and deflate is used only when it saves at least ``Options/minimumSavings`` (so PNG,
+/// OGG and MP3 files are stored as they are). Sizes and CRCs are written into the local header once
+/// the data is written, so packs never need data descriptors and can be read as a stream. ZIP64
+/// records appear only when sizes, offsets or the entry count require them.
+///
+/// The output depends only on the entries' names and contents: entries must be added in ascending
+/// name order, and every entry gets the same timestamp and attributes.
+///
+/// ```swift
+/// let writer = try PackWriter(creating: staging.appending(path: "pack.tmp"))
+/// for (name, file) in files.sorted(by: { $0.0 < $1.0 }) {
+///     _ = try writer.addEntry(named: name, contentsOf: file)
+/// }
+/// let summary = try writer.finish()
+/// try FileManager.default.moveItem(at: staging.appending(path: "pack.tmp"),
+///                                  to: packs.appending(path: "\(summary.sha256).zip"))
+/// ```
+///
+/// A writer that is released without ``finish()`` removes its partial file.
+public final class PackWriter {
+    /// Settings that shape the archive; the defaults suit production.
+    public struct Options: Sendable {
+        /// Sizes, offsets and counts at or above this use ZIP64 records. Tests lower it to exercise
+        /// ZIP64 without gigabytes of data; the format's own limit is `0xFFFF_FFFF`.
+        public var zip64Threshold: Int64 = 0xFFFF_FFFF
+        /// zlib compression level, 1 (fastest) to 9 (smallest).
+        public var compressionLevel: Int32 = 6
+        /// Deflate only when it saves at least this fraction of an entry's size.
+        public var minimumSavings: Double = 0.05
+
+        public init() {}
+    }
+
+    /// The archive's location.
+    public let url: URL
+    private let options: Options
+    private let file: WritableFile
+    private var central: [PackEntry] = []
+    private var state: State = .open
+    private var deflater: ZlibStream?
+    private var readBuffer = [UInt8](repeating: 0, count: 1 << 20)
+    private var scratch = [UInt8](repeating: 0, count: 1 << 18)
+
+    private enum State { case open, failed, finished }
+
+    /// How many bytes of an entry are compressed to decide whether deflate pays.
+    static let probeSize = 64 * 1024
+
+    /// Creates the archive file; it must not exist yet.
+    ///
+    /// - Throws: ``FormatError`` with code `io` if the file exists or cannot be created.
+    public init(creating url: URL, options: Options = Options()) throws {
+        self.url = url
+        self.options = options
+        file = try WritableFile(creating: url)
+    }
+
+    /// Adds an entry with the contents of a file, read in chunks.
+    ///
+    /// - Parameters:
+    ///   - name: the entry name: a clean relative path, greater than every name added before.
+    ///   - source: the file to read. It must not change while it is read.
+    /// - Returns: the entry as written, for the manifest.
+    /// - Throws: ``FormatError``: `unsafe-entry-name`, `invalid-operation` (out of order, or after
+    ///   ``finish()``), `io`.
+    public func addEntry(named name: String, contentsOf source: URL) throws -> PackEntry {
+        let input = try ReadableFile(source)
+        let size = try input.size()
+        return try add(name: name, size: size) { offset, buffer in
+            let bytes = try input.read(count: buffer.count, at: offset)
+            buffer.replaceSubrange(0..<bytes.count, with: bytes)
+            return bytes.count
+        }
+    }
+
+    /// Adds an entry with the given bytes.
+    ///
+    /// - Throws: see ``addEntry(named:contentsOf:)``.
+    public func addEntry(named name: String, data: Data) throws -> PackEntry {
+        try add(name: name, size: Int64(data.count)) { offset, buffer in
+            let start = Int(offset)
+            let count = min(buffer.count, data.count - start)
+            guard count > 0 else { return 0 }
+            buffer.withUnsafeMutableBytes { raw in
+                data.copyBytes(to: raw.bindMemory(to: UInt8.self), from: (data.startIndex + start)..<(data.startIndex + start + count))
+            }
+            return count
+        }
+    }
+
+    /// Writes the central directory and end records, flushes the file to disk and hashes it.
+    ///
+    /// - Returns: the archive's SHA-256, size and entries.
+    public func finish() throws -> PackSummary {
+        try requireOpen()
+        do {
+            let directoryOffset = file.position
+            for entry in central { try file.append(centralHeader(for: entry)) }
+            let directorySize = file.position - directoryOffset
+            try file.append(endRecords(directoryOffset: directoryOffset, directorySize: directorySize))
+            try file.close()
+            state = .finished
+        } catch {
+            state = .failed
+            throw error
+        }
+        let digest = try ContentHash.sha256Hex(ofFileAt: url)
+        let size = try ReadableFile(url).size()
+        return PackSummary(sha256: digest, archiveBytes: size, entries: central)
+    }
+
+    deinit {
+        if state != .finished { try? FileManager.default.removeItem(at: url) }
+    }
+
+    // MARK: - Entries
+
+    private func requireOpen() throws {
+        switch state {
+        case .open: return
+        case .failed: throw FormatError(.invalidOperation, "An earlier error left this pack incomplete; start a new one.", field: url.lastPathComponent)
+        case .finished: throw FormatError(.invalidOperation, "The pack is already finished; entries cannot be added.", field: url.lastPathComponent)
+        }
+    }
+
+    private typealias ChunkReader = (_ offset: Int64, _ buffer: inout [UInt8]) throws -> Int
+
+    private func add(name: String, size: Int64, read: ChunkReader) throws -> PackEntry {
+        try requireOpen()
+        if let problem = RelativePath.problem(in: name) {
+            throw FormatError(.unsafeEntryName, "The entry name '\(name)' is not allowed: \(problem).", field: name)
+        }
+        if let last = central.last?.name, !(last < name) {
+            throw FormatError(
+                .invalidOperation,
+                "Entries must be added in ascending name order (for reproducible packs); '\(name)' came after '\(last)'.",
+                field: name)
+        }
+        do {
+            let entry = try write(name: name, size: size, read: read)
+            central.append(entry)
+            return entry
+        } catch {
+            state = .failed
+            throw error
+        }
+    }
+
+    private func write(name: String, size: Int64, read: ChunkReader) throws -> PackEntry {
+        let headerOffset = file.position
+        let method = try chooseMethod(size: size, read: read)
+        let zip64 = size >= options.zip64Threshold
+        let nameBytes = Array(name.utf8)
+        try file.append(localHeader(name: nameBytes, method: method, crc: 0, storedSize: 0, size: size, zip64: zip64))
+        let dataStart = file.position
+
+        var (crc, sha) = try copyData(method: method, size: size, read: read, name: name)
+        var finalMethod = method
+        var storedSize = file.position - dataStart
+        if method == .deflate, Double(storedSize) > Double(size) * (1 - options.minimumSavings) {
+            // The sample promised savings the whole entry did not deliver: store it after all.
+            try file.truncate(to: dataStart)
+            (crc, sha) = try copyData(method: .stored, size: size, read: read, name: name)
+            finalMethod = .stored
+            storedSize = size
+        }
+        let header = localHeader(name: nameBytes, method: finalMethod, crc: crc, storedSize: storedSize, size: size, zip64: zip64)
+        try file.overwrite(header, at: headerOffset)
+        return PackEntry(
+            name: name, method: finalMethod, crc32: crc, storedSize: storedSize, size: size,
+            headerOffset: headerOffset, sha256: sha)
+    }
+
+    /// Compresses a sample of the entry and keeps deflate only if the sample shrinks enough.
+    private func chooseMethod(size: Int64, read: ChunkReader) throws -> CompressionMethod {
+        guard size > 0 else { return .stored }
+        var sample = [UInt8](repeating: 0, count: Int(min(size, Int64(Self.probeSize))))
+        let count = try read(0, &sample)
+        let probe = try ZlibStream(.deflate, level: options.compressionLevel)
+        var compressed = 0
+        try sample.withUnsafeBytes { raw in
+            try probe.process(UnsafeRawBufferPointer(rebasing: raw[..<count]), finish: true, scratch: &scratch) { compressed += $0.count }
+        }
+        return Double(compressed) <= Double(count) * (1 - options.minimumSavings) ? .deflate : .stored
+    }
+
+    /// Streams the entry's bytes into the archive, returning its CRC-32 and SHA-256.
+    private func copyData(method: CompressionMethod, size: Int64, read: ChunkReader, name: String) throws -> (UInt32, String) {
+        var crc = CRC32()
+        var sha = StreamingSHA256()
+        let stream: ZlibStream?
+        if method == .deflate {
+            if let deflater {
+                deflater.reset()
+                stream = deflater
+            } else {
+                stream = try ZlibStream(.deflate, level: options.compressionLevel)
+                deflater = stream
+            }
+        } else {
+            stream = nil
+        }
+        var offset: Int64 = 0
+        while offset < size {
+            let count = try read(offset, &readBuffer)
+            guard count > 0 else { break }
+            offset += Int64(count)
+            try readBuffer.withUnsafeBytes { raw in
+                let chunk = UnsafeRawBufferPointer(rebasing: raw[..<count])
+                crc.update(chunk)
+                sha.update(chunk)
+                if let stream {
+                    try stream.process(chunk, finish: offset >= size, scratch: &scratch) { try file.append($0) }
+                } else {
+                    try file.append(chunk)
+                }
+            }
+        }
+        var probe = [UInt8](repeating: 0, count: 1)
+        guard offset == size, try read(size, &probe) == 0 else {
+            throw FormatError(.io, "'\(name)' changed size while it was being packed; build again once it is stable.", field: name)
+        }
+        return (crc.value, sha.finalize())
+    }
+
+    // MARK: - Records
+
+    private func localHeader(name: [UInt8], method: CompressionMethod, crc: UInt32, storedSize: Int64, size: Int64, zip64: Bool) -> [UInt8] {
+        var w = ByteWriter()
+        w.u32(ZipFormat.localHeaderSignature)
+        w.u16(zip64 ? ZipFormat.versionNeededZip64 : ZipFormat.versionNeededDefault)
+        w.u16(ZipFormat.flagUTF8)
+        w.u16(method.zipMethod)
+        w.u16(ZipFormat.dosTime)
+        w.u16(ZipFormat.dosDate)
+        w.u32(crc)
+        w.u32(zip64 ? 0xFFFF_FFFF : UInt32(storedSize))
+        w.u32(zip64 ? 0xFFFF_FFFF : UInt32(size))
+        w.u16(UInt16(name.count))
+        w.u16(zip64 ? 20 : 0)
+        w.append(name)
+        if zip64 {
+            w.u16(ZipFormat.zip64ExtraID)
+            w.u16(16)
+            w.u64(UInt64(size))
+            w.u64(UInt64(storedSize))
+        }
+        return w.bytes
+    }
+
+    private func centralHeader(for entry: PackEntry) -> [UInt8] {
+        let largeSizes = entry.size >= options.zip64Threshold
+        let largeOffset = entry.headerOffset >= options.zip64Threshold
+        var extra = ByteWriter()
+        if largeSizes || largeOffset {
+            extra.u16(ZipFormat.zip64ExtraID)
+            extra.u16(UInt16((largeSizes ? 16 : 0) + (largeOffset ? 8 : 0)))
+            if largeSizes {
+                extra.u64(UInt64(entry.size))
+                extra.u64(UInt64(entry.storedSize))
+            }
+            if largeOffset { extra.u64(UInt64(entry.headerOffset)) }
+        }
+        let name = Array(entry.name.utf8)
+        var w = ByteWriter()
+        w.u32(ZipFormat.centralHeaderSignature)
+        w.u16(ZipFormat.versionMadeBy)
+        w.u16(largeSizes || largeOffset ? ZipFormat.versionNeededZip64 : ZipFormat.versionNeededDefault)
+        w.u16(ZipFormat.flagUTF8)
+        w.u16(entry.method.zipMethod)
+        w.u16(ZipFormat.dosTime)
+        w.u16(ZipFormat.dosDate)
+        w.u32(entry.crc32)
+        w.u32(largeSizes ? 0xFFFF_FFFF : UInt32(entry.storedSize))
+        w.u32(largeSizes ? 0xFFFF_FFFF : UInt32(entry.size))
+        w.u16(UInt16(name.count))
+        w.u16(UInt16(extra.bytes.count))
+        w.u16(0)  // comment
+        w.u16(0)  // disk number
+        w.u16(0)  // internal attributes
+        w.u32(ZipFormat.regularFileAttributes)
+        w.u32(largeOffset ? 0xFFFF_FFFF : UInt32(entry.headerOffset))
+        w.append(name)
+        w.append(extra.bytes)
+        return w.bytes
+    }
+
+    private func endRecords(directoryOffset: Int64, directorySize: Int64) -> [UInt8] {
+        let count = Int64(central.count)
+        let countLimit = min(Int64(0xFFFF), options.zip64Threshold)
+        let needsZip64 = count >= countLimit || directoryOffset >= options.zip64Threshold
+            || directorySize >= options.zip64Threshold
+        var w = ByteWriter()
+        if needsZip64 {
+            let zip64EndOffset = directoryOffset + directorySize
+            w.u32(ZipFormat.zip64EndSignature)
+            w.u64(UInt64(ZipFormat.zip64EndSize - 12))
+            w.u16(ZipFormat.versionMadeBy)
+            w.u16(ZipFormat.versionNeededZip64)
+            w.u32(0)  // this disk
+            w.u32(0)  // disk with the central directory
+            w.u64(UInt64(count))
+            w.u64(UInt64(count))
+            w.u64(UInt64(directorySize))
+            w.u64(UInt64(directoryOffset))
+            w.u32(ZipFormat.zip64LocatorSignature)
+            w.u32(0)
+            w.u64(UInt64(zip64EndOffset))
+            w.u32(1)  // total disks
+        }
+        w.u32(ZipFormat.endOfCentralDirectorySignature)
+        w.u16(0)
+        w.u16(0)
+        w.u16(needsZip64 ? 0xFFFF : UInt16(count))
+        w.u16(needsZip64 ? 0xFFFF : UInt16(count))
+        w.u32(needsZip64 ? 0xFFFF_FFFF : UInt32(directorySize))
+        w.u32(needsZip64 ? 0xFFFF_FFFF : UInt32(directoryOffset))
+        w.u16(0)  // comment length
+        return w.bytes
+    }
+}
