@@ -11,6 +11,9 @@ struct ODRPack: AsyncParsableCommand {
             packs/<sha256>.zip) that any HTTP server or CDN can host. See docs/FORMAT.md.
             """,
         version: "0.1.0",
-        subcommands: []
+        subcommands: [
+            BuildCommand.self,
+            ServeCommand.self,
+        ]
     )
 }

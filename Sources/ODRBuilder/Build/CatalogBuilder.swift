@@ -1,0 +1,229 @@
+import Foundation
+import ODRFormat
+
+/// Builds a catalog version from an assets folder: scan, hash, plan, write packs, then publish.
+///
+/// Publishing follows the catalog's rules: packs first (`packs/<sha256>.zip`, never rewritten), then
+/// the new `versions/<n+1>.json`, then `catalog.json` last and atomically, so a client that reads
+/// the index never finds a version whose files are missing. When the assets produce exactly the
+/// latest version's manifest, no new version is published; the distribution is only pointed at it.
+///
+/// ```swift
+/// var options = BuildOptions(assets: assetsURL, output: catalogURL)
+/// options.cache = BuildCache.defaultLocation(forAssets: assetsURL)
+/// let report = try await CatalogBuilder(options: options).build()
+/// print(report.rendered())
+/// ```
+public struct CatalogBuilder: Sendable {
+    /// What to build.
+    public var options: BuildOptions
+
+    /// Creates a builder.
+    public init(options: BuildOptions) {
+        self.options = options
+    }
+
+    /// Runs the build.
+    ///
+    /// - Parameter progress: called from any thread as each stage advances.
+    /// - Returns: the report of what was built.
+    /// - Throws: `BuildError`: `rules.*` for the rules file, `scan.*`, `plan.*`, `catalog.*`.
+    public func build(progress: @escaping @Sendable (BuildProgress) -> Void = { _ in }) async throws(BuildError) -> BuildReport {
+        let rules = try TagRules.load(from: options.rulesURL)
+        let catalog = CatalogDirectory(root: options.output)
+        let index = try catalog.loadIndexIfPresent()
+        let catalogID = try resolveCatalogID(rules: rules, index: index)
+        if let problem = TagRecord.problem(inName: options.distribution) {
+            throw BuildError(
+                .unknownDistribution, "distribution names follow the tag name rules: \(problem)",
+                key: "--distribution", value: options.distribution)
+        }
+
+        progress(BuildProgress(phase: .scanning, completedBytes: 0, totalBytes: 0))
+        let scan = try AssetScanner(root: options.assets, rules: rules, skipping: skippedPaths()).scan()
+        var cache: BuildCache? = options.cache.map { BuildCache.load(from: $0) }
+        let uncachedBytes = scan.files.reduce(Int64(0)) { $0 + (cache?.sha256(for: $1) == nil ? $1.size : 0) }
+        progress(BuildProgress(phase: .hashing, completedBytes: 0, totalBytes: uncachedBytes))
+        let hashing = try await AssetHasher(concurrency: options.concurrency).hash(scan.files, cache: &cache) { done in
+            progress(BuildProgress(phase: .hashing, completedBytes: done, totalBytes: uncachedBytes))
+        }
+
+        let plan = try PackPlanner(rules: rules, allowOversize: options.allowOversize).plan(hashing.assets)
+        guard !plan.packs.isEmpty else {
+            throw BuildError(
+                .emptyBuild, "no files to pack: the assets folder is empty or the rules leave everything out",
+                file: options.assets.path)
+        }
+
+        try catalog.createLayout()
+        var archiver = PackArchiver(catalog: catalog, options: options.packOptions)
+        var previous: VersionManifest?
+        if let index {
+            for entry in index.versions {
+                guard let manifest = try? catalog.loadManifest(version: entry.number, in: index) else { continue }
+                archiver.offerReuse(of: manifest)
+                previous = manifest
+            }
+        }
+        let written = try await writePacks(plan.packs, archiver: archiver, progress: progress)
+        progress(BuildProgress(phase: .publishing, completedBytes: 0, totalBytes: 1))
+
+        let latest = index?.versions.map(\.number).max() ?? 0
+        let manifest = Self.manifest(
+            catalogID: catalogID, version: latest + 1, plan: plan, written: written, rules: rules)
+        var version = latest + 1
+        var published = true
+        if var unchanged = previous, unchanged.version == latest {
+            unchanged.version = manifest.version
+            if unchanged == manifest {
+                version = latest
+                published = false
+            }
+        }
+        if published {
+            let data: Data
+            do {
+                data = try manifest.encoded()
+            } catch {
+                throw BuildError(.catalogMalformed, "the new manifest is invalid (a bug in odrpack): \(error)", cause: error)
+            }
+            try catalog.writeImmutable(data, at: VersionManifest.manifestPath(forVersion: version))
+        }
+        var newIndex = index ?? CatalogIndex(id: catalogID, serial: 0, distributions: [:], versions: [])
+        if published {
+            newIndex.versions.append(.init(number: version, manifest: VersionManifest.manifestPath(forVersion: version)))
+        }
+        if published || newIndex.distributions[options.distribution] != version || index == nil {
+            newIndex.distributions[options.distribution] = version
+            newIndex.serial += 1
+            try catalog.writeIndex(newIndex)
+        }
+        if var cache, let location = options.cache {
+            cache.retain(paths: Set(scan.files.map(\.path)))
+            try cache.save(to: location)
+        }
+        progress(BuildProgress(phase: .publishing, completedBytes: 1, totalBytes: 1))
+
+        return report(
+            manifest: published ? manifest : { var m = manifest; m.version = version; return m }(),
+            published: published, plan: plan, written: written, rules: rules, hashing: hashing,
+            warnings: scan.warnings + plan.warnings)
+    }
+
+    private func resolveCatalogID(rules: TagRules, index: CatalogIndex?) throws(BuildError) -> String {
+        let requested = options.catalogID ?? rules.catalogID
+        if let index, let requested, requested != index.id {
+            throw BuildError(
+                .catalogIDMismatch,
+                "the catalog at this path has id '\(index.id)', not '\(requested)'; write to another --output or use the same id",
+                file: options.output.path, key: "catalogID", value: requested)
+        }
+        if let id = requested ?? index?.id { return id }
+        let folder = options.assets.standardizedFileURL.lastPathComponent
+        let cleaned = String(folder.lowercased().map { $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" ? $0 : "-" })
+        return cleaned.isEmpty ? "catalog" : cleaned
+    }
+
+    /// Paths inside the assets folder that are not assets: the rules file, the catalog and the cache.
+    private func skippedPaths() -> Set<String> {
+        let root = options.assets.standardizedFileURL.path
+        var skipped: Set<String> = [TagRules.defaultFileName]
+        for location in [options.rulesURL, options.output, options.cache].compactMap({ $0 }) {
+            let path = location.standardizedFileURL.path
+            if path.hasPrefix(root + "/") { skipped.insert(String(path.dropFirst(root.count + 1))) }
+        }
+        return skipped
+    }
+
+    /// Writes the packs on every core, largest first, and returns them in plan order.
+    private func writePacks(
+        _ packs: [PackPlan.Pack], archiver: PackArchiver, progress: @escaping @Sendable (BuildProgress) -> Void
+    ) async throws(BuildError) -> [WrittenPack] {
+        let total = packs.reduce(Int64(0)) { $0 + $1.installedBytes }
+        let done = ByteCounter()
+        let order = packs.indices.sorted { packs[$0].installedBytes > packs[$1].installedBytes || (packs[$0].installedBytes == packs[$1].installedBytes && $0 < $1) }
+        var results = [WrittenPack?](repeating: nil, count: packs.count)
+        let workers = max(1, options.concurrency)
+        progress(BuildProgress(phase: .writing, completedBytes: 0, totalBytes: total))
+        do {
+            try await withThrowingTaskGroup(of: (Int, WrittenPack).self) { group in
+                var next = 0
+                func submit() {
+                    let index = order[next]
+                    next += 1
+                    group.addTask {
+                        let pack = try archiver.write(packs[index]) { bytes in
+                            let now = done.add(bytes)
+                            progress(BuildProgress(phase: .writing, completedBytes: now, totalBytes: total))
+                        }
+                        return (index, pack)
+                    }
+                }
+                while next < order.count && next < workers { submit() }
+                while let (index, pack) = try await group.next() {
+                    results[index] = pack
+                    if next < order.count { submit() }
+                }
+            }
+        } catch let error as BuildError {
+            throw error
+        } catch {
+            throw BuildError(.catalogIO, "writing packs was interrupted", cause: error)
+        }
+        return results.compactMap { $0 }
+    }
+
+    /// The version manifest for the written packs.
+    static func manifest(
+        catalogID: String, version: Int, plan: PackPlan, written: [WrittenPack], rules: TagRules
+    ) -> VersionManifest {
+        let packs = written.map(\.record).sorted { $0.id < $1.id }
+        let files = written.flatMap(\.files).sorted { $0.path < $1.path }
+        let tags = plan.tags.map { tag -> TagRecord in
+            let needed = packs.filter { $0.tags.contains(tag.name) }
+            return TagRecord(
+                name: tag.name, preservationPriority: tag.preservationPriority, packs: needed.map(\.id),
+                downloadBytes: needed.reduce(0) { $0 + $1.archiveBytes },
+                installedBytes: needed.reduce(0) { $0 + $1.installedBytes })
+        }
+        return VersionManifest(
+            catalogID: catalogID, version: version, tags: tags, initialInstallTags: rules.effectiveInitialInstall,
+            prefetchOrder: rules.prefetchOrder, packs: packs, files: files)
+    }
+
+    private func report(
+        manifest: VersionManifest, published: Bool, plan: PackPlan, written: [WrittenPack], rules: TagRules,
+        hashing: AssetHasher.Result, warnings: [BuildWarning]
+    ) -> BuildReport {
+        var warnings = warnings
+        let budgetTags = manifest.initialInstallTags + manifest.prefetchOrder.filter { !manifest.initialInstallTags.contains($0) }
+        let index = manifest.makeIndex()
+        let budgetPacks = index.packs(forTags: budgetTags)
+        let budgetBytes = budgetPacks.reduce(Int64(0)) { $0 + (index.pack(id: $1)?.installedBytes ?? 0) }
+        if budgetBytes > rules.limits.initialInstallAndPrefetch {
+            warnings.append(BuildWarning(
+                .budgetExceeded,
+                "initial install + prefetch tags need \(budgetBytes) bytes, over the \(rules.limits.initialInstallAndPrefetch)-byte budget (limits.initialInstallAndPrefetch)"))
+        }
+        var filesPerTag: [String: Int] = [:]
+        for tags in plan.pathTags.values { for tag in tags { filesPerTag[tag, default: 0] += 1 } }
+        return BuildReport(
+            catalogID: manifest.catalogID, version: manifest.version, publishedNewVersion: published,
+            distribution: options.distribution, files: manifest.files.count, hashedFiles: hashing.hashedFiles,
+            hashedBytes: hashing.hashedBytes,
+            packs: written.map { pack in
+                BuildReport.Pack(
+                    id: pack.record.id, tags: pack.record.tags, part: pack.plan.part, partCount: pack.plan.partCount,
+                    entries: pack.record.entryCount, files: pack.files.count, archiveBytes: pack.record.archiveBytes,
+                    installedBytes: pack.record.installedBytes, reused: pack.reused)
+            },
+            tags: manifest.tags.map { tag in
+                BuildReport.Tag(
+                    name: tag.name, preservationPriority: tag.preservationPriority, packs: tag.packs,
+                    downloadBytes: tag.downloadBytes, installedBytes: tag.installedBytes, files: filesPerTag[tag.name] ?? 0)
+            },
+            duplicateFiles: plan.duplicateFiles, bytesSavedByDeduplication: plan.bytesSavedByDeduplication,
+            initialInstallAndPrefetchTags: budgetTags, initialInstallAndPrefetchBytes: budgetBytes,
+            initialInstallAndPrefetchBudget: rules.limits.initialInstallAndPrefetch, warnings: warnings)
+    }
+}

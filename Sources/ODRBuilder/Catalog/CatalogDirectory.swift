@@ -1,0 +1,163 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Foundation
+import ODRFormat
+
+/// A catalog folder on disk: `catalog.json`, `versions/<n>.json` and `packs/<sha256>.zip`.
+///
+/// It enforces the publishing rules: immutable files are written once (a second write with the same
+/// bytes is a no-op, with other bytes an error) and `catalog.json` is replaced atomically, so a
+/// reader sees either the old index or the new one, never a torn file.
+public struct CatalogDirectory: Sendable {
+    /// The catalog's root folder.
+    public var root: URL
+
+    /// A catalog at `root` (which need not exist yet).
+    public init(root: URL) {
+        self.root = root
+    }
+
+    /// The location of a file given by its path relative to the root.
+    public func url(of relative: String) -> URL {
+        root.appending(path: relative)
+    }
+
+    /// The location of pack `id`'s archive.
+    public func packURL(id: String) -> URL {
+        url(of: PackRecord.archivePath(forID: id))
+    }
+
+    /// Whether the catalog has an index yet.
+    public var exists: Bool {
+        FileManager.default.fileExists(atPath: url(of: CatalogIndex.fileName).path)
+    }
+
+    /// Reads and validates `catalog.json`, or returns `nil` when there is none.
+    public func loadIndexIfPresent() throws(BuildError) -> CatalogIndex? {
+        guard exists else { return nil }
+        return try loadIndex()
+    }
+
+    /// Reads and validates `catalog.json`.
+    public func loadIndex() throws(BuildError) -> CatalogIndex {
+        let location = url(of: CatalogIndex.fileName)
+        let data: Data
+        do {
+            data = try Data(contentsOf: location)
+        } catch {
+            throw BuildError(
+                .catalogIO, "cannot read the catalog index; is this a catalog folder built by odrpack?",
+                file: location.path, cause: error)
+        }
+        do {
+            return try CatalogIndex.decode(from: data)
+        } catch {
+            throw BuildError(.catalogMalformed, error.message, file: location.path, key: error.field, cause: error)
+        }
+    }
+
+    /// Reads and validates the manifest of version `number` that `index` lists.
+    public func loadManifest(version number: Int, in index: CatalogIndex) throws(BuildError) -> VersionManifest {
+        guard let entry = index.version(number) else {
+            throw BuildError(
+                .unknownVersion,
+                "the catalog has no version \(number); it has \(index.versions.map { String($0.number) }.joined(separator: ", "))",
+                file: url(of: CatalogIndex.fileName).path, value: String(number))
+        }
+        let location = url(of: entry.manifest)
+        let data: Data
+        do {
+            data = try Data(contentsOf: location)
+        } catch {
+            throw BuildError(.missingFile, "the version manifest listed in catalog.json is missing", file: location.path, cause: error)
+        }
+        let manifest: VersionManifest
+        do {
+            manifest = try VersionManifest.decode(from: data)
+        } catch {
+            throw BuildError(.catalogMalformed, error.message, file: location.path, key: error.field, cause: error)
+        }
+        guard manifest.version == number, manifest.catalogID == index.id else {
+            throw BuildError(
+                .catalogMalformed,
+                "the manifest says catalog '\(manifest.catalogID)' version \(manifest.version), but catalog.json lists it as '\(index.id)' version \(number)",
+                file: location.path)
+        }
+        return manifest
+    }
+
+    /// Creates the catalog's folders.
+    public func createLayout() throws(BuildError) {
+        for folder in ["packs", "versions"] {
+            do {
+                try FileManager.default.createDirectory(at: url(of: folder), withIntermediateDirectories: true)
+            } catch {
+                throw BuildError(.catalogIO, "cannot create the catalog folder", file: url(of: folder).path, cause: error)
+            }
+        }
+    }
+
+    /// Writes an immutable file once.
+    ///
+    /// - Returns: `false` when the file already existed with exactly these bytes.
+    /// - Throws: `catalog.immutableConflict` when it exists with other bytes; `catalog.io`.
+    @discardableResult
+    public func writeImmutable(_ data: Data, at relative: String) throws(BuildError) -> Bool {
+        let location = url(of: relative)
+        if FileManager.default.fileExists(atPath: location.path) {
+            guard (try? Data(contentsOf: location)) == data else {
+                throw BuildError(
+                    .immutableConflict,
+                    "the file already exists with different content and published files are never overwritten; remove it only if no client has seen it",
+                    file: location.path)
+            }
+            return false
+        }
+        try writeAtomically(data, to: location)
+        return true
+    }
+
+    /// Replaces `catalog.json` atomically (temporary file, flush, rename).
+    public func writeIndex(_ index: CatalogIndex) throws(BuildError) {
+        let data: Data
+        do {
+            data = try index.encoded()
+        } catch {
+            throw BuildError(.catalogMalformed, "the new catalog index is invalid: \(error)", file: url(of: CatalogIndex.fileName).path, cause: error)
+        }
+        try writeAtomically(data, to: url(of: CatalogIndex.fileName))
+    }
+
+    /// A fresh temporary file name in `folder`, hidden so scanners and servers ignore it.
+    public func temporaryURL(in folder: String, suffix: String) -> URL {
+        url(of: "\(folder)/.tmp-\(UUID().uuidString)\(suffix)")
+    }
+
+    /// Writes `data` to a temporary file next to `location`, flushes it and renames it into place.
+    func writeAtomically(_ data: Data, to location: URL) throws(BuildError) {
+        let folder = location.deletingLastPathComponent()
+        let temporary = folder.appending(path: ".tmp-\(UUID().uuidString)-\(location.lastPathComponent)")
+        do {
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            try data.write(to: temporary)
+            try Self.flush(temporary)
+            guard rename(temporary.path, location.path) == 0 else {
+                throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
+            }
+        } catch {
+            try? FileManager.default.removeItem(at: temporary)
+            throw BuildError(.catalogIO, "cannot write the file; check free space and permissions", file: location.path, cause: error)
+        }
+    }
+
+    /// Flushes a file's bytes to disk, so a rename that publishes it never exposes an empty file after a crash.
+    static func flush(_ location: URL) throws {
+        let descriptor = open(location.path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        defer { close(descriptor) }
+        guard fsync(descriptor) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+    }
+}

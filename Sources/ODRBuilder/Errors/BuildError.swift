@@ -1,0 +1,105 @@
+/// An error from building, inspecting or editing a catalog, with a stable code and a message that
+/// says what to do.
+///
+/// Rules-file errors also name the file, the key (a dotted path such as `tags.level1.include[0]`)
+/// and the offending value, so a build log points straight at the line to fix.
+public struct BuildError: Error, CustomStringConvertible, Sendable {
+    /// A stable, machine-readable error code such as `rules.unknownKey`.
+    public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+        public var rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+
+        // Rules file.
+        /// The rules file is missing or cannot be read.
+        public static let rulesUnreadable = Code(rawValue: "rules.unreadable")
+        /// The rules file is not valid JSON, or not a JSON object.
+        public static let rulesMalformed = Code(rawValue: "rules.malformed")
+        /// The rules file contains a key this version does not know.
+        public static let unknownKey = Code(rawValue: "rules.unknownKey")
+        /// A required key is absent.
+        public static let missingKey = Code(rawValue: "rules.missingKey")
+        /// A value has the wrong JSON type or an impossible value.
+        public static let invalidValue = Code(rawValue: "rules.invalidValue")
+        /// A glob pattern cannot be compiled.
+        public static let invalidGlob = Code(rawValue: "rules.invalidGlob")
+        /// A preservation priority lies outside 0...1.
+        public static let priorityOutOfRange = Code(rawValue: "rules.priorityOutOfRange")
+        /// A tag name is empty or contains characters tags may not use.
+        public static let invalidTagName = Code(rawValue: "rules.invalidTagName")
+        /// `initialInstall` or `prefetchOrder` names a tag that no rule defines.
+        public static let undefinedTag = Code(rawValue: "rules.undefinedTag")
+
+        // Scanning and planning.
+        /// The assets directory does not exist or a file in it cannot be read.
+        public static let assetsUnreadable = Code(rawValue: "scan.unreadable")
+        /// Files match no rule and the rules say `"untagged": "error"`.
+        public static let untaggedFiles = Code(rawValue: "plan.untaggedFiles")
+        /// A single file is larger than the pack size limit and `--allow-oversize` was not given.
+        public static let oversizeFile = Code(rawValue: "plan.oversizeFile")
+        /// The build found no files to pack.
+        public static let emptyBuild = Code(rawValue: "plan.empty")
+
+        // Catalog on disk.
+        /// The catalog directory or one of its files cannot be read or written.
+        public static let catalogIO = Code(rawValue: "catalog.io")
+        /// `catalog.json` or a version manifest does not decode.
+        public static let catalogMalformed = Code(rawValue: "catalog.malformed")
+        /// The catalog was built for another catalog id.
+        public static let catalogIDMismatch = Code(rawValue: "catalog.idMismatch")
+        /// An immutable file already exists with different bytes.
+        public static let immutableConflict = Code(rawValue: "catalog.immutableConflict")
+        /// A version number that the catalog does not list.
+        public static let unknownVersion = Code(rawValue: "catalog.unknownVersion")
+        /// A distribution name that is empty or malformed, or that the catalog does not define.
+        public static let unknownDistribution = Code(rawValue: "catalog.unknownDistribution")
+
+        // Verification.
+        /// A file the catalog refers to is missing.
+        public static let missingFile = Code(rawValue: "verify.missingFile")
+        /// A pack's bytes do not hash to its name, or its size differs from the manifest.
+        public static let packCorrupt = Code(rawValue: "verify.packCorrupt")
+        /// An entry inside a pack does not match its file record.
+        public static let entryCorrupt = Code(rawValue: "verify.entryCorrupt")
+        /// A manifest refers to a pack, tag or entry it does not define.
+        public static let danglingReference = Code(rawValue: "verify.danglingReference")
+    }
+
+    /// What went wrong, as a stable code.
+    public var code: Code
+    /// A sentence for humans that says what happened and what to do.
+    public var message: String
+    /// The file the error is about (rules file, manifest, pack), when there is one.
+    public var file: String?
+    /// The key inside `file`, as a dotted path, when there is one.
+    public var key: String?
+    /// The offending value, rendered as text, when there is one.
+    public var value: String?
+    /// The underlying error, when this one wraps another.
+    public var cause: (any Error & Sendable)?
+
+    /// Creates an error.
+    public init(
+        _ code: Code, _ message: String, file: String? = nil, key: String? = nil, value: String? = nil,
+        cause: (any Error & Sendable)? = nil
+    ) {
+        self.code = code
+        self.message = message
+        self.file = file
+        self.key = key
+        self.value = value
+        self.cause = cause
+    }
+
+    public var description: String {
+        var location = ""
+        if let file { location += file }
+        if let key { location += location.isEmpty ? key : ": \(key)" }
+        if let value { location += " = \(value)" }
+        var text = "[\(code.rawValue)] "
+        if !location.isEmpty { text += "\(location): " }
+        text += message
+        if let cause { text += " (\(cause))" }
+        return text
+    }
+}

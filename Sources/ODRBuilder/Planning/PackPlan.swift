@@ -1,0 +1,55 @@
+import Foundation
+
+/// What a build will write: packs with their entries, and where every logical path's bytes live.
+///
+/// A plan is a pure function of the hashed files and the rules; the writer turns it into archives.
+public struct PackPlan: Sendable, Equatable {
+    /// One distinct piece of content, stored once as one entry.
+    public struct Entry: Sendable, Equatable {
+        /// The entry's name in the archive: the first (sorted) path that has this content.
+        public var name: String
+        /// The SHA-256 of the content.
+        public var sha256: String
+        /// The uncompressed size.
+        public var size: Int64
+        /// A file on disk with this content, to read it from.
+        public var source: URL
+        /// Every logical path with this content, sorted.
+        public var paths: [String]
+    }
+
+    /// One pack: a tag set (or one part of a large one) and its entries, sorted by name.
+    public struct Pack: Sendable, Equatable {
+        /// The pack's tag set, sorted.
+        public var tags: [String]
+        /// 1-based part number when the tag set was split, else 1.
+        public var part: Int
+        /// How many parts the tag set was split into (1 when it was not).
+        public var partCount: Int
+        /// The entries, sorted by name (the order they are written in).
+        public var entries: [Entry]
+
+        /// The sum of the entries' uncompressed sizes.
+        public var installedBytes: Int64 { entries.reduce(0) { $0 + $1.size } }
+    }
+
+    /// The packs, sorted by tag set then part.
+    public var packs: [Pack]
+    /// Every tag a manifest will list (defined by the rules, plus `base`), sorted, with its priority.
+    public var tags: [(name: String, preservationPriority: Double)]
+    /// The logical paths of every file in the version, with their tag sets (before content merging).
+    public var pathTags: [String: [String]]
+    /// Files that share content with an earlier path and were not stored again.
+    public var duplicateFiles: Int
+    /// The bytes those duplicate files would have taken.
+    public var bytesSavedByDeduplication: Int64
+    /// Warnings about the plan.
+    public var warnings: [BuildWarning]
+
+    public static func == (lhs: PackPlan, rhs: PackPlan) -> Bool {
+        lhs.packs == rhs.packs && lhs.pathTags == rhs.pathTags && lhs.warnings == rhs.warnings
+            && lhs.tags.map(\.name) == rhs.tags.map(\.name)
+            && lhs.tags.map(\.preservationPriority) == rhs.tags.map(\.preservationPriority)
+            && lhs.duplicateFiles == rhs.duplicateFiles && lhs.bytesSavedByDeduplication == rhs.bytesSavedByDeduplication
+    }
+}

@@ -1,0 +1,45 @@
+import Foundation
+
+extension BuildReport {
+    /// The report as text for a terminal or a CI log.
+    public func rendered() -> String {
+        var lines: [String] = []
+        let verb = publishedNewVersion ? "published version \(version)" : "nothing changed; version \(version) is current"
+        lines.append("catalog \(catalogID): \(verb); distribution '\(distribution)' -> \(version)")
+        lines.append("files: \(files) (\(hashedFiles) hashed, \(ByteCount.format(hashedBytes)) read; the rest from the build cache)")
+        lines.append("")
+        lines.append("packs (\(packs.count), \(writtenPacks) written, \(packs.count - writtenPacks) reused):")
+        for pack in packs {
+            let part = pack.partCount > 1 ? " part \(pack.part)/\(pack.partCount)" : ""
+            let flags = [pack.shared ? "shared" : nil, pack.reused ? "reused" : nil].compactMap { $0 }
+            lines.append(
+                "  [\(pack.tags.joined(separator: ", "))]\(part)  \(pack.entries) entries, \(pack.files) files, "
+                    + "\(ByteCount.format(pack.archiveBytes)) download, \(ByteCount.format(pack.installedBytes)) installed"
+                    + (flags.isEmpty ? "" : "  (\(flags.joined(separator: ", ")))"))
+            lines.append("      \(pack.id)")
+        }
+        lines.append("")
+        lines.append("tags (\(tags.count)): bytes a client downloads to use each")
+        let width = tags.map(\.name.count).max() ?? 0
+        for tag in tags {
+            let name = tag.name.padding(toLength: width, withPad: " ", startingAt: 0)
+            lines.append(
+                "  \(name)  \(ByteCount.format(tag.downloadBytes)) in \(tag.packs.count) pack(s), "
+                    + "\(ByteCount.format(tag.installedBytes)) installed, \(tag.files) files, priority \(tag.preservationPriority)")
+        }
+        lines.append("")
+        lines.append("shared packs: \(sharedPacks.count)")
+        lines.append("deduplication: \(duplicateFiles) duplicate file(s), \(ByteCount.format(bytesSavedByDeduplication)) saved")
+        if !initialInstallAndPrefetchTags.isEmpty {
+            lines.append(
+                "initial install + prefetch [\(initialInstallAndPrefetchTags.joined(separator: ", "))]: "
+                    + "\(ByteCount.format(initialInstallAndPrefetchBytes)) of \(ByteCount.format(initialInstallAndPrefetchBudget)) budget")
+        }
+        if !warnings.isEmpty {
+            lines.append("")
+            lines.append("warnings (\(warnings.count)):")
+            for warning in warnings { lines.append("  \(warning)") }
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+}

@@ -1,0 +1,80 @@
+/// What `odrpack build` did: the packs and tags of the version, what they cost a client, and warnings.
+///
+/// Encodes to JSON for machines (`--json`); ``rendered()`` gives the text humans read.
+public struct BuildReport: Codable, Sendable, Equatable {
+    /// One pack of the version.
+    public struct Pack: Codable, Sendable, Equatable {
+        /// The pack id (SHA-256 of the archive).
+        public var id: String
+        /// The pack's tag set.
+        public var tags: [String]
+        /// 1-based part number when the tag set was split.
+        public var part: Int
+        /// How many parts the tag set was split into.
+        public var partCount: Int
+        /// Distinct entries in the archive.
+        public var entries: Int
+        /// Logical paths stored in the pack (more than `entries` when files share content).
+        public var files: Int
+        /// Bytes a client downloads.
+        public var archiveBytes: Int64
+        /// Bytes the pack takes once installed.
+        public var installedBytes: Int64
+        /// Whether the archive came from an earlier version unchanged.
+        public var reused: Bool
+        /// Whether more than one tag needs the pack.
+        public var shared: Bool { tags.count > 1 }
+    }
+
+    /// One tag of the version.
+    public struct Tag: Codable, Sendable, Equatable {
+        /// The tag's name.
+        public var name: String
+        /// Its default preservation priority.
+        public var preservationPriority: Double
+        /// The packs a request for the tag downloads.
+        public var packs: [String]
+        /// Bytes a client with nothing installed downloads to use the tag.
+        public var downloadBytes: Int64
+        /// Bytes those packs take once installed.
+        public var installedBytes: Int64
+        /// Logical paths the tag's rules matched.
+        public var files: Int
+    }
+
+    /// The catalog's id.
+    public var catalogID: String
+    /// The version the distribution now points at.
+    public var version: Int
+    /// Whether this build published a new version (`false` when nothing changed since the latest).
+    public var publishedNewVersion: Bool
+    /// The distribution moved to `version`.
+    public var distribution: String
+    /// Logical paths in the version.
+    public var files: Int
+    /// Files read and hashed (the rest came from the build cache).
+    public var hashedFiles: Int
+    /// Bytes read and hashed.
+    public var hashedBytes: Int64
+    /// The packs, sorted by tag set then part.
+    public var packs: [Pack]
+    /// The tags, sorted by name.
+    public var tags: [Tag]
+    /// Files that share content with another path and were stored once.
+    public var duplicateFiles: Int
+    /// Bytes not stored thanks to deduplication.
+    public var bytesSavedByDeduplication: Int64
+    /// Tags installed with the app and prefetched after it.
+    public var initialInstallAndPrefetchTags: [String]
+    /// Installed bytes of the packs those tags need.
+    public var initialInstallAndPrefetchBytes: Int64
+    /// The budget for them.
+    public var initialInstallAndPrefetchBudget: Int64
+    /// Warnings: split packs, budgets exceeded, tags without files, untagged or skipped files.
+    public var warnings: [BuildWarning]
+
+    /// Ids of the packs more than one tag needs.
+    public var sharedPacks: [String] { packs.filter(\.shared).map(\.id) }
+    /// Packs written by this build.
+    public var writtenPacks: Int { packs.count { !$0.reused } }
+}

@@ -1,0 +1,226 @@
+/// A compiled glob pattern over `/`-separated paths relative to the assets root.
+///
+/// - `*` matches any run of characters inside one path segment, `?` exactly one character.
+/// - `**` as a whole segment matches zero or more segments (`Levels/**/map.json`).
+/// - `[abc]`, `[a-z]`, `[!a-z]` (or `[^a-z]`) match one character from (or not from) a class.
+/// - `\` escapes the next character.
+/// - A pattern that matches a folder matches every file below it (`Levels/Level1` tags the whole
+///   folder); a trailing `/` (`Levels/Level1/`) matches folders only.
+///
+/// ```swift
+/// let glob = try GlobPattern("Levels/Level[1-3]/**/*.png")
+/// glob.matches("Levels/Level2/art/sky.png")   // true
+/// ```
+public struct GlobPattern: Sendable, Hashable, CustomStringConvertible {
+    /// The pattern as written.
+    public let source: String
+    private let segments: [Segment]
+    private let foldersOnly: Bool
+
+    /// Why a pattern cannot be compiled.
+    public struct SyntaxError: Error, Sendable, Equatable, CustomStringConvertible {
+        /// A sentence describing the problem.
+        public var reason: String
+        public var description: String { reason }
+    }
+
+    enum Segment: Sendable, Hashable {
+        case anyDepth
+        case tokens([Token])
+    }
+
+    enum Token: Sendable, Hashable {
+        case literal(Character)
+        case anyRun
+        case anyOne
+        case set(CharacterClass)
+    }
+
+    struct CharacterClass: Sendable, Hashable {
+        var negated: Bool
+        var ranges: [ClosedRange<Character>]
+
+        func contains(_ character: Character) -> Bool {
+            ranges.contains { $0.contains(character) } != negated
+        }
+    }
+
+    /// Compiles `pattern`.
+    ///
+    /// - Throws: `SyntaxError` for an empty pattern, an absolute path, a `.` or `..` segment, an
+    ///   unclosed or empty character class, a `**` inside a segment, or a trailing `\`.
+    public init(_ pattern: String) throws(SyntaxError) {
+        source = pattern
+        guard !pattern.isEmpty else { throw SyntaxError(reason: "the pattern is empty") }
+        guard !pattern.hasPrefix("/") else {
+            throw SyntaxError(reason: "patterns are relative to the assets folder; remove the leading '/'")
+        }
+        var body = Substring(pattern)
+        foldersOnly = body.hasSuffix("/")
+        while body.hasSuffix("/") { body = body.dropLast() }
+        guard !body.isEmpty else { throw SyntaxError(reason: "the pattern names no path") }
+        var compiled: [Segment] = []
+        for part in body.split(separator: "/", omittingEmptySubsequences: false) {
+            if part.isEmpty { throw SyntaxError(reason: "the pattern contains an empty segment ('//')") }
+            if part == "." || part == ".." {
+                throw SyntaxError(reason: "'\(part)' segments are not allowed; patterns stay inside the assets folder")
+            }
+            if part == "**" {
+                // Consecutive `**` segments mean the same as one.
+                if compiled.last != .anyDepth { compiled.append(.anyDepth) }
+                continue
+            }
+            compiled.append(.tokens(try Self.tokens(of: part)))
+        }
+        segments = compiled
+    }
+
+    private static func tokens(of segment: Substring) throws(SyntaxError) -> [Token] {
+        var result: [Token] = []
+        var index = segment.startIndex
+        while index < segment.endIndex {
+            let character = segment[index]
+            index = segment.index(after: index)
+            switch character {
+            case "\\":
+                guard index < segment.endIndex else {
+                    throw SyntaxError(reason: "the pattern ends with an unfinished escape '\\'")
+                }
+                result.append(.literal(segment[index]))
+                index = segment.index(after: index)
+            case "*":
+                if index < segment.endIndex, segment[index] == "*" {
+                    throw SyntaxError(reason: "'**' must be a whole path segment, as in 'a/**/b'")
+                }
+                result.append(.anyRun)
+            case "?":
+                result.append(.anyOne)
+            case "[":
+                let (set, next) = try characterClass(in: segment, from: index)
+                result.append(.set(set))
+                index = next
+            default:
+                result.append(.literal(character))
+            }
+        }
+        return result
+    }
+
+    /// Parses a class body starting just after `[`; returns the class and the index after `]`.
+    private static func characterClass(
+        in segment: Substring, from start: Substring.Index
+    ) throws(SyntaxError) -> (CharacterClass, Substring.Index) {
+        var index = start
+        var negated = false
+        if index < segment.endIndex, segment[index] == "!" || segment[index] == "^" {
+            negated = true
+            index = segment.index(after: index)
+        }
+        var members: [Character] = []
+        var ranges: [ClosedRange<Character>] = []
+        var closed = false
+        while index < segment.endIndex {
+            var character = segment[index]
+            index = segment.index(after: index)
+            if character == "]" {
+                closed = true
+                break
+            }
+            if character == "\\" {
+                guard index < segment.endIndex else { break }
+                character = segment[index]
+                index = segment.index(after: index)
+            }
+            // A range `a-z`; a `-` first or last is a literal.
+            if index < segment.endIndex, segment[index] == "-" {
+                let afterDash = segment.index(after: index)
+                if afterDash < segment.endIndex, segment[afterDash] != "]" {
+                    var upper = segment[afterDash]
+                    var next = segment.index(after: afterDash)
+                    if upper == "\\", next < segment.endIndex {
+                        upper = segment[next]
+                        next = segment.index(after: next)
+                    }
+                    guard character <= upper else {
+                        throw SyntaxError(reason: "the range '\(character)-\(upper)' is reversed")
+                    }
+                    ranges.append(character...upper)
+                    index = next
+                    continue
+                }
+            }
+            members.append(character)
+        }
+        guard closed else { throw SyntaxError(reason: "a character class '[' is not closed with ']'") }
+        ranges += members.map { $0...$0 }
+        guard !ranges.isEmpty else { throw SyntaxError(reason: "the character class '[]' is empty") }
+        return (CharacterClass(negated: negated, ranges: ranges), index)
+    }
+
+    public var description: String { source }
+
+    /// Whether the pattern matches the file at `path` or one of the folders that contain it.
+    ///
+    /// - Parameter path: a clean relative path with `/` separators, such as `Levels/Level1/map.json`.
+    public func matches(_ path: String) -> Bool {
+        let components = path.split(separator: "/", omittingEmptySubsequences: true)
+        // A folder match covers everything below it: try every proper prefix (the folders) and,
+        // unless the pattern is folders-only, the whole path (the file).
+        let lastLength = foldersOnly ? components.count - 1 : components.count
+        guard lastLength >= 1 else { return false }
+        var memo: [Int: Bool] = [:]
+        for length in 1...lastLength where match(segment: 0, component: 0, in: components[..<length], memo: &memo) {
+            return true
+        }
+        return false
+    }
+
+    private func match(
+        segment: Int, component: Int, in components: ArraySlice<Substring>, memo: inout [Int: Bool]
+    ) -> Bool {
+        if segment == segments.count { return component == components.count }
+        let key = (components.count << 32) | (segment << 16) | component
+        if let known = memo[key] { return known }
+        let result: Bool
+        switch segments[segment] {
+        case .anyDepth:
+            result = (component...components.count).contains {
+                match(segment: segment + 1, component: $0, in: components, memo: &memo)
+            }
+        case .tokens(let tokens):
+            result = component < components.count
+                && Self.match(tokens[...], Array(components[components.startIndex + component])[...])
+                && match(segment: segment + 1, component: component + 1, in: components, memo: &memo)
+        }
+        memo[key] = result
+        return result
+    }
+
+    /// Matches one segment's tokens against one path component, backtracking over `*`.
+    private static func match(_ tokens: ArraySlice<Token>, _ text: ArraySlice<Character>) -> Bool {
+        var tokens = tokens
+        var text = text
+        while let token = tokens.first {
+            switch token {
+            case .anyRun:
+                let rest = tokens.dropFirst()
+                if rest.isEmpty { return true }
+                var candidate = text
+                while true {
+                    if match(rest, candidate) { return true }
+                    guard !candidate.isEmpty else { return false }
+                    candidate = candidate.dropFirst()
+                }
+            case .anyOne:
+                guard !text.isEmpty else { return false }
+            case .literal(let expected):
+                guard text.first == expected else { return false }
+            case .set(let set):
+                guard let character = text.first, set.contains(character) else { return false }
+            }
+            tokens = tokens.dropFirst()
+            text = text.dropFirst()
+        }
+        return text.isEmpty
+    }
+}

@@ -1,0 +1,253 @@
+import Foundation
+import ODRFormat
+
+extension TagRules {
+    /// Reads and validates a rules file.
+    ///
+    /// - Throws: `BuildError` with a `rules.*` code naming the file, the key and the value.
+    public static func load(from url: URL) throws(BuildError) -> TagRules {
+        let data: Data
+        do {
+            data = try Data(contentsOf: url)
+        } catch {
+            throw BuildError(
+                .rulesUnreadable,
+                "cannot read the rules file; create it (see docs/ODRPACK.md) or pass --rules FILE",
+                file: url.path, cause: error)
+        }
+        return try parse(data, file: url.path)
+    }
+
+    /// Parses and validates the JSON text of a rules file; `file` names it in errors.
+    public static func parse(_ data: Data, file: String = defaultFileName) throws(BuildError) -> TagRules {
+        let document: JSONValue
+        do {
+            document = try JSONDecoder().decode(JSONValue.self, from: data)
+        } catch {
+            throw BuildError(.rulesMalformed, "the rules file is not valid JSON", file: file, cause: error)
+        }
+        var parser = RulesParser(file: file)
+        return try parser.rules(from: document)
+    }
+
+    /// Whether `name` is a valid tag name: 1...128 letters, digits, `.`, `_` or `-` (the format's rule).
+    public static func isValidTagName(_ name: String) -> Bool {
+        TagRecord.problem(inName: name) == nil
+    }
+}
+
+/// Walks the parsed JSON, producing errors that carry the file, the dotted key path and the value.
+private struct RulesParser {
+    let file: String
+
+    func fail(_ code: BuildError.Code, _ message: String, key: String, value: JSONValue?) -> BuildError {
+        BuildError(code, message, file: file, key: key, value: value?.rendered)
+    }
+
+    func object(_ value: JSONValue, key: String, allowed: Set<String>) throws(BuildError) -> [String: JSONValue] {
+        guard case .object(let members) = value else {
+            throw fail(.invalidValue, "expected an object, found \(value.typeName)", key: key, value: value)
+        }
+        if let unknown = members.keys.sorted().first(where: { !allowed.contains($0) }) {
+            let path = key.isEmpty ? unknown : "\(key).\(unknown)"
+            throw fail(
+                .unknownKey,
+                "unknown key; allowed keys here are \(allowed.sorted().joined(separator: ", "))",
+                key: path, value: members[unknown])
+        }
+        return members
+    }
+
+    func string(_ value: JSONValue, key: String) throws(BuildError) -> String {
+        guard case .string(let text) = value else {
+            throw fail(.invalidValue, "expected a string, found \(value.typeName)", key: key, value: value)
+        }
+        return text
+    }
+
+    func bool(_ value: JSONValue, key: String) throws(BuildError) -> Bool {
+        guard case .bool(let flag) = value else {
+            throw fail(.invalidValue, "expected true or false, found \(value.typeName)", key: key, value: value)
+        }
+        return flag
+    }
+
+    /// A list of strings; a single string stands for a list of one.
+    func strings(_ value: JSONValue, key: String) throws(BuildError) -> [String] {
+        switch value {
+        case .string(let text): return [text]
+        case .array(let items):
+            var result: [String] = []
+            for (index, item) in items.enumerated() { result.append(try string(item, key: "\(key)[\(index)]")) }
+            return result
+        default:
+            throw fail(.invalidValue, "expected a list of strings, found \(value.typeName)", key: key, value: value)
+        }
+    }
+
+    func globs(_ value: JSONValue, key: String) throws(BuildError) -> [GlobPattern] {
+        let texts = try strings(value, key: key)
+        var result: [GlobPattern] = []
+        for (index, text) in texts.enumerated() {
+            do {
+                result.append(try GlobPattern(text))
+            } catch {
+                let itemKey = if case .array = value { "\(key)[\(index)]" } else { key }
+                throw fail(.invalidGlob, "bad glob pattern: \(error.reason)", key: itemKey, value: .string(text))
+            }
+        }
+        return result
+    }
+
+    /// A byte count: a non-negative integer, or a string such as `"512 MiB"` or `"2GB"`.
+    func byteCount(_ value: JSONValue, key: String) throws(BuildError) -> Int64 {
+        let invalid = fail(
+            .invalidValue, "expected a positive byte count such as 536870912 or \"512 MiB\"", key: key, value: value)
+        switch value {
+        case .number(let number):
+            guard number > 0, number == number.rounded(), number < 9e18 else { throw invalid }
+            return Int64(number)
+        case .string(let text):
+            let trimmed = text.trimmingCharacters(in: .whitespaces)
+            let digits = trimmed.prefix { $0.isNumber || $0 == "." }
+            let unit = trimmed.dropFirst(digits.count).trimmingCharacters(in: .whitespaces).lowercased()
+            let multipliers: [String: Double] = [
+                "": 1, "b": 1, "kb": 1e3, "mb": 1e6, "gb": 1e9, "tb": 1e12,
+                "kib": 1024, "mib": 1_048_576, "gib": 1_073_741_824, "tib": 1_099_511_627_776,
+            ]
+            guard let amount = Double(digits), let multiplier = multipliers[unit], amount > 0 else { throw invalid }
+            let bytes = (amount * multiplier).rounded()
+            guard bytes >= 1, bytes < 9e18 else { throw invalid }
+            return Int64(bytes)
+        default:
+            throw invalid
+        }
+    }
+
+    func tagName(_ value: JSONValue, key: String) throws(BuildError) -> String {
+        let name = try string(value, key: key)
+        guard TagRules.isValidTagName(name) else { throw invalidTagName(name, key: key) }
+        return name
+    }
+
+    func invalidTagName(_ name: String, key: String) -> BuildError {
+        fail(
+            .invalidTagName,
+            name.isEmpty
+                ? "a tag name cannot be empty"
+                : "tag names use 1-128 letters, digits, '.', '_' or '-'",
+            key: key, value: .string(name))
+    }
+
+    mutating func rules(from document: JSONValue) throws(BuildError) -> TagRules {
+        let root = try object(
+            document, key: "",
+            allowed: ["catalogID", "tags", "exclude", "includeHidden", "initialInstall", "prefetchOrder", "limits",
+                      "untagged", "$schema", "comment"])
+        guard let tagsValue = root["tags"] else {
+            throw fail(.missingKey, "the rules file must define \"tags\"", key: "tags", value: nil)
+        }
+        var rules = TagRules(tags: [])
+        if let value = root["catalogID"] {
+            let id = try string(value, key: "catalogID")
+            guard TagRules.isValidTagName(id) else {
+                throw fail(
+                    .invalidValue, "catalog ids use 1-128 letters, digits, '.', '_' or '-'",
+                    key: "catalogID", value: value)
+            }
+            rules.catalogID = id
+        }
+        let tagMembers = try tagObject(tagsValue)
+        var parsedTags: [TagRules.TagRule] = []
+        for name in tagMembers.keys.sorted() {
+            let key = "tags.\(name)"
+            guard TagRules.isValidTagName(name) else { throw invalidTagName(name, key: key) }
+            parsedTags.append(try tagRule(named: name, from: tagMembers[name] ?? .null, key: key))
+        }
+        rules.tags = parsedTags
+        if let value = root["exclude"] { rules.exclude = try globs(value, key: "exclude") }
+        if let value = root["includeHidden"] { rules.includeHidden = try bool(value, key: "includeHidden") }
+        if let value = root["untagged"] {
+            let text = try string(value, key: "untagged")
+            guard let policy = TagRules.UntaggedPolicy(rawValue: text) else {
+                throw fail(.invalidValue, "expected \"error\", \"warn\" or \"base\"", key: "untagged", value: value)
+            }
+            rules.untagged = policy
+        }
+        if let value = root["limits"] {
+            let limits = try object(value, key: "limits", allowed: ["packSize", "initialInstallAndPrefetch"])
+            if let size = limits["packSize"] { rules.limits.packSize = try byteCount(size, key: "limits.packSize") }
+            if let budget = limits["initialInstallAndPrefetch"] {
+                rules.limits.initialInstallAndPrefetch = try byteCount(budget, key: "limits.initialInstallAndPrefetch")
+            }
+        }
+        let defined = Set(rules.definedTagNames)
+        for listKey in ["initialInstall", "prefetchOrder"] {
+            guard let value = root[listKey] else { continue }
+            var names: [String] = []
+            let texts = try strings(value, key: listKey)
+            for (index, _) in texts.enumerated() {
+                let itemKey = "\(listKey)[\(index)]"
+                let name = try tagName(.string(texts[index]), key: itemKey)
+                guard defined.contains(name) else {
+                    throw fail(
+                        .undefinedTag, "no rule defines this tag; add it under \"tags\" or remove it here",
+                        key: itemKey, value: .string(name))
+                }
+                guard !names.contains(name) else {
+                    throw fail(.invalidValue, "the tag is listed twice", key: itemKey, value: .string(name))
+                }
+                names.append(name)
+            }
+            if listKey == "initialInstall" { rules.initialInstall = names } else { rules.prefetchOrder = names }
+        }
+        return rules
+    }
+
+    /// The `tags` object's members (any key is allowed there: they are tag names).
+    func tagObject(_ value: JSONValue) throws(BuildError) -> [String: JSONValue] {
+        guard case .object(let members) = value else {
+            throw fail(.invalidValue, "expected an object of tag rules, found \(value.typeName)", key: "tags", value: value)
+        }
+        return members
+    }
+
+    func tagRule(named name: String, from value: JSONValue, key: String) throws(BuildError) -> TagRules.TagRule {
+        // Shorthand: "level1": ["Levels/Level1/**"] or "level1": "Levels/Level1".
+        switch value {
+        case .array, .string:
+            let include = try globs(value, key: key)
+            guard !include.isEmpty else {
+                throw fail(.invalidValue, "a tag needs at least one pattern", key: key, value: value)
+            }
+            return TagRules.TagRule(name: name, include: include)
+        default:
+            break
+        }
+        let members = try object(value, key: key, allowed: ["include", "exclude", "preservationPriority", "comment"])
+        guard let includeValue = members["include"] else {
+            throw fail(.missingKey, "a tag rule needs \"include\" patterns", key: "\(key).include", value: nil)
+        }
+        let include = try globs(includeValue, key: "\(key).include")
+        guard !include.isEmpty else {
+            throw fail(.invalidValue, "a tag needs at least one pattern", key: "\(key).include", value: includeValue)
+        }
+        var rule = TagRules.TagRule(name: name, include: include)
+        if let excludeValue = members["exclude"] { rule.exclude = try globs(excludeValue, key: "\(key).exclude") }
+        if let priorityValue = members["preservationPriority"] {
+            let priorityKey = "\(key).preservationPriority"
+            guard case .number(let priority) = priorityValue else {
+                throw fail(
+                    .invalidValue, "expected a number from 0 to 1, found \(priorityValue.typeName)",
+                    key: priorityKey, value: priorityValue)
+            }
+            guard (0...1).contains(priority) else {
+                throw fail(
+                    .priorityOutOfRange, "preservation priorities go from 0 (purge first) to 1 (keep longest)",
+                    key: priorityKey, value: priorityValue)
+            }
+            rule.preservationPriority = priority
+        }
+        return rule
+    }
+}

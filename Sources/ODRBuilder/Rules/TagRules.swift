@@ -1,0 +1,127 @@
+/// The tag rules of an assets folder, read from its `odr.json`.
+///
+/// Rules map tag names to glob patterns; a file's tag set is the union of the tags whose patterns
+/// match it. See `docs/ODRPACK.md` for the file format.
+///
+/// ```swift
+/// let rules = try TagRules.load(from: assets.appending(path: "odr.json"))
+/// rules.tags(forPath: "Levels/Level1/map.json")   // ["level1"]
+/// ```
+public struct TagRules: Sendable, Equatable {
+    /// The rules file's name inside an assets folder.
+    public static let defaultFileName = "odr.json"
+    /// The tag every untagged file gets when the rules say `"untagged": "base"`.
+    public static let baseTag = "base"
+    /// The priority a tag gets when its rule names none.
+    public static let defaultPreservationPriority = 0.5
+
+    /// What to do with files that no rule tags.
+    public enum UntaggedPolicy: String, Sendable, CaseIterable {
+        /// Fail the build, listing the files.
+        case error
+        /// Leave the files out and warn.
+        case warn
+        /// Put them in the `base` tag, which every client installs first.
+        case base
+    }
+
+    /// Size budgets the build checks.
+    public struct Limits: Sendable, Equatable {
+        /// The largest pack, in uncompressed bytes; larger tag sets are split into parts.
+        public var packSize: Int64 = 512 * 1024 * 1024
+        /// The budget for the uncompressed bytes of initial-install plus prefetch tags.
+        public var initialInstallAndPrefetch: Int64 = 2 * 1024 * 1024 * 1024
+        /// Creates the default limits (512 MiB packs, 2 GiB initial install plus prefetch).
+        public init() {}
+    }
+
+    /// One tag and the files it needs.
+    public struct TagRule: Sendable, Equatable {
+        /// The tag's name.
+        public var name: String
+        /// Files (or folders) the tag needs.
+        public var include: [GlobPattern]
+        /// Files the tag does not need even when `include` matches them.
+        public var exclude: [GlobPattern]
+        /// The tag's default preservation priority, 0 (purge first) ... 1 (keep longest).
+        public var preservationPriority: Double
+
+        /// Creates a rule.
+        public init(
+            name: String, include: [GlobPattern], exclude: [GlobPattern] = [],
+            preservationPriority: Double = TagRules.defaultPreservationPriority
+        ) {
+            self.name = name
+            self.include = include
+            self.exclude = exclude
+            self.preservationPriority = preservationPriority
+        }
+
+        /// Whether this tag needs the file at `path`.
+        public func matches(_ path: String) -> Bool {
+            include.contains { $0.matches(path) } && !exclude.contains { $0.matches(path) }
+        }
+    }
+
+    /// The catalog id the rules ask for, if any.
+    public var catalogID: String?
+    /// The tag rules, sorted by name.
+    public var tags: [TagRule]
+    /// Files left out of the build entirely.
+    public var exclude: [GlobPattern]
+    /// Whether hidden files and folders (names starting with `.`) are scanned; off by default.
+    public var includeHidden: Bool
+    /// Tags every client installs with the app.
+    public var initialInstall: [String]
+    /// Tags clients download in the background after the initial install, in this order.
+    public var prefetchOrder: [String]
+    /// Size budgets.
+    public var limits: Limits
+    /// What happens to files no rule tags.
+    public var untagged: UntaggedPolicy
+
+    /// Creates rules; `tags` is sorted by name.
+    public init(
+        catalogID: String? = nil, tags: [TagRule], exclude: [GlobPattern] = [], includeHidden: Bool = false,
+        initialInstall: [String] = [], prefetchOrder: [String] = [], limits: Limits = .init(),
+        untagged: UntaggedPolicy = .error
+    ) {
+        self.catalogID = catalogID
+        self.tags = tags.sorted { $0.name < $1.name }
+        self.exclude = exclude
+        self.includeHidden = includeHidden
+        self.initialInstall = initialInstall
+        self.prefetchOrder = prefetchOrder
+        self.limits = limits
+        self.untagged = untagged
+    }
+
+    /// Whether the rules leave `path` out of the build.
+    public func isExcluded(_ path: String) -> Bool {
+        exclude.contains { $0.matches(path) }
+    }
+
+    /// The tags that need the file at `path`, sorted; empty for an untagged file.
+    public func tags(forPath path: String) -> [String] {
+        tags.filter { $0.matches(path) }.map(\.name)
+    }
+
+    /// Every tag name a build can produce: the rules' tags, plus `base` when untagged files go there.
+    public var definedTagNames: [String] {
+        var names = Set(tags.map(\.name))
+        if untagged == .base { names.insert(Self.baseTag) }
+        return names.sorted()
+    }
+
+    /// The preservation priority of `tag` (the base tag keeps longest).
+    public func preservationPriority(of tag: String) -> Double {
+        if let rule = tags.first(where: { $0.name == tag }) { return rule.preservationPriority }
+        return tag == Self.baseTag ? 1 : Self.defaultPreservationPriority
+    }
+
+    /// The initial-install tags a manifest lists: `base` first when untagged files go there.
+    public var effectiveInitialInstall: [String] {
+        guard untagged == .base, !initialInstall.contains(Self.baseTag) else { return initialInstall }
+        return [Self.baseTag] + initialInstall
+    }
+}

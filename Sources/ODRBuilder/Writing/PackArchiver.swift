@@ -1,0 +1,122 @@
+import Foundation
+import ODRFormat
+
+/// Writes planned packs into a catalog's `packs/` folder, reusing archives that earlier versions
+/// already published.
+///
+/// Because packs are deterministic, a planned pack with the same tag set and the same entries (names
+/// and SHA-256) as a pack of an earlier version has the same bytes; that archive is kept as it is and
+/// nothing is compressed. A new archive is written to a hidden temporary file and renamed to
+/// `packs/<sha256>.zip`; if that name already exists it holds the same bytes, so the temporary file
+/// is dropped and the published one is never rewritten.
+public struct PackArchiver: Sendable {
+    /// The catalog written into.
+    public var catalog: CatalogDirectory
+    /// Archive settings.
+    public var options: PackWriter.Options
+    /// Packs of earlier versions, keyed by their content signature.
+    var reusable: [String: WrittenPackSource] = [:]
+
+    struct WrittenPackSource: Sendable {
+        var record: PackRecord
+        var entries: [String: FileRecord]
+    }
+
+    /// Creates an archiver for `catalog`.
+    public init(catalog: CatalogDirectory, options: PackWriter.Options = .init()) {
+        self.catalog = catalog
+        self.options = options
+    }
+
+    /// Offers the packs of an earlier version for reuse; only archives present on disk with the
+    /// recorded size are used.
+    public mutating func offerReuse(of manifest: VersionManifest) {
+        var entriesByPack: [String: [String: FileRecord]] = [:]
+        for file in manifest.files { entriesByPack[file.pack, default: [:]][file.entry] = file }
+        for pack in manifest.packs {
+            let entries = entriesByPack[pack.id] ?? [:]
+            let signature = Self.signature(tags: pack.tags, entries: entries.values.map { ($0.entry, $0.sha256) })
+            guard reusable[signature] == nil else { continue }
+            let attributes = try? FileManager.default.attributesOfItem(atPath: catalog.packURL(id: pack.id).path)
+            guard let size = attributes?[.size] as? NSNumber, size.int64Value == pack.archiveBytes else { continue }
+            reusable[signature] = WrittenPackSource(record: pack, entries: entries)
+        }
+    }
+
+    /// A key that equal packs share: tag set plus sorted (entry name, SHA-256) pairs.
+    static func signature(tags: [String], entries: [(String, String)]) -> String {
+        var text = tags.sorted().joined(separator: ",") + "\n"
+        for (name, sha) in entries.sorted(by: { $0.0 < $1.0 }) { text += "\(sha) \(name)\n" }
+        return ContentHash.sha256Hex(of: Data(text.utf8))
+    }
+
+    /// Writes (or reuses) one pack.
+    ///
+    /// - Parameter progress: called with the uncompressed bytes of each entry once it is written.
+    public func write(_ pack: PackPlan.Pack, progress: (Int64) -> Void = { _ in }) throws(BuildError) -> WrittenPack {
+        let signature = Self.signature(tags: pack.tags, entries: pack.entries.map { ($0.name, $0.sha256) })
+        if let source = reusable[signature] {
+            var files: [FileRecord] = []
+            for entry in pack.entries {
+                guard let record = source.entries[entry.name] else { continue }
+                for path in entry.paths {
+                    var file = record
+                    file.path = path
+                    files.append(file)
+                }
+                progress(entry.size)
+            }
+            return WrittenPack(plan: pack, record: source.record, files: files, reused: true)
+        }
+
+        let temporary = catalog.temporaryURL(in: "packs", suffix: ".zip")
+        let summary: PackSummary
+        do {
+            let writer = try PackWriter(creating: temporary, options: options)
+            for entry in pack.entries {
+                let written = try writer.addEntry(named: entry.name, contentsOf: entry.source)
+                guard written.sha256 == entry.sha256 else {
+                    throw BuildError(
+                        .assetsUnreadable, "the file changed while it was being packed; build again once it is stable",
+                        file: entry.source.path)
+                }
+                progress(entry.size)
+            }
+            summary = try writer.finish()
+        } catch let error as BuildError {
+            try? FileManager.default.removeItem(at: temporary)
+            throw error
+        } catch {
+            try? FileManager.default.removeItem(at: temporary)
+            throw BuildError(.catalogIO, "cannot write a pack for tags [\(pack.tags.joined(separator: ", "))]", file: temporary.path, cause: error)
+        }
+
+        let destination = catalog.packURL(id: summary.sha256)
+        do {
+            if FileManager.default.fileExists(atPath: destination.path) {
+                // Same name, same bytes: the published archive stays untouched.
+                try FileManager.default.removeItem(at: temporary)
+            } else {
+                try FileManager.default.moveItem(at: temporary, to: destination)
+            }
+        } catch {
+            throw BuildError(.catalogIO, "cannot move the pack into place", file: destination.path, cause: error)
+        }
+
+        let byName = Dictionary(uniqueKeysWithValues: summary.entries.map { ($0.name, $0) })
+        var files: [FileRecord] = []
+        for entry in pack.entries {
+            guard let written = byName[entry.name] else { continue }
+            for path in entry.paths {
+                files.append(FileRecord(
+                    path: path, pack: summary.sha256, entry: written.name, sha256: written.sha256,
+                    storedSize: written.storedSize, size: written.size, headerOffset: written.headerOffset,
+                    method: written.method))
+            }
+        }
+        let record = PackRecord(
+            id: summary.sha256, tags: pack.tags, archiveBytes: summary.archiveBytes,
+            installedBytes: summary.installedBytes, entryCount: summary.entries.count)
+        return WrittenPack(plan: pack, record: record, files: files, reused: false)
+    }
+}

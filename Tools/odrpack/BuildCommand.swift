@@ -1,0 +1,80 @@
+import ArgumentParser
+import Foundation
+import ODRBuilder
+
+/// `odrpack build ASSETS --output CATALOG`: packs tagged assets into a new catalog version.
+struct BuildCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "build",
+        abstract: "Pack an assets folder into a new version of a catalog.",
+        discussion: """
+            Reads the tag rules (ASSETS/odr.json unless --rules is given), hashes every file, puts \
+            each distinct tag set in its own pack, writes packs/<sha256>.zip, then versions/<n+1>.json, \
+            then catalog.json last, and points the distribution at the new version. If nothing changed \
+            since the latest version, no version is added. A progress bar appears when stderr is a \
+            terminal; the report goes to stdout (--json for machines). See docs/ODRPACK.md.
+
+            Examples:
+              odrpack build SampleAssets --output out/catalog
+              odrpack build assets --output out/catalog --distribution test --json > report.json
+              odrpack build assets --output out/catalog --rules ci/odr.json --no-cache
+            """
+    )
+
+    @Argument(help: ArgumentHelp("The assets folder to pack.", valueName: "assets"))
+    var assets: String
+
+    @Option(name: .shortAndLong, help: ArgumentHelp("The catalog folder to write; created if missing, e.g. --output out/catalog.", valueName: "catalog"))
+    var output: String
+
+    @Option(help: ArgumentHelp("The rules file (default: ASSETS/odr.json), e.g. --rules ci/odr.json.", valueName: "file"))
+    var rules: String?
+
+    @Option(help: "The distribution to point at the new version, e.g. --distribution test.")
+    var distribution = "live"
+
+    @Option(name: .customLong("catalog-id"), help: "The catalog id (default: odr.json's catalogID, the existing catalog's id, or the assets folder name).")
+    var catalogID: String?
+
+    @Flag(help: "Give a file larger than the pack size limit a pack of its own instead of failing.")
+    var allowOversize = false
+
+    @Flag(help: "Hash every file instead of trusting the build cache (path, size, mtime, inode).")
+    var noCache = false
+
+    @Option(help: ArgumentHelp("The build cache file (default: ~/.cache/odrpack/<assets-key>.json).", valueName: "file"))
+    var cache: String?
+
+    @Option(help: "Files hashed and packs compressed at once (default: every core).")
+    var jobs: Int?
+
+    @Flag(help: "Print the report as JSON.")
+    var json = false
+
+    func validate() throws {
+        if let jobs, jobs < 1 { throw ValidationError("--jobs must be at least 1.") }
+        if distribution.isEmpty { throw ValidationError("--distribution cannot be empty.") }
+        if noCache, cache != nil { throw ValidationError("--no-cache and --cache cannot be used together.") }
+    }
+
+    func run() async throws {
+        let assetsURL = URL(filePath: assets, directoryHint: .isDirectory)
+        var options = BuildOptions(assets: assetsURL, output: URL(filePath: output, directoryHint: .isDirectory))
+        options.rules = rules.map { URL(filePath: $0) }
+        options.catalogID = catalogID
+        options.distribution = distribution
+        options.allowOversize = allowOversize
+        options.cache = noCache ? nil : cache.map { URL(filePath: $0) } ?? BuildCache.defaultLocation(forAssets: assetsURL)
+        if let jobs { options.concurrency = jobs }
+        let bar = ProgressBar()
+        let report = try await reportingLibraryErrors {
+            defer { bar.finish() }
+            return try await CatalogBuilder(options: options).build { bar.update($0) }
+        }
+        if json {
+            try printJSON(report)
+        } else {
+            print(report.rendered(), terminator: "")
+        }
+    }
+}
