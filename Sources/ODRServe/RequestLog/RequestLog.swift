@@ -1,0 +1,59 @@
+import Synchronization
+
+/// Every request of a server's lifetime, in arrival order, and a way to wait until none is in flight.
+final class RequestLog: Sendable {
+    private struct State {
+        var nextSequence = 0
+        var entries: [Int: ServedRequest] = [:]
+        var inFlight = 0
+        var idleWaiters: [CheckedContinuation<Void, Never>] = []
+    }
+
+    private let state = Mutex(State())
+
+    /// Counts a request as in flight and returns its sequence number.
+    func arrive() -> Int {
+        state.withLock { state in
+            defer { state.nextSequence += 1 }
+            state.inFlight += 1
+            return state.nextSequence
+        }
+    }
+
+    /// Records the response chosen for a request that is still being sent.
+    func record(_ request: ServedRequest) {
+        state.withLock { $0.entries[request.sequence] = request }
+    }
+
+    /// Records how a request ended and stops counting it as in flight.
+    func finish(_ request: ServedRequest) {
+        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.entries[request.sequence] = request
+            state.inFlight -= 1
+            guard state.inFlight == 0 else { return [] }
+            defer { state.idleWaiters.removeAll() }
+            return state.idleWaiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    var requests: [ServedRequest] {
+        state.withLock { state in state.entries.values.sorted { $0.sequence < $1.sequence } }
+    }
+
+    func clear() {
+        state.withLock { $0.entries.removeAll() }
+    }
+
+    /// Returns once no request is in flight.
+    func waitUntilIdle() async {
+        await withCheckedContinuation { continuation in
+            let idle = state.withLock { state in
+                if state.inFlight == 0 { return true }
+                state.idleWaiters.append(continuation)
+                return false
+            }
+            if idle { continuation.resume() }
+        }
+    }
+}
