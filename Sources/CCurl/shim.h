@@ -59,4 +59,18 @@ static inline CURLMcode ccurl_multi_setopt_long(CURLM *handle, CURLMoption optio
     return curl_multi_setopt(handle, option, value);
 }
 
+
+// Constants defined as macros that Swift does not import (expressions, or values it imports with the
+// wrong type).
+
+static inline size_t ccurl_writefunc_pause(void) { return CURL_WRITEFUNC_PAUSE; }
+static inline int ccurl_pause_all(void) { return CURLPAUSE_ALL; }
+static inline int ccurl_pause_continue(void) { return CURLPAUSE_CONT; }
+static inline long ccurl_pipe_multiplex(void) { return CURLPIPE_MULTIPLEX; }
+static inline size_t ccurl_max_write_size(void) { return CURL_MAX_WRITE_SIZE; }
+
+// The result of a finished transfer lives in a union of CURLMsg; reading it here keeps Swift away from
+// the union layout.
+static inline CURLcode ccurl_msg_result(const CURLMsg *message) { return message->data.result; }
+
 #endif

@@ -1,0 +1,133 @@
+import Foundation
+import Synchronization
+
+/// A ``TransferSink`` that writes the body to a file and can continue a partial download later.
+///
+/// While a download is incomplete the file holds the bytes received so far, and a small companion
+/// file (`<name>.resume`) holds the response's validators (`ETag`, `Last-Modified`). A later
+/// ``FileSink`` for the same path, in this or another process, reports them as its
+/// ``resumePoint()``, so the engine asks only for the missing bytes (`Range` guarded by `If-Range`).
+/// When the download completes, the companion file is removed; after an integrity failure both are.
+///
+/// ```swift
+/// let sink = FileSink(url: staging.appending(path: "\(pack.id).zip"))
+/// let result = try await engine.download(request, into: sink)
+/// ```
+public final class FileSink: TransferSink {
+    /// Where the body goes.
+    public let url: URL
+    /// Where the validators of a partial download are kept.
+    public var resumeInfoURL: URL { URL(filePath: url.path + ".resume") }
+    private let keepsPartialBytes: Bool
+    private let state = Mutex<Int32>(-1)
+
+    /// Creates a sink for `url`; nothing is touched until the first response arrives.
+    ///
+    /// - Parameter keepsPartialBytes: whether a failed or cancelled download leaves its bytes for a
+    ///   later resume (the default) or removes them.
+    public init(url: URL, keepsPartialBytes: Bool = true) {
+        self.url = url
+        self.keepsPartialBytes = keepsPartialBytes
+    }
+
+    deinit {
+        state.withLock { descriptor in
+            if descriptor >= 0 { close(descriptor) }
+        }
+    }
+
+    public func resumePoint() -> TransferResumePoint? {
+        guard keepsPartialBytes,
+              let data = try? Data(contentsOf: resumeInfoURL),
+              let validators = try? JSONDecoder().decode(TransferValidators.self, from: data),
+              let attributes = try? FileManager.default.attributesOfItem(atPath: url.path),
+              let size = (attributes[.size] as? NSNumber)?.int64Value, size > 0
+        else { return nil }
+        return TransferResumePoint(offset: size, validators: validators)
+    }
+
+    public func readHeldBytes(count: Int64, _ consume: (UnsafeRawBufferPointer) throws -> Void) async throws {
+        let descriptor = open(url.path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw storageError("open \(url.path) for reading") }
+        defer { close(descriptor) }
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        var remaining = count
+        while remaining > 0 {
+            let wanted = Int(min(Int64(buffer.count), remaining))
+            let got = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, wanted) }
+            if got < 0, errno == EINTR { continue }
+            guard got > 0 else { throw storageError("read \(url.path)") }
+            try buffer.withUnsafeBytes { try consume(UnsafeRawBufferPointer(rebasing: $0[..<got])) }
+            remaining -= Int64(got)
+        }
+    }
+
+    public func begin(_ head: TransferResponseHead) async throws {
+        try state.withLock { descriptor throws(ResourceError) in
+            if descriptor < 0 {
+                descriptor = open(url.path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
+                guard descriptor >= 0 else { throw storageError("create \(url.path)") }
+            }
+            guard ftruncate(descriptor, off_t(head.offset)) == 0, lseek(descriptor, off_t(head.offset), SEEK_SET) >= 0 else {
+                throw storageError("truncate \(url.path)")
+            }
+        }
+        if keepsPartialBytes, !head.validators.isEmpty {
+            do {
+                try JSONEncoder().encode(head.validators).write(to: resumeInfoURL, options: .atomic)
+            } catch {
+                throw ResourceError(.storageFailure, "Could not write \(resumeInfoURL.path). Check permissions and free space.",
+                                    url: resumeInfoURL, cause: SinkError(underlying: "\(error)"))
+            }
+        } else {
+            try? FileManager.default.removeItem(at: resumeInfoURL)
+        }
+    }
+
+    public func write(_ bytes: Data) async throws {
+        try state.withLock { descriptor throws in
+            guard descriptor >= 0 else {
+                throw ResourceError(.storageFailure, "The file sink received bytes before a response began.", url: url)
+            }
+            try bytes.withUnsafeBytes { (buffer: UnsafeRawBufferPointer) throws in
+                guard let base = buffer.baseAddress else { return }
+                var offset = 0
+                while offset < buffer.count {
+                    let written = Glibc.write(descriptor, base + offset, buffer.count - offset)
+                    if written < 0, errno == EINTR { continue }
+                    guard written > 0 else { throw storageError("write \(url.path)") }
+                    offset += written
+                }
+            }
+        }
+    }
+
+    public func finish() async throws {
+        closeFile()
+        try? FileManager.default.removeItem(at: resumeInfoURL)
+    }
+
+    public func fail(_ error: ResourceError) async {
+        closeFile()
+        if error.code == .integrity || !keepsPartialBytes {
+            try? FileManager.default.removeItem(at: url)
+            try? FileManager.default.removeItem(at: resumeInfoURL)
+        }
+    }
+
+    private func closeFile() {
+        state.withLock { descriptor in
+            if descriptor >= 0 { close(descriptor) }
+            descriptor = -1
+        }
+    }
+
+    private func storageError(_ operation: String) -> ResourceError {
+        let code = errno
+        let cause = SinkError(underlying: "\(operation): \(String(cString: strerror(code)))")
+        if code == ENOSPC || code == EDQUOT {
+            return ResourceError(.outOfSpace, "The disk is full. Free some space, then try again.", url: url, cause: cause)
+        }
+        return ResourceError(.storageFailure, "Could not \(operation). Check permissions and free space.", url: url, cause: cause)
+    }
+}

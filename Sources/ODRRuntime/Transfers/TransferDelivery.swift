@@ -1,0 +1,153 @@
+import Foundation
+import ODRFormat
+
+/// Hands a transfer's bytes to its sink, verifies size and hash, and ends the transfer.
+///
+/// Runs as one task per transfer, so a slow sink delays only its own transfer (which the engine then
+/// pauses) and never the loop thread. `file://` URLs are read here directly, chunk by chunk at the
+/// sink's pace: curl's `file://` support reads a whole file in one go and cannot pause.
+struct TransferDelivery {
+    let operation: TransferOperation
+
+    private var request: TransferRequest { operation.request }
+    private var sink: any TransferSink { operation.sink }
+
+    /// What the sink holds so far.
+    private struct Body {
+        var hasher: StreamingSHA256?
+        var held: Int64 = 0
+        var totalBytes: Int64?
+    }
+
+    func run() async {
+        var body = Body(hasher: request.expectedSHA256 == nil ? nil : StreamingSHA256(), totalBytes: request.expectedSize)
+        do {
+            if request.url.isFileURL {
+                try await readLocalFile(into: &body)
+            } else {
+                try await deliverNetworkEvents(into: &body)
+            }
+        } catch {
+            let failure = (error as? ResourceError)
+                ?? ResourceError(.storageFailure, "The downloaded bytes could not be stored: \(error). Check free space and permissions.",
+                                 url: request.url, cause: SinkError(underlying: "\(error)"))
+            await sink.fail(failure)
+            operation.resolve(.failure(failure))
+        }
+    }
+
+    private func deliverNetworkEvents(into body: inout Body) async throws {
+        while true {
+            guard let events = await operation.nextEvents() else { throw cancelled }
+            for event in events {
+                if operation.isStopped { throw cancelled }
+                switch event {
+                case .begin(let head):
+                    try await begin(head, body: &body)
+                case .data(let bytes):
+                    try await write(bytes, body: &body)
+                case .finished(let completion):
+                    try await finish(body: body, statusCode: completion.statusCode, validators: completion.validators,
+                                     attempts: completion.attempts, resumedBytes: completion.resumedBytes)
+                    return
+                case .notModified(let completion):
+                    operation.resolve(.success(TransferResult(
+                        outcome: .notModified, statusCode: completion.statusCode, bytes: 0,
+                        validators: completion.validators, attempts: completion.attempts)))
+                    return
+                case .failed(let error):
+                    throw error
+                }
+            }
+        }
+    }
+
+    private func readLocalFile(into body: inout Body) async throws {
+        let path = request.url.path
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            let reason = String(cString: strerror(errno))
+            let code: ResourceError.Code = errno == ENOENT || errno == ENOTDIR ? .resourceUnavailable
+                : errno == EACCES ? .accessDenied : .storageFailure
+            throw ResourceError(code, "Could not open \(path) (\(reason)). Check that the catalog and its files were published together.",
+                                url: request.url, cause: SinkError(underlying: reason))
+        }
+        defer { close(descriptor) }
+        var status = stat()
+        let size: Int64? = fstat(descriptor, &status) == 0 ? Int64(status.st_size) : nil
+        try await begin(TransferResponseHead(offset: 0, totalBytes: size, statusCode: 0, validators: .init()), body: &body)
+        let chunkSize = 1 << 20
+        while true {
+            guard await operation.waitWhilePaused() else { throw cancelled }
+            var chunk = Data(count: chunkSize)
+            let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, chunkSize) }
+            if count < 0, errno == EINTR { continue }
+            guard count >= 0 else {
+                throw ResourceError(.storageFailure, "Could not read \(path) (\(String(cString: strerror(errno)))).", url: request.url)
+            }
+            if count == 0 { break }
+            chunk.count = count
+            try await write(chunk, body: &body)
+        }
+        try await finish(body: body, statusCode: 0, validators: .init(), attempts: 1, resumedBytes: 0)
+    }
+
+    // MARK: Steps shared by both sources
+
+    private func begin(_ head: TransferResponseHead, body: inout Body) async throws {
+        if head.offset == 0 {
+            if body.hasher != nil { body.hasher = StreamingSHA256() }
+        } else if body.held == 0, body.hasher != nil {
+            // Bytes from an earlier process: the digest must cover them too.
+            var hasher = StreamingSHA256()
+            try await sink.readHeldBytes(count: head.offset) { hasher.update($0) }
+            body.hasher = hasher
+        }
+        body.held = head.offset
+        if body.totalBytes == nil { body.totalBytes = head.totalBytes }
+        try await sink.begin(head)
+        operation.updateProgress(TransferProgress(receivedBytes: body.held, expectedBytes: body.totalBytes))
+    }
+
+    private func write(_ bytes: Data, body: inout Body) async throws {
+        if body.hasher != nil { bytes.withUnsafeBytes { body.hasher?.update($0) } }
+        try await sink.write(bytes)
+        body.held += Int64(bytes.count)
+        operation.consumed(bytes.count, receivedBytes: body.held, expectedBytes: body.totalBytes)
+        if let expected = request.expectedSize, body.held > expected {
+            throw sizeMismatch(received: body.held, expected: expected, atLeast: true)
+        }
+    }
+
+    private func finish(body: Body, statusCode: Int, validators: TransferValidators, attempts: Int, resumedBytes: Int64) async throws {
+        let digest = body.hasher?.finalize()
+        if let expected = request.expectedSize, body.held != expected {
+            throw sizeMismatch(received: body.held, expected: expected, atLeast: false)
+        }
+        if let expected = request.expectedSHA256, let digest, digest != expected.lowercased() {
+            throw ResourceError(.integrity,
+                                "The download's SHA-256 is \(digest), not the expected \(expected); the bytes were discarded. The file on the server is corrupt or does not match the catalog.",
+                                url: request.url)
+        }
+        try await sink.finish()
+        operation.resolve(.success(TransferResult(
+            outcome: .downloaded, statusCode: statusCode, bytes: body.held, resumedBytes: resumedBytes, sha256: digest,
+            validators: validators, attempts: attempts, peakBufferedBytes: operation.peakBufferedBytes)))
+    }
+
+    private var cancelled: ResourceError {
+        ResourceError(.cancelled, "The transfer was cancelled.", url: request.url)
+    }
+
+    private func sizeMismatch(received: Int64, expected: Int64, atLeast: Bool) -> ResourceError {
+        ResourceError(.integrity,
+                      "The download has \(atLeast ? "more than " : "")\(received) bytes, not the expected \(expected); the bytes were discarded. The file on the server does not match the catalog.",
+                      url: request.url)
+    }
+}
+
+/// A sink's own error, in words, when it was not a ``ResourceError``.
+struct SinkError: Error, CustomStringConvertible, Sendable {
+    var underlying: String
+    var description: String { underlying }
+}

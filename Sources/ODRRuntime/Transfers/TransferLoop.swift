@@ -1,0 +1,300 @@
+internal import CCurl
+import Foundation
+
+/// The dedicated thread's side of the engine: one curl multi handle, the queue, and every curl call.
+///
+/// Not `Sendable`: created by ``TransferEngine`` and handed to its thread, which alone uses it from
+/// then on. Other threads reach it only through ``TransferInbox``.
+final class TransferLoop {
+    private let configuration: TransferEngine.Configuration
+    private let inbox: TransferInbox
+    private let multi: CurlMulti
+    /// Every live transfer, queued (including waiting to retry) or running.
+    private var sessions: [UInt64: TransferSession] = [:]
+    private var queue = TransferQueue<TransferSession>()
+    /// Running transfers by their easy handle.
+    private var running: [UnsafeMutableRawPointer: TransferSession] = [:]
+    private var random = SystemRandomNumberGenerator()
+
+    init(configuration: TransferEngine.Configuration, inbox: TransferInbox) throws(CurlError) {
+        self.configuration = configuration
+        self.inbox = inbox
+        multi = try CurlMulti()
+        // HTTP/2 multiplexing where the server offers it: many transfers share one connection.
+        try multi.set(CURLMOPT_PIPELINING, ccurl_pipe_multiplex())
+        inbox.open(CurlWakeup(multi))
+    }
+
+    /// Runs until a `.shutdown` command arrives.
+    func run() {
+        while true {
+            for command in inbox.take() {
+                switch command {
+                case .add(let operation): add(operation)
+                case .changed(let operation): changed(operation)
+                case .shutdown:
+                    shutDown()
+                    return
+                }
+            }
+            schedule()
+            reconcilePauses()
+            var finishedAny = false
+            do {
+                try multi.perform()
+                while let (handle, code) = multi.nextCompletion() {
+                    finished(handle, code)
+                    finishedAny = true
+                }
+                if finishedAny { continue }
+                try multi.poll(timeoutMilliseconds: pollTimeout())
+            } catch {
+                // The multi handle itself failed (out of memory, a bug): fail what runs rather than spin.
+                failAllRunning(with: error)
+            }
+        }
+    }
+
+    // MARK: Commands
+
+    private func add(_ operation: TransferOperation) {
+        if operation.isStopped {
+            operation.deliver(.failed(Self.cancelledError(operation)))
+            return
+        }
+        let session = TransferSession(operation: operation)
+        sessions[operation.sequence] = session
+        queue.insert(session, sequence: operation.sequence, priority: operation.control.priority)
+    }
+
+    private func changed(_ operation: TransferOperation) {
+        guard let session = sessions[operation.sequence] else { return }
+        let control = operation.control
+        if control.stopped {
+            drop(session)
+            // The delivery task resolves the outcome; this event only matters if it waits for one.
+            operation.deliver(.failed(Self.cancelledError(operation)))
+            return
+        }
+        if queue.contains(sequence: operation.sequence) {
+            queue.setPriority(control.priority, sequence: operation.sequence)
+        }
+        // Running transfers: reconcilePauses() applies pause and urgency.
+    }
+
+    private func shutDown() {
+        let pending = inbox.close()
+        for command in pending {
+            if case .add(let operation) = command { operation.deliver(.failed(Self.shutDownError(operation))) }
+        }
+        for session in Array(sessions.values) {
+            drop(session)
+            session.operation.deliver(.failed(Self.shutDownError(session.operation)))
+        }
+    }
+
+    // MARK: Scheduling
+
+    private func schedule() {
+        let now = ContinuousClock.now
+        var runningUrgent = running.values.count { $0.operation.control.priority.isUrgent }
+        while let entry = queue.first(where: { entry in
+            !entry.element.operation.control.userPaused && (entry.element.notBefore.map { $0 <= now } ?? true)
+        }) {
+            guard transferMayStart(priority: entry.priority, running: running.count, runningUrgent: runningUrgent,
+                                   limit: configuration.maximumConcurrentTransfers) else { break }
+            queue.remove(sequence: entry.sequence)
+            start(entry.element)
+            if entry.priority.isUrgent { runningUrgent += 1 }
+        }
+    }
+
+    /// Milliseconds until the next retry is due (at most a second, so nothing can sleep forever).
+    private func pollTimeout() -> Int {
+        let now = ContinuousClock.now
+        var timeout = 1000
+        for session in queue.elements {
+            guard let due = session.notBefore else { continue }
+            let wait = now.duration(to: due)
+            let milliseconds = Int(wait.components.seconds * 1000 + wait.components.attoseconds / 1_000_000_000_000_000)
+            timeout = min(timeout, max(0, milliseconds + 1))
+        }
+        return timeout
+    }
+
+    /// Pauses and continues running exchanges: the caller's pause, a full buffer, or an urgent
+    /// transfer that should have the bandwidth.
+    private func reconcilePauses() {
+        let controls = running.mapValues { $0.operation.control }
+        let urgentRunning = controls.values.contains { $0.priority.isUrgent && !$0.userPaused }
+        for (handle, session) in running {
+            guard let control = controls[handle], let easy = session.easy else { continue }
+            let yield = urgentRunning && !control.priority.isUrgent
+            let shouldPause = control.userPaused || control.writeBlocked || yield
+            guard shouldPause != session.curlPaused else { continue }
+            // Continuing may deliver held data through the write callback, which may pause again.
+            session.curlPaused = shouldPause
+            do {
+                try easy.setPaused(shouldPause)
+            } catch {
+                session.curlPaused = !shouldPause
+            }
+        }
+    }
+
+    // MARK: Attempts
+
+    private func start(_ session: TransferSession) {
+        do {
+            let easy = try CurlEasy()
+            session.beginAttempt(with: easy)
+            try configure(easy, for: session)
+            try multi.add(easy)
+            running[easy.handle] = session
+        } catch {
+            session.easy = nil
+            fail(session, ResourceError(.unexpectedResponse, "The transfer could not be set up. Check the URL.",
+                                        url: session.operation.request.url, cause: error))
+        }
+    }
+
+    private func configure(_ easy: CurlEasy, for session: TransferSession) throws(CurlError) {
+        let request = session.operation.request
+        try easy.set(CURLOPT_URL, request.url.absoluteString)
+        try easy.set(CURLOPT_PROTOCOLS_STR, "http,https,file")
+        try easy.set(CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
+        try easy.set(CURLOPT_FOLLOWLOCATION, true)
+        try easy.set(CURLOPT_MAXREDIRS, configuration.maximumRedirects)
+        try easy.set(CURLOPT_SSL_VERIFYPEER, true)
+        try easy.set(CURLOPT_SSL_VERIFYHOST, 2)
+        try easy.set(CURLOPT_NOSIGNAL, true)
+        try easy.set(CURLOPT_TCP_KEEPALIVE, true)
+        try easy.set(CURLOPT_CONNECTTIMEOUT_MS, Int(configuration.connectTimeout * 1000))
+        try easy.set(CURLOPT_LOW_SPEED_LIMIT, configuration.lowSpeedLimit)
+        try easy.set(CURLOPT_LOW_SPEED_TIME, configuration.lowSpeedTime)
+        try easy.set(CURLOPT_USERAGENT, configuration.userAgent)
+        try easy.set(CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS)
+        if request.url.scheme == "https" {
+            // Wait for a connection that can multiplex rather than open another one.
+            try easy.set(CURLOPT_PIPEWAIT, true)
+        }
+        try easy.set(CURLOPT_BUFFERSIZE, 256 * 1024)
+        if !session.isFile {
+            try easy.set(CURLOPT_HTTPHEADER, list: CurlStringList(session.requestHeaders(defaults: configuration.headers)))
+        }
+        let context = Unmanaged.passUnretained(session).toOpaque()
+        try easy.set(CURLOPT_WRITEFUNCTION, callback: transferWriteCallback)
+        try easy.set(CURLOPT_WRITEDATA, pointer: context)
+        try easy.set(CURLOPT_HEADERFUNCTION, callback: transferHeaderCallback)
+        try easy.set(CURLOPT_HEADERDATA, pointer: context)
+    }
+
+    private func finished(_ handle: UnsafeMutableRawPointer, _ code: CURLcode) {
+        guard let session = running.removeValue(forKey: handle), let easy = session.easy else { return }
+        try? multi.remove(easy)
+        defer { session.easy = nil }
+        let operation = session.operation
+        let url = operation.request.url
+        if operation.isStopped {
+            drop(session)
+            operation.deliver(.failed(Self.cancelledError(operation)))
+            return
+        }
+        if session.restartFromZero {
+            session.received = 0
+            session.validators = TransferValidators()
+            retryOrFail(session, TransferFailure(
+                error: ResourceError(.unexpectedResponse, "The server answered a range request with the wrong range. Check the server's Range support.", url: url),
+                isRetryable: true), immediately: true)
+            return
+        }
+        guard code == CURLE_OK else {
+            let cause = CurlError(code: code, operation: "transfer", detail: easy.errorDetail)
+            retryOrFail(session, TransferFailure.curl(code, cause: cause, url: url))
+            return
+        }
+        let status = (try? easy.info(CURLINFO_RESPONSE_CODE)) ?? 0
+        if status == 416, session.requestedOffset > 0 {
+            // The held bytes no longer fit the resource (it may be complete already): start over.
+            session.received = 0
+            session.validators = TransferValidators()
+            retryOrFail(session, TransferFailure(
+                error: ResourceError(.unexpectedResponse, "The server rejected the resumed range (HTTP 416).", url: url),
+                isRetryable: true), immediately: true)
+            return
+        }
+        if let failure = TransferFailure.http(status: status, url: url) {
+            retryOrFail(session, failure)
+            return
+        }
+        let completion = TransferCompletion(statusCode: status, validators: session.validators,
+                                            attempts: session.attempts, resumedBytes: session.resumedBytes)
+        sessions[session.sequence] = nil
+        if status == 304 {
+            operation.deliver(.notModified(TransferCompletion(
+                statusCode: status, validators: session.headers.validators, attempts: session.attempts, resumedBytes: 0)))
+            return
+        }
+        // An empty body never reached the write callback; the sink still needs its head.
+        if session.accepting == nil { session.decideHead() }
+        operation.deliver(.finished(completion))
+    }
+
+    private func retryOrFail(_ session: TransferSession, _ failure: TransferFailure, immediately: Bool = false) {
+        guard failure.isRetryable, configuration.retryPolicy.allowsRetry(after: session.attempts) else {
+            fail(session, failure.error)
+            return
+        }
+        let delay = immediately ? 0 : configuration.retryPolicy.delay(after: session.attempts, using: &random)
+        session.notBefore = ContinuousClock.now.advanced(by: .milliseconds(Int(delay * 1000)))
+        queue.insert(session, sequence: session.sequence, priority: session.operation.control.priority)
+    }
+
+    private func fail(_ session: TransferSession, _ error: ResourceError) {
+        sessions[session.sequence] = nil
+        session.operation.deliver(.failed(error))
+    }
+
+    /// Forgets a transfer wherever it is; a running exchange is removed from the multi handle.
+    private func drop(_ session: TransferSession) {
+        sessions[session.sequence] = nil
+        queue.remove(sequence: session.sequence)
+        if let easy = session.easy {
+            running[easy.handle] = nil
+            try? multi.remove(easy)
+            session.easy = nil
+        }
+    }
+
+    private func failAllRunning(with error: any Error) {
+        for session in Array(running.values) {
+            drop(session)
+            session.operation.deliver(.failed(ResourceError(
+                .unexpectedResponse, "The transfer engine failed; try again.", url: session.operation.request.url,
+                cause: error as? CurlError)))
+        }
+    }
+
+    private static func cancelledError(_ operation: TransferOperation) -> ResourceError {
+        ResourceError(.cancelled, "The transfer was cancelled.", url: operation.request.url)
+    }
+
+    private static func shutDownError(_ operation: TransferOperation) -> ResourceError {
+        ResourceError(.cancelled, "The transfer engine was shut down before the transfer finished.", url: operation.request.url)
+    }
+}
+
+/// curl's write callback: body bytes for the session behind `context`.
+private let transferWriteCallback: ccurl_data_callback = { buffer, size, count, context in
+    guard let buffer, let context else { return 0 }
+    let session = Unmanaged<TransferSession>.fromOpaque(context).takeUnretainedValue()
+    return session.receive(UnsafeRawBufferPointer(start: buffer, count: size * count))
+}
+
+/// curl's header callback: one header line at a time.
+private let transferHeaderCallback: ccurl_data_callback = { buffer, size, count, context in
+    guard let buffer, let context else { return 0 }
+    let session = Unmanaged<TransferSession>.fromOpaque(context).takeUnretainedValue()
+    session.receiveHeader(UnsafeRawBufferPointer(start: buffer, count: size * count))
+    return size * count
+}

@@ -1,0 +1,276 @@
+import Foundation
+import Synchronization
+
+/// One transfer as its caller, the transfer loop and the delivery task share it; the handle that
+/// ``TransferEngine/transfer(_:into:)`` returns.
+///
+/// The loop thread appends response events and body bytes; the delivery task hands them to the sink
+/// and is the only one that ends the transfer; callers change priority, pause, resume or cancel. All
+/// of it meets in ``state``.
+final class TransferOperation: TransferHandle {
+    /// Arrival order, unique per engine.
+    let sequence: UInt64
+    let request: TransferRequest
+    let sink: any TransferSink
+    /// What the sink held when the transfer was queued, when it can be continued with `Range`.
+    let initialResumePoint: TransferResumePoint?
+    /// How many body bytes may wait between the network and the sink before the transfer pauses.
+    let bufferLimit: Int
+    private let inbox: TransferInbox
+    let state: Mutex<State>
+
+    struct State {
+        var priority: TransferPriority
+        var userPaused = false
+        /// Set by ``cancel()`` or when delivery failed: the loop drops the transfer.
+        var stopped = false
+        var cancelledByCaller = false
+        var events: [DeliveryEvent] = []
+        /// Body bytes appended to `events` and not yet written by the sink.
+        var bufferedBytes = 0
+        var peakBufferedBytes = 0
+        /// The write callback refused bytes (curl paused the transfer) until the sink catches up.
+        var writeBlocked = false
+        var deliveryWaiter: CheckedContinuation<Void, Never>?
+        var outcome: Result<TransferResult, ResourceError>?
+        var outcomeWaiters: [CheckedContinuation<Result<TransferResult, ResourceError>, Never>] = []
+        var progress: TransferProgress
+    }
+
+    /// What the loop tells the delivery task, in order.
+    enum DeliveryEvent {
+        case begin(TransferResponseHead)
+        case data(Data)
+        case finished(TransferCompletion)
+        case notModified(TransferCompletion)
+        case failed(ResourceError)
+    }
+
+    init(sequence: UInt64, request: TransferRequest, sink: any TransferSink, bufferLimit: Int, inbox: TransferInbox) {
+        self.sequence = sequence
+        self.request = request
+        self.sink = sink
+        self.bufferLimit = bufferLimit
+        self.inbox = inbox
+        let point = sink.resumePoint()
+        // Without a validator the server cannot tell us whether the held bytes still match, so the
+        // download starts over (the sink is told so by a head at offset 0).
+        if let point, point.offset > 0, point.validators.ifRangeValue != nil, !request.url.isFileURL {
+            initialResumePoint = point
+        } else {
+            initialResumePoint = nil
+        }
+        state = Mutex(State(priority: request.priority,
+                            progress: TransferProgress(receivedBytes: 0, expectedBytes: request.expectedSize)))
+    }
+
+    // MARK: TransferHandle
+
+    var url: URL { request.url }
+
+    var priority: TransferPriority { state.withLock { $0.priority } }
+
+    var progress: TransferProgress { state.withLock { $0.progress } }
+
+    func setPriority(_ priority: TransferPriority) {
+        let changed = state.withLock { state in
+            defer { state.priority = priority }
+            return state.priority != priority
+        }
+        if changed { inbox.post(.changed(self)) }
+    }
+
+    func pause() {
+        setUserPaused(true)
+    }
+
+    func resume() {
+        setUserPaused(false)
+    }
+
+    private func setUserPaused(_ paused: Bool) {
+        let (changed, waiter) = state.withLock { state -> (Bool, CheckedContinuation<Void, Never>?) in
+            guard state.userPaused != paused else { return (false, nil) }
+            state.userPaused = paused
+            defer { state.deliveryWaiter = nil }
+            return (true, state.deliveryWaiter)
+        }
+        // The delivery task of a `file://` transfer waits for this; others just look again.
+        waiter?.resume()
+        if changed { inbox.post(.changed(self)) }
+    }
+
+    func cancel() {
+        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            guard !state.stopped else { return nil }
+            state.stopped = true
+            state.cancelledByCaller = true
+            defer { state.deliveryWaiter = nil }
+            return state.deliveryWaiter
+        }
+        waiter?.resume()
+        inbox.post(.changed(self))
+    }
+
+    func outcome() async -> Result<TransferResult, ResourceError> {
+        await withCheckedContinuation { continuation in
+            let ready = state.withLock { state -> Result<TransferResult, ResourceError>? in
+                if let outcome = state.outcome { return outcome }
+                state.outcomeWaiters.append(continuation)
+                return nil
+            }
+            if let ready { continuation.resume(returning: ready) }
+        }
+    }
+
+    // MARK: Loop side (called on the transfer loop's thread)
+
+    enum Offer {
+        case accepted
+        /// The buffer is full: curl must pause until the sink catches up.
+        case full
+        /// The transfer was cancelled or its delivery failed: abort the exchange.
+        case stopped
+    }
+
+    /// Appends body bytes for the sink unless the buffer is full.
+    func offer(_ bytes: UnsafeRawBufferPointer) -> Offer {
+        let (offer, waiter) = state.withLock { state -> (Offer, CheckedContinuation<Void, Never>?) in
+            if state.stopped { return (.stopped, nil) }
+            if state.bufferedBytes >= bufferLimit {
+                state.writeBlocked = true
+                return (.full, nil)
+            }
+            // Coalesce small callback chunks so the sink sees fewer, larger writes.
+            if case .data(var tail) = state.events.last, tail.count < Self.coalescingLimit {
+                state.events.removeLast()
+                tail.append(contentsOf: bytes)
+                state.events.append(.data(tail))
+            } else {
+                var chunk = Data(capacity: max(bytes.count, Self.coalescingLimit))
+                chunk.append(contentsOf: bytes)
+                state.events.append(.data(chunk))
+            }
+            state.bufferedBytes += bytes.count
+            state.peakBufferedBytes = max(state.peakBufferedBytes, state.bufferedBytes)
+            defer { state.deliveryWaiter = nil }
+            return (.accepted, state.deliveryWaiter)
+        }
+        waiter?.resume()
+        return offer
+    }
+
+    private static let coalescingLimit = 256 * 1024
+
+    /// Queues a non-data event for the delivery task.
+    func deliver(_ event: DeliveryEvent) {
+        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            state.events.append(event)
+            defer { state.deliveryWaiter = nil }
+            return state.deliveryWaiter
+        }
+        waiter?.resume()
+    }
+
+    /// What the loop needs to know to schedule and pause the transfer.
+    struct Control {
+        var priority: TransferPriority
+        var userPaused: Bool
+        var writeBlocked: Bool
+        var stopped: Bool
+    }
+
+    var control: Control {
+        state.withLock { Control(priority: $0.priority, userPaused: $0.userPaused, writeBlocked: $0.writeBlocked, stopped: $0.stopped) }
+    }
+
+    // MARK: Delivery side
+
+    /// Waits for events; `nil` once the transfer was stopped.
+    func nextEvents() async -> [DeliveryEvent]? {
+        while true {
+            let taken = state.withLock { state -> [DeliveryEvent]?? in
+                if state.stopped { return .some(nil) }
+                if state.events.isEmpty { return nil }
+                defer { state.events.removeAll(keepingCapacity: true) }
+                return .some(state.events)
+            }
+            if let taken { return taken }
+            await withCheckedContinuation { continuation in
+                let ready = state.withLock { state -> Bool in
+                    if state.stopped || !state.events.isEmpty { return true }
+                    state.deliveryWaiter = continuation
+                    return false
+                }
+                if ready { continuation.resume() }
+            }
+        }
+    }
+
+    /// Waits while the caller has the transfer paused; `false` once it was stopped.
+    func waitWhilePaused() async -> Bool {
+        while true {
+            let proceed = state.withLock { state -> Bool? in
+                if state.stopped { return false }
+                return state.userPaused ? nil : true
+            }
+            if let proceed { return proceed }
+            await withCheckedContinuation { continuation in
+                let ready = state.withLock { state -> Bool in
+                    if state.stopped || !state.userPaused { return true }
+                    state.deliveryWaiter = continuation
+                    return false
+                }
+                if ready { continuation.resume() }
+            }
+        }
+    }
+
+    /// The sink wrote `count` bytes: free buffer space, and let the loop continue a paused exchange.
+    func consumed(_ count: Int, receivedBytes: Int64, expectedBytes: Int64?) {
+        let wake = state.withLock { state -> Bool in
+            state.bufferedBytes -= count
+            state.progress = TransferProgress(receivedBytes: receivedBytes, expectedBytes: expectedBytes)
+            guard state.writeBlocked, state.bufferedBytes <= bufferLimit / 2 else { return false }
+            state.writeBlocked = false
+            return true
+        }
+        if wake { inbox.post(.changed(self)) }
+    }
+
+    func updateProgress(_ progress: TransferProgress) {
+        state.withLock { $0.progress = progress }
+    }
+
+    var isStopped: Bool { state.withLock { $0.stopped } }
+
+    var wasCancelledByCaller: Bool { state.withLock { $0.cancelledByCaller } }
+
+    var peakBufferedBytes: Int { state.withLock { $0.peakBufferedBytes } }
+
+    /// Ends the transfer once; later calls are ignored. Stops the loop's side when it failed.
+    func resolve(_ outcome: Result<TransferResult, ResourceError>) {
+        let (waiters, notifyLoop) = state.withLock { state -> ([CheckedContinuation<Result<TransferResult, ResourceError>, Never>], Bool) in
+            guard state.outcome == nil else { return ([], false) }
+            state.outcome = outcome
+            let wasStopped = state.stopped
+            state.stopped = true
+            state.events.removeAll()
+            state.bufferedBytes = 0
+            defer { state.outcomeWaiters.removeAll() }
+            // A failure from the delivery side must stop the exchange; a success means it is over.
+            let failed = if case .failure = outcome { true } else { false }
+            return (state.outcomeWaiters, failed && !wasStopped)
+        }
+        if notifyLoop { inbox.post(.changed(self)) }
+        for waiter in waiters { waiter.resume(returning: outcome) }
+    }
+}
+
+/// What the loop knows about a finished exchange.
+struct TransferCompletion: Sendable {
+    var statusCode: Int
+    var validators: TransferValidators
+    var attempts: Int
+    var resumedBytes: Int64
+}

@@ -1,0 +1,67 @@
+import Foundation
+
+/// What to download: the URL plus everything that shapes the exchange.
+///
+/// ```swift
+/// var request = TransferRequest(url: catalogURL.appending(path: "packs/\(pack.id).zip"))
+/// request.expectedSize = pack.archiveBytes
+/// request.expectedSHA256 = pack.id
+/// request.headers = ["Authorization": "Bearer \(token)"]
+/// ```
+public struct TransferRequest: Sendable {
+    /// An `http`, `https` or `file` URL.
+    public var url: URL
+    /// Where the transfer stands in the queue; can change later through ``TransferHandle/setPriority(_:)``.
+    public var priority: TransferPriority
+    /// Extra request headers (for example `Authorization` for content behind a login).
+    public var headers: [String: String]
+    /// The exact body size, when known; a different size fails with ``ResourceError/Code/integrity``.
+    public var expectedSize: Int64?
+    /// The body's SHA-256 as 64 hex digits, when known; a different digest fails with
+    /// ``ResourceError/Code/integrity`` and the sink is told to drop its bytes.
+    public var expectedSHA256: String?
+    /// Validators of a copy the caller already has; when the server says it is unchanged (304) the
+    /// result is ``TransferResult/Outcome/notModified`` and the sink receives nothing.
+    public var conditional: TransferValidators?
+
+    public init(
+        url: URL,
+        priority: TransferPriority = .normal,
+        headers: [String: String] = [:],
+        expectedSize: Int64? = nil,
+        expectedSHA256: String? = nil,
+        conditional: TransferValidators? = nil
+    ) {
+        self.url = url
+        self.priority = priority
+        self.headers = headers
+        self.expectedSize = expectedSize
+        self.expectedSHA256 = expectedSHA256
+        self.conditional = conditional
+    }
+}
+
+/// The validators an HTTP server attaches to a response: its `ETag` and `Last-Modified` values.
+///
+/// They make conditional requests (`If-None-Match`, `If-Modified-Since`) and guard resumed ones
+/// (`If-Range`).
+public struct TransferValidators: Sendable, Hashable, Codable {
+    /// The `ETag` header value, quotes included (`"abc"` or `W/"abc"`).
+    public var entityTag: String?
+    /// The `Last-Modified` header value, verbatim.
+    public var lastModified: String?
+
+    public init(entityTag: String? = nil, lastModified: String? = nil) {
+        self.entityTag = entityTag
+        self.lastModified = lastModified
+    }
+
+    /// Whether neither validator is present.
+    public var isEmpty: Bool { entityTag == nil && lastModified == nil }
+
+    /// The value for `If-Range`: a strong ETag, else the date. Weak ETags cannot guard a range.
+    var ifRangeValue: String? {
+        if let entityTag, !entityTag.hasPrefix("W/") { return entityTag }
+        return lastModified
+    }
+}

@@ -1,0 +1,51 @@
+/// How a finished transfer ended, and what it saw.
+public struct TransferResult: Sendable {
+    /// Whether the sink now holds a body or the caller's copy is still current.
+    public enum Outcome: Sendable, Hashable {
+        /// The whole body went to the sink.
+        case downloaded
+        /// The server answered 304: the copy described by ``TransferRequest/conditional`` is current.
+        case notModified
+    }
+
+    public var outcome: Outcome
+    /// The final HTTP status (0 for `file://`).
+    public var statusCode: Int
+    /// Size of the complete body (bytes kept from earlier attempts included).
+    public var bytes: Int64
+    /// Bytes that were not downloaded again because a `Range` request continued an earlier attempt.
+    public var resumedBytes: Int64
+    /// SHA-256 of the body as 64 hex digits, when ``TransferRequest/expectedSHA256`` asked for it.
+    public var sha256: String?
+    /// The response's validators, to store for a later conditional request.
+    public var validators: TransferValidators
+    /// How many requests it took (1 without retries).
+    public var attempts: Int
+    /// The most bytes ever held between curl and the sink; bounded by the engine's buffer limit.
+    public var peakBufferedBytes: Int
+
+    public init(outcome: Outcome, statusCode: Int, bytes: Int64, resumedBytes: Int64 = 0, sha256: String? = nil,
+                validators: TransferValidators = .init(), attempts: Int = 1, peakBufferedBytes: Int = 0) {
+        self.outcome = outcome
+        self.statusCode = statusCode
+        self.bytes = bytes
+        self.resumedBytes = resumedBytes
+        self.sha256 = sha256
+        self.validators = validators
+        self.attempts = attempts
+        self.peakBufferedBytes = peakBufferedBytes
+    }
+}
+
+/// A snapshot of a transfer's progress.
+public struct TransferProgress: Sendable, Hashable {
+    /// Body bytes the sink has received (bytes kept from an earlier attempt included).
+    public var receivedBytes: Int64
+    /// The full body size when known (from the request or the response).
+    public var expectedBytes: Int64?
+
+    public init(receivedBytes: Int64 = 0, expectedBytes: Int64? = nil) {
+        self.receivedBytes = receivedBytes
+        self.expectedBytes = expectedBytes
+    }
+}
