@@ -13,6 +13,11 @@ struct ODRPack: AsyncParsableCommand {
         version: "0.1.0",
         subcommands: [
             BuildCommand.self,
+            InspectCommand.self,
+            VerifyCommand.self,
+            DiffCommand.self,
+            DistributionCommand.self,
+            PruneCommand.self,
             ServeCommand.self,
         ]
     )

@@ -1,0 +1,101 @@
+import Foundation
+import ODRFormat
+
+/// What changed between two versions of a catalog, and what a client on the first pays to reach the second.
+public struct CatalogDiff: Codable, Sendable, Equatable {
+    /// A tag present in both versions whose packs or priority changed.
+    public struct ChangedTag: Codable, Sendable, Equatable {
+        /// The tag.
+        public var name: String
+        /// Bytes a client holding the tag's packs of the first version downloads to hold them in the second.
+        public var downloadBytes: Int64
+        /// Whether its preservation priority changed.
+        public var priorityChanged: Bool
+    }
+
+    /// The version compared from.
+    public var from: Int
+    /// The version compared to.
+    public var to: Int
+    /// Tags only in `to`.
+    public var addedTags: [String]
+    /// Tags only in `from`.
+    public var removedTags: [String]
+    /// Tags in both whose packs or priority differ.
+    public var changedTags: [ChangedTag]
+    /// Pack ids only in `to`.
+    public var addedPacks: [String]
+    /// Pack ids only in `from`.
+    public var removedPacks: [String]
+    /// Packs in both (unchanged bytes; clients keep them).
+    public var keptPacks: Int
+    /// Paths only in `to`.
+    public var addedFiles: [String]
+    /// Paths only in `from`.
+    public var removedFiles: [String]
+    /// Paths in both whose content changed.
+    public var changedFiles: [String]
+    /// Bytes a client holding every pack of `from` downloads to hold every pack of `to`.
+    public var downloadBytes: Int64
+
+    /// Compares two manifests.
+    public init(from old: VersionManifest, to new: VersionManifest) {
+        from = old.version
+        to = new.version
+        let oldTags = Dictionary(uniqueKeysWithValues: old.tags.map { ($0.name, $0) })
+        let newTags = Dictionary(uniqueKeysWithValues: new.tags.map { ($0.name, $0) })
+        addedTags = newTags.keys.filter { oldTags[$0] == nil }.sorted()
+        removedTags = oldTags.keys.filter { newTags[$0] == nil }.sorted()
+        let oldPacks = Set(old.packs.map(\.id))
+        let newPackRecords = Dictionary(uniqueKeysWithValues: new.packs.map { ($0.id, $0) })
+        changedTags = newTags.keys.sorted().compactMap { name in
+            guard let before = oldTags[name], let after = newTags[name],
+                  before.packs != after.packs || before.preservationPriority != after.preservationPriority
+            else { return nil }
+            let held = Set(before.packs)
+            let download = after.packs.filter { !held.contains($0) }
+                .reduce(Int64(0)) { $0 + (newPackRecords[$1]?.archiveBytes ?? 0) }
+            return ChangedTag(
+                name: name, downloadBytes: download, priorityChanged: before.preservationPriority != after.preservationPriority)
+        }
+        addedPacks = new.packs.map(\.id).filter { !oldPacks.contains($0) }
+        removedPacks = old.packs.map(\.id).filter { newPackRecords[$0] == nil }
+        keptPacks = new.packs.count - addedPacks.count
+        let oldFiles = Dictionary(uniqueKeysWithValues: old.files.map { ($0.path, $0.sha256) })
+        let newFiles = Dictionary(uniqueKeysWithValues: new.files.map { ($0.path, $0.sha256) })
+        addedFiles = newFiles.keys.filter { oldFiles[$0] == nil }.sorted()
+        removedFiles = oldFiles.keys.filter { newFiles[$0] == nil }.sorted()
+        changedFiles = newFiles.keys.filter { oldFiles[$0] != nil && oldFiles[$0] != newFiles[$0] }.sorted()
+        downloadBytes = addedPacks.reduce(Int64(0)) { $0 + (newPackRecords[$1]?.archiveBytes ?? 0) }
+    }
+
+    /// Reads versions `from` and `to` of a catalog and compares them.
+    public init(catalog: CatalogDirectory, from: Int, to: Int) throws(BuildError) {
+        let index = try catalog.loadIndex()
+        self.init(
+            from: try catalog.loadManifest(version: from, in: index), to: try catalog.loadManifest(version: to, in: index))
+    }
+
+    /// The comparison as text.
+    public func rendered() -> String {
+        var lines = ["version \(from) -> \(to): a client holding all of \(from) downloads \(ByteCount.format(downloadBytes))"]
+        func section(_ title: String, _ items: [String]) {
+            guard !items.isEmpty else { return }
+            lines.append("\(title) (\(items.count)):")
+            lines += items.prefix(50).map { "  \($0)" }
+            if items.count > 50 { lines.append("  ... \(items.count - 50) more") }
+        }
+        section("tags added", addedTags)
+        section("tags removed", removedTags)
+        section("tags changed", changedTags.map {
+            "\($0.name): \(ByteCount.format($0.downloadBytes)) to download" + ($0.priorityChanged ? ", priority changed" : "")
+        })
+        section("packs added", addedPacks)
+        section("packs removed", removedPacks)
+        lines.append("packs kept: \(keptPacks)")
+        section("files added", addedFiles)
+        section("files removed", removedFiles)
+        section("files changed", changedFiles)
+        return lines.joined(separator: "\n") + "\n"
+    }
+}

@@ -1,0 +1,118 @@
+import Foundation
+import ODRFormat
+
+/// Changes a published catalog: moves distribution pointers and prunes old versions.
+///
+/// Every change rewrites `catalog.json` first (atomically, with a higher serial) and deletes files
+/// only afterwards, so a client reading the index never finds a version whose files are gone.
+///
+/// ```swift
+/// let editor = CatalogEditor(catalog: CatalogDirectory(root: url))
+/// try editor.setDistribution("live", to: 8)        // promote test -> live
+/// let pruned = try editor.prune(keep: 3)
+/// ```
+public struct CatalogEditor: Sendable {
+    /// The catalog to change.
+    public var catalog: CatalogDirectory
+
+    /// Creates an editor.
+    public init(catalog: CatalogDirectory) {
+        self.catalog = catalog
+    }
+
+    /// Points distribution `name` at `version` (creating the distribution if needed).
+    ///
+    /// - Returns: the version it pointed at before, if any.
+    /// - Throws: `catalog.unknownVersion` when the catalog does not list `version`;
+    ///   `catalog.unknownDistribution` for an invalid name.
+    @discardableResult
+    public func setDistribution(_ name: String, to version: Int) throws(BuildError) -> Int? {
+        if let problem = TagRecord.problem(inName: name) {
+            throw BuildError(.unknownDistribution, "distribution names follow the tag name rules: \(problem)", value: name)
+        }
+        var index = try catalog.loadIndex()
+        // Reading the manifest proves the version exists and is intact before clients are sent to it.
+        _ = try catalog.loadManifest(version: version, in: index)
+        let previous = index.distributions[name]
+        guard previous != version else { return previous }
+        index.distributions[name] = version
+        index.serial += 1
+        try catalog.writeIndex(index)
+        return previous
+    }
+
+    /// What pruning removed (or would remove, in a dry run).
+    public struct PruneResult: Codable, Sendable, Equatable {
+        /// Versions kept.
+        public var keptVersions: [Int]
+        /// Versions removed from the index and deleted.
+        public var removedVersions: [Int]
+        /// Packs no kept version uses, deleted.
+        public var removedPacks: [String]
+        /// Bytes freed.
+        public var freedBytes: Int64
+        /// Whether this was a dry run that changed nothing.
+        public var dryRun: Bool
+    }
+
+    /// Removes versions that no distribution uses beyond the newest `keep`, then packs no kept
+    /// version uses.
+    ///
+    /// - Parameters:
+    ///   - keep: how many of the newest versions to keep even without a distribution.
+    ///   - dryRun: report what would go without changing anything.
+    public func prune(keep: Int, dryRun: Bool = false) throws(BuildError) -> PruneResult {
+        var index = try catalog.loadIndex()
+        let newest = Set(index.versions.map(\.number).sorted(by: >).prefix(max(0, keep)))
+        let used = Set(index.distributions.values)
+        let kept = index.versions.filter { newest.contains($0.number) || used.contains($0.number) }
+        let removed = index.versions.filter { entry in !kept.contains { $0.number == entry.number } }
+        var keptPacks = Set<String>()
+        for entry in kept {
+            keptPacks.formUnion(try catalog.loadManifest(version: entry.number, in: index).packs.map(\.id))
+        }
+        var candidates = Set<String>()
+        for entry in removed {
+            if let manifest = try? catalog.loadManifest(version: entry.number, in: index) {
+                candidates.formUnion(manifest.packs.map(\.id))
+            }
+        }
+        // Archives on disk that no kept version lists (left by pruned versions or interrupted builds).
+        let packFolder = catalog.url(of: "packs")
+        let onDisk = (try? FileManager.default.contentsOfDirectory(atPath: packFolder.path)) ?? []
+        for name in onDisk where name.hasSuffix(".zip") && !name.hasPrefix(".") {
+            candidates.insert(String(name.dropLast(4)))
+        }
+        let removedPacks = candidates.subtracting(keptPacks).sorted()
+        var freed: Int64 = 0
+        for id in removedPacks {
+            let size = (try? FileManager.default.attributesOfItem(atPath: catalog.packURL(id: id).path)[.size] as? NSNumber)??.int64Value
+            freed += size ?? 0
+        }
+        for entry in removed {
+            let size = (try? FileManager.default.attributesOfItem(atPath: catalog.url(of: entry.manifest).path)[.size] as? NSNumber)??.int64Value
+            freed += size ?? 0
+        }
+        let result = PruneResult(
+            keptVersions: kept.map(\.number), removedVersions: removed.map(\.number), removedPacks: removedPacks,
+            freedBytes: freed, dryRun: dryRun)
+        guard !dryRun, !(removed.isEmpty && removedPacks.isEmpty) else { return result }
+
+        if !removed.isEmpty {
+            index.versions = kept
+            index.serial += 1
+            try catalog.writeIndex(index)
+        }
+        do {
+            for entry in removed where FileManager.default.fileExists(atPath: catalog.url(of: entry.manifest).path) {
+                try FileManager.default.removeItem(at: catalog.url(of: entry.manifest))
+            }
+            for id in removedPacks where FileManager.default.fileExists(atPath: catalog.packURL(id: id).path) {
+                try FileManager.default.removeItem(at: catalog.packURL(id: id))
+            }
+        } catch {
+            throw BuildError(.catalogIO, "cannot delete a pruned file; the index is already updated, run prune again", cause: error)
+        }
+        return result
+    }
+}

@@ -1,0 +1,64 @@
+import Foundation
+
+import ODRFormat
+
+/// A summary of a catalog and one of its versions, for `odrpack inspect`.
+public struct CatalogInspection: Codable, Sendable, Equatable {
+    /// The catalog's id.
+    public var catalogID: String
+    /// The index's serial.
+    public var serial: Int
+    /// Distribution name -> version.
+    public var distributions: [String: Int]
+    /// Every published version number.
+    public var versions: [Int]
+    /// The version shown in detail.
+    public var manifest: VersionManifest
+
+    /// Reads the index and the manifest of `version` (by default the `live` distribution's version,
+    /// or the latest one when there is no `live`).
+    public init(catalog: CatalogDirectory, version: Int? = nil) throws(BuildError) {
+        let index = try catalog.loadIndex()
+        let chosen = version ?? index.distributions["live"] ?? index.versions.map(\.number).max()
+        guard let chosen else {
+            throw BuildError(.unknownVersion, "the catalog has no versions yet; run odrpack build", file: catalog.root.path)
+        }
+        catalogID = index.id
+        serial = index.serial
+        distributions = index.distributions
+        versions = index.versions.map(\.number)
+        manifest = try catalog.loadManifest(version: chosen, in: index)
+    }
+
+    /// The summary as text.
+    public func rendered() -> String {
+        var lines = ["catalog \(catalogID)  serial \(serial)"]
+        let pointers = distributions.sorted { $0.key < $1.key }.map { "\($0.key) -> \($0.value)" }
+        lines.append("distributions: " + (pointers.isEmpty ? "none" : pointers.joined(separator: ", ")))
+        lines.append("versions: " + versions.map(String.init).joined(separator: ", "))
+        let totalDownload = manifest.packs.reduce(Int64(0)) { $0 + $1.archiveBytes }
+        let totalInstalled = manifest.packs.reduce(Int64(0)) { $0 + $1.installedBytes }
+        lines.append("")
+        lines.append(
+            "version \(manifest.version): \(manifest.tags.count) tags, \(manifest.packs.count) packs, "
+                + "\(manifest.files.count) files, \(ByteCount.format(totalDownload)) download, \(ByteCount.format(totalInstalled)) installed")
+        lines.append("initial install: " + (manifest.initialInstallTags.isEmpty ? "none" : manifest.initialInstallTags.joined(separator: ", ")))
+        lines.append("prefetch order: " + (manifest.prefetchOrder.isEmpty ? "none" : manifest.prefetchOrder.joined(separator: ", ")))
+        lines.append("")
+        lines.append("tags:")
+        let width = manifest.tags.map(\.name.count).max() ?? 0
+        for tag in manifest.tags {
+            lines.append(
+                "  \(tag.name.padding(toLength: width, withPad: " ", startingAt: 0))  priority \(tag.preservationPriority)  "
+                    + "\(tag.packs.count) pack(s)  \(ByteCount.format(tag.downloadBytes)) download  \(ByteCount.format(tag.installedBytes)) installed")
+        }
+        lines.append("")
+        lines.append("packs:")
+        for pack in manifest.packs {
+            lines.append(
+                "  \(pack.id.prefix(16))  [\(pack.tags.joined(separator: ", "))]  \(pack.entryCount) entries  "
+                    + "\(ByteCount.format(pack.archiveBytes)) download  \(ByteCount.format(pack.installedBytes)) installed")
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+}

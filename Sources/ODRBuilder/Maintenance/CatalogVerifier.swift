@@ -1,0 +1,103 @@
+import Foundation
+import ODRFormat
+
+/// Checks a catalog on disk: the index, every listed manifest, every pack's bytes and every entry.
+///
+/// It stops at the first problem with a `BuildError` that names the file and what is wrong, so CI
+/// can fail a publish before a client ever sees a broken catalog.
+///
+/// ```swift
+/// let summary = try CatalogVerifier(catalog: CatalogDirectory(root: url)).verify()
+/// print("\(summary.packs) packs, \(summary.entries) entries OK")
+/// ```
+public struct CatalogVerifier: Sendable {
+    /// The catalog to check.
+    public var catalog: CatalogDirectory
+
+    /// Creates a verifier.
+    public init(catalog: CatalogDirectory) {
+        self.catalog = catalog
+    }
+
+    /// What a successful verification covered.
+    public struct Summary: Codable, Sendable, Equatable {
+        /// Versions checked.
+        public var versions: Int
+        /// Distinct packs whose bytes were hashed.
+        public var packs: Int
+        /// Entries whose content was inflated and hashed.
+        public var entries: Int
+        /// File records checked.
+        public var files: Int
+        /// Archive bytes read.
+        public var bytes: Int64
+    }
+
+    /// Verifies everything the index references.
+    ///
+    /// - Throws: `BuildError`: `catalog.malformed`, `verify.missingFile`, `verify.packCorrupt`,
+    ///   `verify.entryCorrupt` or `verify.danglingReference`, naming the file.
+    public func verify() throws(BuildError) -> Summary {
+        let index = try catalog.loadIndex()
+        var summary = Summary(versions: 0, packs: 0, entries: 0, files: 0, bytes: 0)
+        var verifiedPacks = Set<String>()
+        for entry in index.versions {
+            let expectedPath = VersionManifest.manifestPath(forVersion: entry.number)
+            guard entry.manifest == expectedPath else {
+                throw BuildError(
+                    .danglingReference, "version \(entry.number) should live at \(expectedPath), not \(entry.manifest)",
+                    file: catalog.url(of: CatalogIndex.fileName).path, key: "versions", value: entry.manifest)
+            }
+            let manifest = try catalog.loadManifest(version: entry.number, in: index)
+            summary.versions += 1
+            summary.files += manifest.files.count
+            for pack in manifest.packs where verifiedPacks.insert(pack.id).inserted {
+                summary.entries += try verify(pack, of: manifest)
+                summary.packs += 1
+                summary.bytes += pack.archiveBytes
+            }
+        }
+        return summary
+    }
+
+    /// Checks one pack against its manifest; returns the number of entries checked.
+    func verify(_ pack: PackRecord, of manifest: VersionManifest) throws(BuildError) -> Int {
+        let location = catalog.packURL(id: pack.id)
+        let manifestPath = catalog.url(of: VersionManifest.manifestPath(forVersion: manifest.version)).path
+        guard FileManager.default.fileExists(atPath: location.path) else {
+            throw BuildError(
+                .missingFile, "version \(manifest.version) needs this pack but it is missing; rebuild or restore it",
+                file: location.path)
+        }
+        let expected = manifest.expectedEntries(inPack: pack.id)
+        guard expected.count == pack.entryCount,
+              expected.reduce(Int64(0), { $0 + $1.size }) == pack.installedBytes
+        else {
+            throw BuildError(
+                .danglingReference,
+                "the manifest says pack \(pack.id) has \(pack.entryCount) entries and \(pack.installedBytes) installed bytes, but its file records describe \(expected.count) entries and \(expected.reduce(Int64(0)) { $0 + $1.size }) bytes",
+                file: manifestPath, key: "packs", value: pack.id)
+        }
+        do {
+            let archive = try PackArchive(contentsOf: location)
+            guard archive.size == pack.archiveBytes else {
+                throw BuildError(
+                    .packCorrupt,
+                    "the pack is \(archive.size) bytes but the manifest says \(pack.archiveBytes); it is truncated or replaced",
+                    file: location.path)
+            }
+            try archive.verify(expecting: expected, archiveSHA256: pack.id)
+        } catch let error as BuildError {
+            throw error
+        } catch let error as FormatError {
+            let code: BuildError.Code = switch error.code {
+            case .hashMismatch where error.field == nil, .malformedArchive, .truncated: .packCorrupt
+            default: .entryCorrupt
+            }
+            throw BuildError(code, error.message, file: location.path, key: error.field, cause: error)
+        } catch {
+            throw BuildError(.packCorrupt, "cannot read the pack", file: location.path, cause: error)
+        }
+        return expected.count
+    }
+}
