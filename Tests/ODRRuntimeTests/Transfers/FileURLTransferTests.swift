@@ -9,7 +9,7 @@ struct FileURLTransferTests {
     @Test func copiesAFileURLIntoAFileSink() async throws {
         let directory = try TemporaryDirectory()
         let source = directory.appending("source.bin")
-        let body = testBytes(count: 3 * 1024 * 1024 + 17)
+        let body = deterministicBytes(count: 3 * 1024 * 1024 + 17, seed: 1)
         try body.write(to: source)
         let engine = try TransferEngine()
         let destination = directory.appending("copy.bin")
@@ -39,7 +39,7 @@ struct FileURLTransferTests {
     @Test func wrongHashIsAnIntegrityErrorAndTheFileIsRemoved() async throws {
         let directory = try TemporaryDirectory()
         let source = directory.appending("source.bin")
-        try testBytes(count: 100_000).write(to: source)
+        try deterministicBytes(count: 100_000, seed: 2).write(to: source)
         let destination = directory.appending("copy.bin")
         var request = TransferRequest(url: source)
         request.expectedSHA256 = String(repeating: "0", count: 64)
@@ -55,7 +55,7 @@ struct FileURLTransferTests {
     @Test func wrongSizeIsAnIntegrityError() async throws {
         let directory = try TemporaryDirectory()
         let source = directory.appending("source.bin")
-        try testBytes(count: 1000).write(to: source)
+        try deterministicBytes(count: 1000, seed: 3).write(to: source)
         let engine = try TransferEngine()
         for expected: Int64 in [999, 1001] {
             var request = TransferRequest(url: source)

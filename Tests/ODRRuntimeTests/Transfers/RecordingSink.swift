@@ -104,18 +104,3 @@ struct HangGuard: Error, CustomStringConvertible {
     var what: String
     var description: String { "gave up waiting for \(what)" }
 }
-
-/// Deterministic pseudo-random bytes, so a corrupted or misplaced byte shows.
-func testBytes(count: Int, seed: UInt64 = 1) -> Data {
-    var state = seed &* 0x9E37_79B9_7F4A_7C15 | 1
-    var data = Data(count: count)
-    data.withUnsafeMutableBytes { buffer in
-        for index in buffer.indices {
-            state ^= state << 13
-            state ^= state >> 7
-            state ^= state << 17
-            buffer[index] = UInt8(truncatingIfNeeded: state)
-        }
-    }
-    return data
-}

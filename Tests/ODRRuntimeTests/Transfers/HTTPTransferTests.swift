@@ -1,0 +1,337 @@
+import Foundation
+import ODRFormat
+import ODRRuntime
+import ODRServe
+import ODRTestSupport
+import Testing
+
+/// The engine against the real development server on loopback, one conditioner fault at a time.
+///
+/// No timing assertions: faults are injected deterministically and the tests check bytes, error
+/// codes and what the server saw. Waits have generous hang guards only.
+struct HTTPTransferTests {
+    /// Retries quickly so fault tests stay short; the policy's shape is unit-tested elsewhere.
+    static let fastRetries = RetryPolicy(maximumAttempts: 3, initialDelay: 0.01, multiplier: 2, maximumDelay: 0.05)
+
+    private func engine(cap: Int = 4, bufferLimit: Int = 1 << 20, retries: RetryPolicy = fastRetries,
+                        lowSpeedTime: Int = 30) throws -> TransferEngine {
+        try TransferEngine(configuration: .init(maximumConcurrentTransfers: cap, retryPolicy: retries,
+                                                lowSpeedTime: lowSpeedTime, bufferLimit: bufferLimit))
+    }
+
+    private func request(_ server: CatalogServer, _ path: String, body: Data? = nil,
+                         priority: TransferPriority = .normal) -> TransferRequest {
+        var request = TransferRequest(url: server.url(for: path), priority: priority)
+        if let body {
+            request.expectedSize = Int64(body.count)
+            request.expectedSHA256 = ContentHash.sha256Hex(of: body)
+        }
+        return request
+    }
+
+    // MARK: Plain downloads
+
+    @Test func downloadsAFileWithItsSizeAndHash() async throws {
+        let body = deterministicBytes(count: 2 * 1024 * 1024 + 3, seed: 10)
+        try await withTestServer(files: ["packs/a.zip": body]) { server, _ in
+            let directory = try TemporaryDirectory()
+            let destination = directory.appending("a.zip")
+            let result = try await engine().download(request(server, "packs/a.zip", body: body), into: FileSink(url: destination))
+            #expect(result.outcome == .downloaded)
+            #expect(result.statusCode == 200)
+            #expect(result.sha256 == ContentHash.sha256Hex(of: body))
+            #expect(result.validators.entityTag != nil)
+            #expect(try Data(contentsOf: destination) == body)
+            #expect(!FileManager.default.fileExists(atPath: destination.path + ".resume"))
+        }
+    }
+
+    @Test func sequentialTransfersReuseOneConnection() async throws {
+        let files = Dictionary(uniqueKeysWithValues: (0..<5).map { ("f\($0).bin", deterministicBytes(count: 10_000, seed: UInt64($0))) })
+        try await withTestServer(files: files) { server, _ in
+            let engine = try engine()
+            for index in 0..<5 {
+                let body = try #require(files["f\(index).bin"])
+                let sink = RecordingSink()
+                _ = try await engine.download(request(server, "f\(index).bin", body: body), into: sink)
+                #expect(sink.bytes == body)
+            }
+            await server.waitUntilIdle()
+            #expect(Set(server.requests().map(\.connection)).count == 1)
+        }
+    }
+
+    @Test func extraHeadersReachTheServer() async throws {
+        let body = deterministicBytes(count: 1000, seed: 11)
+        try await withTestServer(files: ["catalog.json": body]) { server, _ in
+            // The server logs If-None-Match; a header set through `headers` must arrive the same way.
+            var request = request(server, "catalog.json")
+            request.headers = ["If-None-Match": "\"custom\""]
+            _ = try await engine().download(request, into: RecordingSink())
+            await server.waitUntilIdle()
+            #expect(server.requests().map(\.ifNoneMatch) == ["\"custom\""])
+        }
+    }
+
+    // MARK: Faults
+
+    @Test func truncatedBodyResumesWithARangeAndCompletes() async throws {
+        let body = deterministicBytes(count: 1024 * 1024, seed: 12)
+        try await withTestServer(files: ["packs/a.zip": body]) { server, _ in
+            server.injectFaults(.truncate(afterBytes: 100_000), path: "/packs/a.zip")
+            let sink = RecordingSink()
+            let result = try await engine().download(request(server, "packs/a.zip", body: body), into: sink)
+
+            #expect(sink.bytes == body)
+            #expect(result.attempts == 2)
+            #expect(result.resumedBytes == 100_000)
+            #expect(sink.heads.map(\.offset) == [0, 100_000])
+            await server.waitUntilIdle()
+            let requests = server.requests()
+            #expect(requests.map(\.status) == [200, 206])
+            #expect(requests.last?.range == "bytes=100000-")
+            #expect(requests.last?.ifRange == result.validators.entityTag)
+        }
+    }
+
+    @Test func serviceUnavailableIsRetriedThenSucceeds() async throws {
+        let body = deterministicBytes(count: 50_000, seed: 13)
+        try await withTestServer(files: ["packs/a.zip": body]) { server, _ in
+            server.injectFaults(.status(503), count: 2, path: "/packs/a.zip")
+            let sink = RecordingSink()
+            let result = try await engine().download(request(server, "packs/a.zip", body: body), into: sink)
+            #expect(sink.bytes == body)
+            #expect(result.attempts == 3)
+            await server.waitUntilIdle()
+            #expect(server.requests().map(\.status) == [503, 503, 200])
+        }
+    }
+
+    @Test func serviceUnavailableBeyondTheBudgetIsAServerError() async throws {
+        let body = deterministicBytes(count: 50_000, seed: 14)
+        try await withTestServer(files: ["packs/a.zip": body]) { server, _ in
+            server.injectFaults(.status(503), count: 10, path: "/packs/a.zip")
+            let sink = RecordingSink()
+            let error = await #expect(throws: ResourceError.self) {
+                try await engine().download(request(server, "packs/a.zip", body: body), into: sink)
+            }
+            #expect(error?.code == .serverError)
+            #expect(sink.heads.isEmpty)
+            await server.waitUntilIdle()
+            #expect(server.requests().map(\.status) == [503, 503, 503])
+        }
+    }
+
+    @Test func missingFileFailsAtOnceAsResourceUnavailable() async throws {
+        try await withTestServer(files: ["catalog.json": Data("{}".utf8)]) { server, _ in
+            let error = await #expect(throws: ResourceError.self) {
+                try await engine().download(request(server, "packs/missing.zip"), into: RecordingSink())
+            }
+            #expect(error?.code == .resourceUnavailable)
+            await server.waitUntilIdle()
+            #expect(server.requests().map(\.status) == [404])
+        }
+    }
+
+    @Test func forbiddenIsAccessDeniedWithoutRetry() async throws {
+        try await withTestServer(files: ["packs/a.zip": Data("x".utf8)]) { server, _ in
+            server.injectFaults(.status(403), count: 5, path: "/packs/a.zip")
+            let error = await #expect(throws: ResourceError.self) {
+                try await engine().download(request(server, "packs/a.zip"), into: RecordingSink())
+            }
+            #expect(error?.code == .accessDenied)
+            await server.waitUntilIdle()
+            #expect(server.requests().count == 1)
+        }
+    }
+
+    @Test func refusedConnectionIsNetworkUnavailable() async throws {
+        try await withTestServer(files: ["packs/a.zip": Data("x".utf8)]) { server, _ in
+            try await server.setConditions(NetworkConditions(offline: true))
+            let error = await #expect(throws: ResourceError.self) {
+                try await engine().download(request(server, "packs/a.zip"), into: RecordingSink())
+            }
+            #expect(error?.code == .networkUnavailable)
+            // curl's own words are kept as the cause.
+            #expect(error?.cause.map { "\($0)" }?.contains("onnect") == true)
+            #expect(server.requests().isEmpty)
+        }
+    }
+
+    @Test func corruptedBodyIsAHashMismatch() async throws {
+        let body = deterministicBytes(count: 300_000, seed: 15)
+        try await withTestServer(files: ["packs/a.zip": body]) { server, _ in
+            server.injectFaults(.corrupt(atOffset: 123_456), path: "/packs/a.zip")
+            let directory = try TemporaryDirectory()
+            let destination = directory.appending("a.zip")
+            let error = await #expect(throws: ResourceError.self) {
+                try await engine().download(request(server, "packs/a.zip", body: body), into: FileSink(url: destination))
+            }
+            #expect(error?.code == .integrity)
+            // Wrong bytes are not kept for a resume.
+            #expect(!FileManager.default.fileExists(atPath: destination.path))
+        }
+    }
+
+    @Test func stalledBodyTimesOutAndResumes() async throws {
+        let body = deterministicBytes(count: 400_000, seed: 16)
+        try await withTestServer(files: ["packs/a.zip": body]) { server, _ in
+            server.injectFaults(.stall(afterBytes: 100_000, for: .seconds(120)), path: "/packs/a.zip")
+            let sink = RecordingSink()
+            let result = try await engine(lowSpeedTime: 1).download(request(server, "packs/a.zip", body: body), into: sink)
+            #expect(sink.bytes == body)
+            #expect(result.attempts == 2)
+            #expect(result.resumedBytes == 100_000)
+        }
+    }
+
+    // MARK: Resume across processes
+
+    @Test func interruptedDownloadResumesInALaterEngineByteIdentical() async throws {
+        let body = deterministicBytes(count: 1_000_000, seed: 17)
+        try await withTestServer(files: ["packs/a.zip": body]) { server, _ in
+            let directory = try TemporaryDirectory()
+            let destination = directory.appending("a.zip")
+            server.injectFaults(.truncate(afterBytes: 300_000), path: "/packs/a.zip")
+            let noRetries = RetryPolicy(maximumAttempts: 1)
+            let first = await #expect(throws: ResourceError.self) {
+                try await engine(retries: noRetries).download(request(server, "packs/a.zip", body: body), into: FileSink(url: destination))
+            }
+            #expect(first?.code == .networkUnavailable)
+            #expect(try Data(contentsOf: destination) == body.prefix(300_000))
+
+            // A new engine and sink, as a later process would have.
+            let result = try await engine().download(request(server, "packs/a.zip", body: body), into: FileSink(url: destination))
+            #expect(result.resumedBytes == 300_000)
+            #expect(result.sha256 == ContentHash.sha256Hex(of: body))
+            #expect(try Data(contentsOf: destination) == body)
+            #expect(!FileManager.default.fileExists(atPath: destination.path + ".resume"))
+            await server.waitUntilIdle()
+            #expect(server.requests().last?.range == "bytes=300000-")
+        }
+    }
+
+    @Test func changedFileAnswersTheRangeWithTheWholeBodyAndTheSinkRestarts() async throws {
+        let old = deterministicBytes(count: 200_000, seed: 18)
+        let new = deterministicBytes(count: 250_000, seed: 19)
+        try await withTestServer(files: ["catalog.json": new]) { server, _ in
+            // Held bytes from an older version, with that version's validator.
+            let sink = RecordingSink(heldBytes: old.prefix(50_000), heldValidators: TransferValidators(entityTag: "\"old-version\""))
+            let result = try await engine().download(request(server, "catalog.json", body: new), into: sink)
+            #expect(sink.bytes == new)
+            #expect(result.resumedBytes == 0)
+            #expect(sink.heads.map(\.offset) == [0])
+            await server.waitUntilIdle()
+            let served = try #require(server.requests().last)
+            #expect(served.ifRange == "\"old-version\"")
+            #expect(served.status == 200)
+        }
+    }
+
+    // MARK: Conditional GET
+
+    @Test func unchangedCatalogIsNotModified() async throws {
+        let catalog = Data("{\"id\":\"sample\"}\n".utf8)
+        try await withTestServer(files: ["catalog.json": catalog]) { server, _ in
+            let engine = try engine()
+            let first = try await engine.download(request(server, "catalog.json"), into: RecordingSink())
+            #expect(first.outcome == .downloaded)
+
+            var again = request(server, "catalog.json")
+            again.conditional = first.validators
+            let sink = RecordingSink()
+            let second = try await engine.download(again, into: sink)
+            #expect(second.outcome == .notModified)
+            #expect(second.statusCode == 304)
+            #expect(sink.heads.isEmpty)
+            #expect(sink.bytes.isEmpty)
+        }
+    }
+
+    // MARK: Queue, pause, cancel, backpressure
+
+    @Test func queuedTransfersStartByPriorityThenArrival() async throws {
+        let big = deterministicBytes(count: 4 * 1024 * 1024, seed: 20)
+        let small = deterministicBytes(count: 2000, seed: 21)
+        try await withTestServer(files: ["big.bin": big, "small.bin": small]) { server, _ in
+            let engine = try engine(cap: 1, bufferLimit: 64 * 1024)
+            let log = EventLog()
+            // The blocker keeps the only slot: its sink does not accept bytes until the gate opens.
+            let blockerSink = RecordingSink(name: "blocker", log: log, gated: true)
+            let blocker = engine.transfer(request(server, "big.bin", body: big), into: blockerSink)
+            while !log.all.contains("blocker") { try await Task.sleep(for: .milliseconds(10)) }
+
+            var handles: [any TransferHandle] = []
+            for (name, priority) in [("low", 0.1), ("raised", 0.2), ("mid-1", 0.5), ("high", 0.9), ("mid-2", 0.5)] {
+                handles.append(engine.transfer(request(server, "small.bin", body: small, priority: .loading(priority)),
+                                               into: RecordingSink(name: name, log: log)))
+            }
+            handles[1].setPriority(.loading(0.95))
+            // Urgent work does not wait for the slot: the non-urgent blocker yields to it.
+            let urgent = engine.transfer(request(server, "small.bin", body: small, priority: .urgent),
+                                         into: RecordingSink(name: "urgent", log: log))
+            _ = try await urgent.result()
+
+            blockerSink.openGate()
+            _ = try await blocker.result()
+            for handle in handles { _ = try await handle.result() }
+            #expect(log.all == ["blocker", "urgent", "raised", "high", "mid-1", "mid-2", "low"])
+        }
+    }
+
+    @Test func cancellingARunningTransferFreesItsSlot() async throws {
+        let big = deterministicBytes(count: 4 * 1024 * 1024, seed: 22)
+        let small = deterministicBytes(count: 2000, seed: 23)
+        try await withTestServer(files: ["big.bin": big, "small.bin": small]) { server, _ in
+            let engine = try engine(cap: 1, bufferLimit: 64 * 1024)
+            let blockerSink = RecordingSink(gated: true)
+            let blocker = engine.transfer(request(server, "big.bin"), into: blockerSink)
+            let waitingSink = RecordingSink()
+            let waiting = engine.transfer(request(server, "small.bin", body: small), into: waitingSink)
+
+            blocker.cancel()
+            let outcome = await blocker.outcome()
+            #expect(throws: ResourceError.self) { try outcome.get() }
+            if case .failure(let error) = outcome { #expect(error.code == .cancelled) }
+            _ = try await waiting.result()
+            #expect(waitingSink.bytes == small)
+            #expect(blockerSink.failure?.code == .cancelled)
+        }
+    }
+
+    @Test func pauseStopsBytesAndResumeContinues() async throws {
+        let body = deterministicBytes(count: 600 * 1024, seed: 24)
+        let conditions = NetworkConditions(bytesPerSecond: 200 * 1024)
+        try await withTestServer(files: ["packs/a.zip": body], conditions: conditions) { server, _ in
+            let engine = try engine(bufferLimit: 64 * 1024)
+            let sink = RecordingSink()
+            let handle = engine.transfer(request(server, "packs/a.zip", body: body), into: sink)
+            try await sink.waitForBytes(atLeast: 32 * 1024)
+
+            handle.pause()
+            // Let bytes already on their way to the sink land, then watch that no more arrive.
+            try await Task.sleep(for: .milliseconds(500))
+            let whilePaused = sink.bytes.count
+            try await Task.sleep(for: .milliseconds(700))
+            #expect(sink.bytes.count == whilePaused)
+            #expect(whilePaused < body.count)
+
+            handle.resume()
+            let result = try await handle.result()
+            #expect(sink.bytes == body)
+            #expect(result.attempts == 1)
+        }
+    }
+
+    @Test func slowSinkNeverHasMoreThanTheBufferLimitWaiting() async throws {
+        let body = deterministicBytes(count: 4 * 1024 * 1024, seed: 25)
+        try await withTestServer(files: ["packs/a.zip": body]) { server, _ in
+            let limit = 64 * 1024
+            let sink = RecordingSink(writeDelay: .milliseconds(5))
+            let result = try await engine(bufferLimit: limit).download(request(server, "packs/a.zip", body: body), into: sink)
+            #expect(sink.bytes == body)
+            // At most one curl callback (CURL_MAX_WRITE_SIZE, 16 KiB) lands on a buffer under the limit.
+            #expect(result.peakBufferedBytes <= limit + 16 * 1024)
+        }
+    }
+}

@@ -1,1 +1,0 @@
-print("odrsim: not built yet")
