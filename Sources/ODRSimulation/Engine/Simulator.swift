@@ -1,0 +1,265 @@
+import ODRRuntime
+
+/// Plays a script on a virtual device under one purge policy, with the runtime's own ``Ledger``
+/// deciding what is in use and the policy deciding what to purge.
+///
+/// The virtual world: a disk of fixed capacity shared with other apps; a store that purges before a
+/// download that would exceed the cache budget or leave less free space than the watermark, and when
+/// other apps leave less than the watermark free (the low-space check); one network link on which
+/// downloads queue. A request is a hit when all its packs are installed and complete when it
+/// begins. A download that does not fit even after purging every pack not in use fails the request
+/// without purging anything.
+///
+/// ```swift
+/// let simulator = Simulator(script: script, device: device)
+/// let result = simulator.run(PlannerPolicy(PurgePlanner()))
+/// print(result.metrics.bytesDownloaded)
+/// ```
+public struct Simulator: Sendable {
+    public var script: SimulationScript
+    public var device: DeviceSettings
+    /// How many points the timeline has.
+    public var sampleCount = 400
+    /// Whether the result lists every purge.
+    public var logsPurges = false
+
+    public init(script: SimulationScript, device: DeviceSettings) {
+        self.script = script
+        self.device = device
+    }
+
+    /// Runs the whole script under `policy`; deterministic.
+    public func run<Policy: EvictionPolicy>(_ policy: Policy) -> SimulationResult {
+        var run = SimulationRun(simulator: self, policy: policy)
+        run.play()
+        return run.result
+    }
+}
+
+/// The state of one run; separate from ``Simulator`` so the hot loop works on local storage.
+struct SimulationRun<Policy: EvictionPolicy> {
+    private let script: SimulationScript
+    private let device: DeviceSettings
+    private let catalog: LedgerCatalog
+    private let downloadBytes: [Int64]
+    private let packsOfTag: [[PackIndex]]
+    private var policy: Policy
+    private var ledger: Ledger
+    private var network: NetworkLink
+
+    private var installed: [Bool]
+    private var readyAt: [Double]
+    private var lastUse: [Double]
+    private var recency: RecencyList
+    private var tagPriority: [Double]
+    private var packPriority: [Double]
+    /// `visited[p] == visit` when pack `p` was already seen by the current request.
+    private var visited: [UInt32]
+    private var visit: UInt32 = 0
+    private var active: [Bool]
+
+    private var now = 0.0
+    private var storeBytes: Int64 = 0
+    private var otherAppsBytes: Int64
+    private var access = 0
+    private var missing: [PackIndex] = []
+    private var candidates: [PurgeCandidate] = []
+
+    private var metrics = SimulationMetrics()
+    private var samples: [SimulationResult.Sample] = []
+    private let sampleInterval: Double
+    private var nextSample = 0.0
+    private let logsPurges: Bool
+    private var purges: [SimulationResult.Purge] = []
+
+    init(simulator: Simulator, policy: Policy) {
+        script = simulator.script
+        device = simulator.device
+        let catalog = script.catalog.ledgerCatalog
+        self.catalog = catalog
+        downloadBytes = script.catalog.packs.map(\.downloadBytes)
+        packsOfTag = (0 ..< catalog.tagCount).map { Array(catalog.packs(of: TagIndex($0))) }
+        self.policy = policy
+        ledger = Ledger(catalog: catalog, inUseLimit: device.inUseLimit)
+        network = NetworkLink(bandwidth: device.bandwidth, latency: device.latency, offline: script.offlineWindows)
+        let packs = catalog.packCount
+        installed = Array(repeating: false, count: packs)
+        readyAt = Array(repeating: 0, count: packs)
+        lastUse = Array(repeating: 0, count: packs)
+        recency = RecencyList(count: packs)
+        tagPriority = script.catalog.tags.map(\.preservationPriority)
+        packPriority = script.catalog.packPriorities(tagPriorities: tagPriority)
+        visited = Array(repeating: 0, count: packs)
+        active = Array(repeating: false, count: script.requests.count)
+        otherAppsBytes = min(script.initialOtherAppsBytes, device.diskCapacity)
+        sampleInterval = max(script.duration, 1) / Double(max(simulator.sampleCount, 1))
+        logsPurges = simulator.logsPurges
+    }
+
+    var result: SimulationResult {
+        SimulationResult(policy: policy.name, metrics: metrics, samples: samples, purges: purges)
+    }
+
+    mutating func play() {
+        for event in script.events {
+            now = event.time
+            while now >= nextSample { takeSample() }
+            switch event.action {
+            case .begin(let request): begin(Int(request))
+            case .end(let request): end(Int(request))
+            case .otherApps(let bytes): otherAppsChanged(to: bytes)
+            case .preservationPriority(let tags, let priority): setPriority(priority, of: script.tagPool[tags])
+            }
+        }
+        now = max(now, script.duration)
+        takeSample()
+    }
+
+    private mutating func takeSample() {
+        samples.append(.init(time: min(nextSample, now), diskBytes: storeBytes, downloadedBytes: metrics.bytesDownloaded))
+        nextSample += sampleInterval
+    }
+
+    private mutating func begin(_ request: Int) {
+        let tags = script.tags(of: request)
+        metrics.requests += 1
+        do {
+            try ledger.begin(tags)
+        } catch {
+            metrics.inUseLimitRefusals += 1
+            access += script.accessCount(of: request)
+            return
+        }
+        visit &+= 1
+        missing.removeAll(keepingCapacity: true)
+        var missingBytes: Int64 = 0
+        var missingDownload: Int64 = 0
+        var ready = now
+        for tag in tags {
+            for pack in packsOfTag[tag.index] {
+                policy.didAccess(pack, access: access, time: now)
+                access += 1
+                let p = pack.index
+                guard visited[p] != visit else { continue }
+                visited[p] = visit
+                lastUse[p] = now
+                if installed[p] {
+                    recency.touch(pack)
+                    ready = max(ready, readyAt[p])
+                } else {
+                    missing.append(pack)
+                    missingBytes += catalog.packBytes[p]
+                    missingDownload += downloadBytes[p]
+                }
+            }
+        }
+        if missing.isEmpty, ready <= now {
+            metrics.hits += 1
+        } else {
+            metrics.misses += 1
+        }
+        if !missing.isEmpty {
+            guard makeRoom(for: missingBytes) else {
+                metrics.outOfSpaceFailures += 1
+                _ = try? ledger.end(tags)
+                return
+            }
+            let done = network.download(bytes: missingDownload, at: now)
+            for pack in missing {
+                installed[pack.index] = true
+                readyAt[pack.index] = done
+                recency.append(pack)
+            }
+            storeBytes += missingBytes
+            metrics.peakDiskBytes = max(metrics.peakDiskBytes, storeBytes)
+            metrics.bytesDownloaded += missingDownload
+            ready = max(ready, done)
+        }
+        active[request] = true
+        if script.requests[request].isUrgent { metrics.stallSeconds += ready - now }
+    }
+
+    private mutating func end(_ request: Int) {
+        guard active[request] else { return }
+        active[request] = false
+        let tags = script.tags(of: request)
+        _ = try? ledger.end(tags)
+        for tag in tags {
+            for pack in packsOfTag[tag.index] {
+                lastUse[pack.index] = now
+                if installed[pack.index] { recency.touch(pack) }
+            }
+        }
+    }
+
+    private mutating func otherAppsChanged(to bytes: Int64) {
+        otherAppsBytes = min(bytes, device.diskCapacity)
+        let free = device.diskCapacity - otherAppsBytes - storeBytes
+        if free < device.freeSpaceWatermark {
+            collectCandidates()
+            purge(device.freeSpaceWatermark - free)
+        }
+        // Other apps cannot take space the store still holds.
+        otherAppsBytes = min(otherAppsBytes, device.diskCapacity - storeBytes)
+    }
+
+    /// Purges so that `bytes` more fit the disk, the budget and the watermark; false (and nothing
+    /// purged) when they cannot fit even with every pack not in use deleted.
+    private mutating func makeRoom(for bytes: Int64) -> Bool {
+        let free = device.diskCapacity - otherAppsBytes - storeBytes
+        var need = device.freeSpaceWatermark - (free - bytes)
+        if let budget = device.cacheBudget { need = max(need, storeBytes + bytes - budget) }
+        guard need > 0 || bytes > free else { return true }
+        let evictable = collectCandidates()
+        guard bytes <= free + evictable else { return false }
+        if need > 0 { purge(need) }
+        return bytes <= device.diskCapacity - otherAppsBytes - storeBytes
+    }
+
+    /// Fills `candidates` with the installed packs not in use, least recently used first; returns
+    /// their total size.
+    @discardableResult
+    private mutating func collectCandidates() -> Int64 {
+        candidates.removeAll(keepingCapacity: true)
+        var total: Int64 = 0
+        var cursor = recency.first
+        while let pack = cursor {
+            cursor = recency.after(pack)
+            let p = pack.index
+            guard !ledger.isInUse(pack) else { continue }
+            let bytes = catalog.packBytes[p]
+            total += bytes
+            candidates.append(PurgeCandidate(
+                id: p, bytes: bytes, lastUse: lastUse[p], preservationPriority: packPriority[p]))
+        }
+        return total
+    }
+
+    /// Asks the policy to free `need` bytes among `candidates` and applies its plan.
+    private mutating func purge(_ need: Int64) {
+        let plan = policy.plan(candidates, bytesNeeded: need)
+        for deletion in plan.deletions {
+            let pack = PackIndex(deletion.id)
+            precondition(installed[deletion.id] && !ledger.isInUse(pack), "\(policy.name) chose a pack that is not a candidate")
+            installed[deletion.id] = false
+            recency.remove(pack)
+            storeBytes -= deletion.bytes
+            metrics.purgedPacks += 1
+            metrics.purgedBytes += deletion.bytes
+            if logsPurges {
+                purges.append(.init(time: now, pack: script.catalog.packs[deletion.id].id, bytes: deletion.bytes, reason: deletion.reason.rawValue))
+            }
+        }
+        metrics.overPurgedBytes += plan.overPurgedBytes
+    }
+
+    private mutating func setPriority(_ priority: Double, of tags: ArraySlice<TagIndex>) {
+        for tag in tags { tagPriority[tag.index] = priority }
+        let priorities = tagPriority
+        for tag in tags {
+            for pack in packsOfTag[tag.index] {
+                packPriority[pack.index] = script.catalog.packs[pack.index].tags.lazy.map { priorities[$0.index] }.max() ?? 0
+            }
+        }
+    }
+}

@@ -1,0 +1,24 @@
+import ODRRuntime
+
+/// A purge policy as the simulator drives it: told about every pack access, asked for a plan when
+/// space must be freed.
+///
+/// Stateless runtime policies (``PurgePolicy``) take part through ``PlannerPolicy``; stateful and
+/// offline policies (``GreedyDualSizePolicy``, ``BeladyPolicy``) conform directly. Candidates
+/// reach ``plan(_:bytesNeeded:)`` least recently used first, never in use, with
+/// ``PurgeCandidate/id`` set to the pack's ``PackIndex`` raw value.
+public protocol EvictionPolicy {
+    /// The name in reports.
+    var name: String { get }
+
+    /// A request that began needs `pack`; `access` numbers the pack accesses of the script in the
+    /// order of ``SimulationScript/forEachPackAccess(_:)``.
+    mutating func didAccess(_ pack: PackIndex, access: Int, time: Double)
+
+    /// Chooses packs to delete among `candidates` to free `bytesNeeded`.
+    mutating func plan(_ candidates: [PurgeCandidate], bytesNeeded: Int64) -> PurgePlan
+}
+
+extension EvictionPolicy {
+    public mutating func didAccess(_ pack: PackIndex, access: Int, time: Double) {}
+}

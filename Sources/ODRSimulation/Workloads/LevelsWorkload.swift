@@ -1,0 +1,45 @@
+import ODRRuntime
+
+/// Linear progression: the player plays the catalog's tags in order as levels, prefetching the next
+/// level while the current one plays, in sessions separated by idle time, with occasional replays of
+/// levels already finished.
+public struct LevelsWorkload: Sendable {
+    /// The chance that the next level played is a replay of a finished one.
+    public var replayProbability = 0.1
+    /// The median time to play a level, in seconds.
+    public var medianLevelTime: Double = 12 * 60
+
+    public init() {}
+
+    func generate(into script: inout ScriptBuilder, days: Double, maxRequests: Int, random: inout SimulationRandom) {
+        let levels = script.catalog.tags.count
+        guard levels > 0 else { return }
+        var progress = 0
+        for session in PlaySessions.schedule(days: days, random: &random) {
+            var t = session.lowerBound
+            var prefetch: (request: Int32, level: Int)?
+            while t < session.upperBound, script.requestCount < maxRequests {
+                let level: Int
+                if progress >= levels || (progress > 0 && random.chance(replayProbability)) {
+                    level = Int(random.next() % UInt64(min(progress, levels)))
+                } else {
+                    level = progress
+                    progress += 1
+                }
+                let playing = script.begin([TagIndex(level)], at: t, urgent: true)
+                if let pending = prefetch {
+                    script.end(pending.request, at: t)
+                    prefetch = nil
+                }
+                if level + 1 < levels, level + 1 == progress {
+                    prefetch = (script.begin([TagIndex(level + 1)], at: t + 5, urgent: false), level + 1)
+                }
+                let played = min(random.logNormal(median: medianLevelTime, sigma: 0.5), session.upperBound - t)
+                t += max(played, 30)
+                script.end(playing, at: t)
+                t += 20
+            }
+            if let pending = prefetch { script.end(pending.request, at: t) }
+        }
+    }
+}

@@ -1,0 +1,87 @@
+import ODRRuntime
+
+/// Everything that happens to a simulated device, fixed before any policy runs: requests beginning
+/// and ending, other apps taking and giving back disk space, preservation priorities changing, and
+/// when the network is offline.
+///
+/// Because the script does not depend on the policy (stalls are accounted, not fed back into the
+/// timeline), every policy sees the same sequence, which is what makes Belady's MIN a valid
+/// reference for the others.
+public struct SimulationScript: Sendable {
+    /// One request: its tags and whether a player waits for it.
+    public struct Request: Sendable, Equatable {
+        /// The request's tags: `tagPool[tags]`.
+        public var tags: Range<Int>
+        /// Whether a player waits for it (its time to usable counts as stall), or it is a prefetch.
+        public var isUrgent: Bool
+    }
+
+    /// What happens at one instant.
+    public enum Action: Sendable, Equatable {
+        /// Request number `request` begins.
+        case begin(request: Int32)
+        /// Request number `request` ends.
+        case end(request: Int32)
+        /// Other apps now use this many bytes of the disk.
+        case otherApps(bytes: Int64)
+        /// The tags `tagPool[tags]` get preservation priority `priority`.
+        case preservationPriority(tags: Range<Int>, priority: Double)
+    }
+
+    /// One timed action.
+    public struct Event: Sendable, Equatable {
+        /// Seconds since the start.
+        public var time: Double
+        public var action: Action
+    }
+
+    /// The catalog the requests refer to.
+    public let catalog: SimulatedCatalog
+    /// All events, by time.
+    public let events: [Event]
+    /// All requests, by number.
+    public let requests: [Request]
+    /// The tags of every request, one after the other.
+    public let tagPool: [TagIndex]
+    /// The periods when the network is unreachable, by start, not overlapping.
+    public let offlineWindows: [Range<Double>]
+    /// The bytes other apps use at the start.
+    public let initialOtherAppsBytes: Int64
+    /// The time of the last event (or the planned length, if longer).
+    public let duration: Double
+
+    init(
+        catalog: SimulatedCatalog, events: [Event], requests: [Request], tagPool: [TagIndex],
+        offlineWindows: [Range<Double>], initialOtherAppsBytes: Int64, duration: Double
+    ) {
+        self.catalog = catalog
+        self.events = events
+        self.requests = requests
+        self.tagPool = tagPool
+        self.offlineWindows = offlineWindows
+        self.initialOtherAppsBytes = initialOtherAppsBytes
+        self.duration = max(duration, events.last?.time ?? 0)
+    }
+
+    /// The tags of request number `request`.
+    public func tags(of request: Int) -> ArraySlice<TagIndex> { tagPool[requests[request].tags] }
+
+    /// The number of pack accesses request `request` makes: one per pack of each of its tags.
+    func accessCount(of request: Int) -> Int {
+        tags(of: request).reduce(0) { $0 + catalog.ledgerCatalog.packs(of: $1).count }
+    }
+
+    /// Calls `body` for every pack access of every request, in the order the simulator makes them:
+    /// requests in the order they begin, their tags in order, each tag's packs in order. The first
+    /// argument is the number of the beginning (0 for the first request to begin).
+    func forEachPackAccess(_ body: (_ beginning: Int, _ pack: PackIndex) -> Void) {
+        var beginning = 0
+        for event in events {
+            guard case .begin(let request) = event.action else { continue }
+            for tag in tags(of: Int(request)) {
+                for pack in catalog.ledgerCatalog.packs(of: tag) { body(beginning, pack) }
+            }
+            beginning += 1
+        }
+    }
+}

@@ -1,0 +1,54 @@
+import ODRRuntime
+
+/// The usage patterns `odrsim` generates: the three of tag-based asset packs.
+public enum Workload: String, CaseIterable, Sendable, Codable {
+    /// Linear progression with prefetching (``LevelsWorkload``).
+    case levels
+    /// A player on a grid of regions holding the neighbourhood (``OpenWorldWorkload``).
+    case openworld
+    /// Random access with Zipf popularity (``TravelWorkload``).
+    case travel
+
+    /// The catalog generator that suits this workload, with `tagCount` tags (a default when `nil`).
+    public func catalogGenerator(tagCount: Int? = nil) -> CatalogGenerator {
+        switch self {
+        case .levels:
+            var generator = CatalogGenerator(tagCount: tagCount ?? 100, layout: .line, tagPrefix: "level")
+            generator.packSize = .logNormal(median: 80 << 20, sigma: 0.6)
+            return generator
+        case .openworld:
+            let count = tagCount ?? 400
+            let columns = max(1, Int(Double(count).squareRoot().rounded(.up)))
+            var generator = CatalogGenerator(tagCount: count, layout: .grid(columns: columns), tagPrefix: "region")
+            generator.packSize = .logNormal(median: 30 << 20, sigma: 0.7)
+            generator.shareProbability = 0.6
+            return generator
+        case .travel:
+            return CatalogGenerator(tagCount: tagCount ?? 1000, layout: .line, tagPrefix: "place")
+        }
+    }
+
+    /// The events of `days` of this workload on `catalog` and `device`; the same seed gives the same
+    /// script.
+    ///
+    /// - Parameter maxRequests: stop adding requests after this many.
+    public func script(
+        catalog: SimulatedCatalog, device: DeviceSettings, days: Double, seed: UInt64, maxRequests: Int = .max
+    ) -> SimulationScript {
+        var builder = ScriptBuilder(catalog: catalog)
+        var deviceRandom = SimulationRandom(seed: seed, stream: "device")
+        builder.addDeviceActivity(device, days: days, random: &deviceRandom)
+        var random = SimulationRandom(seed: seed, stream: rawValue)
+        switch self {
+        case .levels:
+            LevelsWorkload().generate(into: &builder, days: days, maxRequests: maxRequests, random: &random)
+        case .openworld:
+            let columns = max(1, Int(Double(catalog.tags.count).squareRoot().rounded(.up)))
+            OpenWorldWorkload(columns: columns)
+                .generate(into: &builder, days: days, maxRequests: maxRequests, random: &random)
+        case .travel:
+            TravelWorkload().generate(into: &builder, days: days, maxRequests: maxRequests, random: &random)
+        }
+        return builder.build(duration: days * 86_400)
+    }
+}

@@ -1,0 +1,221 @@
+import ArgumentParser
+import Foundation
+import ODRRuntime
+import ODRSimulation
+
+/// `odrsim run`: one scenario, every chosen policy, a table (or JSON/CSV) and optionally a chart.
+struct RunCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "run",
+        abstract: "Run a workload on a virtual device under each purge policy and compare them.",
+        discussion: """
+            WORKLOADS
+              levels     linear progression: play the tags in order as levels, prefetching the
+                         next level while the current one plays, sessions separated by idle time,
+                         occasional replays of finished levels.
+              openworld  a player walking a grid of regions, holding the neighbourhood (the
+                         current region urgent, the eight around it prefetched).
+              travel     random access with Zipf popularity: a guide app whose user jumps between
+                         places, sometimes to the place next door.
+              --trace FILE replays a recorded JSON Lines trace instead (see docs/ODRSIM.md).
+
+            CATALOG
+              By default a catalog is generated to suit the workload (--tags, --pack-size,
+              --shared-pack-size): each tag has one to three packs of its own, and neighbouring tags
+              share packs. --catalog DIR plays against a real catalog built by odrpack instead; the
+              workload then walks its tags in name order.
+
+            POLICIES (--policy, comma-separated or repeated; 'all' is the default)
+              default       the runtime's planner: superseded, then lowest preservation priority,
+                            then least recently used, avoiding freeing far more than needed
+              lru           plain least recently used
+              priority-lru  lowest preservation priority, then least recently used
+              gds           Greedy-Dual-Size-Frequency, costing a pack by its download time
+              belady        Belady's MIN, which knows the future: the reference no online policy
+                            should beat (with mixed pack sizes it is a heuristic, not an optimum)
+
+            COLUMNS
+              requests, hits (everything installed at begin) and misses; bytes downloaded and their
+              ratio to Belady's; stall (time players waited for urgent requests); purges (packs
+              deleted); over-purged (bytes freed beyond each purge's need); peak disk (the most the
+              store held); in-use refusals (requests over the in-use limit); out of space.
+
+            EXAMPLES
+              odrsim run --workload levels --disk 8GiB --days 30 --policy all --seed 1 --svg levels.svg
+              odrsim run --workload travel --tags 1000 --pack-size lognormal:32MB:1.0 --budget 3GiB --csv
+              odrsim run --workload openworld --policy default,lru --in-use-limit 1GiB --json
+              odrsim run --workload levels --record-trace levels.jsonl
+              odrsim run --trace levels.jsonl --disk 4GiB
+              odrsim run --catalog build/catalog --workload travel --days 60
+            """
+    )
+
+    @Option(help: "The usage pattern: levels, openworld or travel.")
+    var workload: WorkloadArgument = .levels
+
+    @Option(help: ArgumentHelp("Replay this JSON Lines trace instead of generating a workload.", valueName: "file"))
+    var trace: String?
+
+    @Option(help: ArgumentHelp("Play against this catalog directory (built by odrpack) instead of a generated one.", valueName: "dir"))
+    var catalog: String?
+
+    @Option(help: "With --catalog: the distribution whose version to use (newest version if absent).")
+    var distribution = "live"
+
+    @Option(help: "Tags of the generated catalog (default: 100 levels, 400 regions, 1000 places).")
+    var tags: Int?
+
+    @Option(help: ArgumentHelp("Sizes of each tag's own packs: fixed:SIZE, uniform:MIN:MAX or lognormal:MEDIAN:SIGMA.", valueName: "distribution"))
+    var packSize: SizeDistributionArgument?
+
+    @Option(help: ArgumentHelp("Sizes of packs shared by neighbouring tags.", valueName: "distribution"))
+    var sharedPackSize: SizeDistributionArgument?
+
+    @Option(help: ArgumentHelp("The disk's capacity.", valueName: "size"))
+    var disk = ByteSizeArgument(argument: "8GiB")!
+
+    @Option(help: ArgumentHelp("What other apps use on average (default: half the disk).", valueName: "size"))
+    var otherApps: ByteSizeArgument?
+
+    @Option(help: ArgumentHelp("How far other apps' use wanders either way (default: an eighth of the disk).", valueName: "size"))
+    var otherAppsSwing: ByteSizeArgument?
+
+    @Option(help: ArgumentHelp("The cache budget: the most the store may hold (default: none).", valueName: "size"))
+    var budget: ByteSizeArgument?
+
+    @Option(help: ArgumentHelp("Purge to keep this much of the disk free.", valueName: "size"))
+    var watermark = ByteSizeArgument(argument: "256MiB")!
+
+    @Option(help: ArgumentHelp("The most installed bytes in use at once.", valueName: "size"))
+    var inUseLimit = ByteSizeArgument(argument: "2GiB")!
+
+    @Option(help: ArgumentHelp("Download rate per second.", valueName: "size"))
+    var bandwidth = ByteSizeArgument(argument: "5MB")!
+
+    @Option(help: ArgumentHelp("Seconds before each download starts.", valueName: "seconds"))
+    var latency = 0.15
+
+    @Option(help: ArgumentHelp("The chance, each day, of one to six hours offline.", valueName: "p"))
+    var offlineProbability = 0.0
+
+    @Option(help: "Simulated days (a trace plays for its own length).")
+    var days = 30.0
+
+    @Option(help: "The seed of every random choice; the same seed gives the same numbers.")
+    var seed: UInt64 = 1
+
+    @Option(name: .customLong("policy"), parsing: .singleValue,
+            help: ArgumentHelp("Policies to compare, comma-separated or repeated: all, default, lru, priority-lru, gds, belady.", valueName: "names"))
+    var policyNames: [String] = ["all"]
+
+    @Flag(help: "Print the report as JSON instead of a table.")
+    var json = false
+
+    @Flag(help: "Print the table as CSV.")
+    var csv = false
+
+    @Option(help: ArgumentHelp("Write a chart of disk use and bytes downloaded over time to this SVG file.", valueName: "file"))
+    var svg: String?
+
+    @Option(help: ArgumentHelp("Write the generated requests as a JSON Lines trace to this file.", valueName: "file"))
+    var recordTrace: String?
+
+    var policies: [PolicyChoice] {
+        get throws {
+            var result: [PolicyChoice] = []
+            for name in policyNames.flatMap({ $0.split(separator: ",") }).map({ $0.trimmingCharacters(in: .whitespaces) }) {
+                if name == "all" {
+                    result += PolicyChoice.allCases
+                } else if let policy = PolicyChoice(rawValue: name) {
+                    result.append(policy)
+                } else {
+                    throw ValidationError("Unknown policy '\(name)'. Use all, default, lru, priority-lru, gds or belady.")
+                }
+            }
+            var seen = Set<PolicyChoice>()
+            return result.filter { seen.insert($0).inserted }
+        }
+    }
+
+    func validate() throws {
+        _ = try policies
+        guard days > 0 else { throw ValidationError("--days must be positive.") }
+        guard bandwidth.bytes > 0 else { throw ValidationError("--bandwidth must be positive.") }
+        guard (0 ... 1).contains(offlineProbability) else { throw ValidationError("--offline-probability must be in 0...1.") }
+        guard !(json && csv) else { throw ValidationError("Choose one of --json and --csv.") }
+        if let tags, tags < 1 { throw ValidationError("--tags must be at least 1.") }
+    }
+
+    var device: DeviceSettings {
+        var device = DeviceSettings(diskCapacity: disk.bytes)
+        if let otherApps { device.otherAppsBytes = otherApps.bytes }
+        if let otherAppsSwing { device.otherAppsSwing = otherAppsSwing.bytes }
+        device.cacheBudget = budget?.bytes
+        device.freeSpaceWatermark = watermark.bytes
+        device.inUseLimit = inUseLimit.bytes
+        device.bandwidth = Double(bandwidth.bytes)
+        device.latency = latency
+        device.offlineProbability = offlineProbability
+        return device
+    }
+
+    func run() async throws {
+        let device = self.device
+        let script: SimulationScript
+        let workloadName: String
+        var simulatedDays = days
+        let realCatalog = try catalog.map { try SimulatedCatalog(directory: URL(filePath: $0), distribution: distribution) }
+        if let trace {
+            let events = try TraceCodec().decode(Data(contentsOf: URL(filePath: trace)))
+            script = try SimulationScript(trace: events, catalog: realCatalog, device: device, seed: seed)
+            workloadName = "trace \(URL(filePath: trace).lastPathComponent)"
+            simulatedDays = script.duration / 86_400
+        } else {
+            let kind = workload.workload
+            let catalog = realCatalog ?? {
+                var generator = kind.catalogGenerator(tagCount: tags)
+                if let packSize { generator.packSize = packSize.distribution }
+                if let sharedPackSize { generator.sharedPackSize = sharedPackSize.distribution }
+                return generator.generate(seed: seed)
+            }()
+            script = kind.script(catalog: catalog, device: device, days: days, seed: seed)
+            workloadName = kind.rawValue
+        }
+        if let recordTrace {
+            try TraceCodec().encode(script.traceEvents).write(to: URL(filePath: recordTrace))
+        }
+        let scenario = SimulationReport.Scenario(
+            workload: workloadName, catalog: script.catalog, days: simulatedDays, seed: seed, device: device)
+        let report = SimulationReport(
+            scenario: scenario, simulator: Simulator(script: script, device: device), policies: try policies)
+        if let svg {
+            try Data(SVGChart(report: report).render().utf8).write(to: URL(filePath: svg))
+        }
+        if json {
+            print(String(decoding: try report.json(), as: UTF8.self))
+        } else if csv {
+            print(report.csv(), terminator: "")
+        } else {
+            print(report.scenarioSummary())
+            print()
+            print(report.table(), terminator: "")
+            if let svg { print("\nChart written to \(svg)") }
+        }
+    }
+}
+
+/// `--workload`: levels, openworld or travel.
+struct WorkloadArgument: ExpressibleByArgument {
+    var workload: Workload
+
+    static let levels = WorkloadArgument(workload: .levels)
+
+    init(workload: Workload) { self.workload = workload }
+
+    init?(argument: String) {
+        guard let workload = Workload(rawValue: argument.lowercased()) else { return nil }
+        self.workload = workload
+    }
+
+    static var allValueStrings: [String] { Workload.allCases.map(\.rawValue) }
+}
