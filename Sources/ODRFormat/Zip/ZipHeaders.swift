@@ -105,7 +105,7 @@ struct LocalHeader {
     }
 
     /// Parses a complete header (`bytes` holds exactly ``totalSize`` bytes).
-    static func parse(_ bytes: [UInt8], entry: String) throws(FormatError) -> LocalHeader {
+    static func parse(_ bytes: [UInt8], entry: String) throws -> LocalHeader {
         var reader = ByteReader(bytes)
         guard reader.u32() == ZipFormat.localHeaderSignature else {
             throw FormatError(.malformedArchive, "Expected a local file header; the pack is not a valid archive.", field: entry)
@@ -121,22 +121,8 @@ struct LocalHeader {
         let extraLength = Int(reader.u16())
         let name = Array(reader.take(nameLength))
         let extra = Array(reader.take(extraLength))
-        if compressed == 0xFFFF_FFFF || uncompressed == 0xFFFF_FFFF {
-            guard let zip64 = Zip64Extra.find(in: extra) else {
-                throw FormatError(.malformedArchive, "A ZIP64 size marker has no ZIP64 extra field.", field: entry)
-            }
-            var fields = ByteReader(zip64)
-            // In a local header the ZIP64 extra holds both sizes, uncompressed first (APPNOTE 4.5.3).
-            guard fields.remaining >= 16 else {
-                throw FormatError(.malformedArchive, "The ZIP64 extra field of a local header is too short.", field: entry)
-            }
-            let u = fields.u64(), c = fields.u64()
-            guard u <= UInt64(Int64.max), c <= UInt64(Int64.max) else {
-                throw FormatError(.malformedArchive, "An entry declares an impossible size.", field: entry)
-            }
-            if uncompressed == 0xFFFF_FFFF { uncompressed = Int64(u) }
-            if compressed == 0xFFFF_FFFF { compressed = Int64(c) }
-        }
+        var offset: Int64 = 0
+        try Zip64Extra.resolve(extra, uncompressed: &uncompressed, compressed: &compressed, offset: &offset, entry: entry)
         return LocalHeader(
             flags: flags, method: method, crc32: crc, compressedSize: compressed,
             uncompressedSize: uncompressed, nameBytes: name, extraLength: extraLength)
@@ -144,6 +130,30 @@ struct LocalHeader {
 }
 
 enum Zip64Extra {
+    /// Replaces each field that holds the 32-bit marker `0xFFFF_FFFF` with its 64-bit value from
+    /// the ZIP64 extra field, in the order APPNOTE 4.5.3 gives: uncompressed, compressed, offset.
+    static func resolve(_ extra: [UInt8], uncompressed: inout Int64, compressed: inout Int64, offset: inout Int64, entry: String) throws {
+        let marker: Int64 = 0xFFFF_FFFF
+        guard uncompressed == marker || compressed == marker || offset == marker else { return }
+        guard let data = find(in: extra) else {
+            throw FormatError(.malformedArchive, "Entry '\(entry)' has a ZIP64 marker but no ZIP64 extra field.", field: entry)
+        }
+        var fields = ByteReader(data)
+        func next() throws -> Int64 {
+            guard fields.remaining >= 8 else {
+                throw FormatError(.malformedArchive, "The ZIP64 extra field of '\(entry)' is too short.", field: entry)
+            }
+            let value = fields.u64()
+            guard value <= UInt64(Int64.max) else {
+                throw FormatError(.malformedArchive, "Entry '\(entry)' declares an impossible size.", field: entry)
+            }
+            return Int64(value)
+        }
+        if uncompressed == marker { uncompressed = try next() }
+        if compressed == marker { compressed = try next() }
+        if offset == marker { offset = try next() }
+    }
+
     /// The data of the ZIP64 extended-information field in an extra area, if present.
     static func find(in extra: [UInt8]) -> [UInt8]? {
         var reader = ByteReader(extra)

@@ -1,0 +1,95 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+import Foundation
+
+/// A sink that writes each entry as a file below a destination directory.
+///
+/// Entry names are clean relative paths (the readers refuse any other), and files are created with
+/// `O_EXCL`, which never follows a symbolic link, and directories are checked to be real directories;
+/// so nothing can be written outside the destination. Files are read-only once complete.
+///
+/// ```swift
+/// let extractor = try DirectoryExtractor(destination: staging)
+/// do { try archive.verify(expecting: entries, archiveSHA256: id, sink: extractor) }
+/// catch { extractor.removeExtracted(); throw error }
+/// ```
+public final class DirectoryExtractor: PackEntrySink {
+    /// The directory entries are written below.
+    public let destination: URL
+    /// Whether each file is flushed to stable storage before it counts as extracted.
+    public let syncFiles: Bool
+    /// Entry names written and verified so far.
+    public private(set) var extracted: [String] = []
+    private var current: (name: String, file: WritableFile)?
+    private var createdDirectories: [String] = []
+
+    /// Creates the destination directory if needed.
+    public init(destination: URL, syncFiles: Bool = false) throws {
+        self.destination = destination
+        self.syncFiles = syncFiles
+        do {
+            try FileManager.default.createDirectory(at: destination, withIntermediateDirectories: true)
+        } catch {
+            throw FormatError(.io, "Could not create '\(destination.path)'.", field: nil, cause: error as NSError)
+        }
+    }
+
+    public func beginEntry(_ entry: PackEntryExpectation) throws {
+        if let problem = RelativePath.problem(in: entry.name) {
+            throw FormatError(.unsafeEntryName, "The entry name '\(entry.name)' is not allowed: \(problem).", field: entry.name)
+        }
+        let components = entry.name.split(separator: "/")
+        var path = destination.path
+        for component in components.dropLast() {
+            path += "/" + component
+            try ensureDirectory(path, entry: entry.name)
+        }
+        let file = try WritableFile(creating: URL(filePath: path + "/" + components.last!))
+        current = (entry.name, file)
+    }
+
+    public func writeEntryData(_ bytes: UnsafeRawBufferPointer) throws {
+        guard let current else {
+            throw FormatError(.invalidOperation, "Entry data arrived before its entry began.", field: nil)
+        }
+        try current.file.append(bytes)
+    }
+
+    public func endEntry(_ entry: PackEntryExpectation) throws {
+        guard let current, current.name == entry.name else {
+            throw FormatError(.invalidOperation, "Entry '\(entry.name)' ended without beginning.", field: entry.name)
+        }
+        try current.file.close(sync: syncFiles)
+        chmod(current.file.path, 0o444)
+        extracted.append(entry.name)
+        self.current = nil
+    }
+
+    /// Removes every file and directory this extractor created, including a partial entry.
+    public func removeExtracted() {
+        if let current {
+            try? current.file.close(sync: false)
+            unlink(current.file.path)
+            self.current = nil
+        }
+        for name in extracted { unlink(destination.path + "/" + name) }
+        extracted.removeAll()
+        for directory in createdDirectories.reversed() { rmdir(directory) }
+        createdDirectories.removeAll()
+    }
+
+    private func ensureDirectory(_ path: String, entry: String) throws {
+        if mkdir(path, 0o755) == 0 {
+            createdDirectories.append(path)
+            return
+        }
+        guard errno == EEXIST else { throw FormatError.posix("create directory '\(path)'", errno: errno, field: entry) }
+        var info = stat()
+        guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else {
+            throw FormatError(.unsafeEntryName, "'\(path)' exists and is not a directory (a symbolic link?); refusing to write through it.", field: entry)
+        }
+    }
+}

@@ -1,0 +1,114 @@
+/// Checks one entry's local header against the manifest, then decodes its data: inflates when
+/// needed, refuses output beyond the declared size, and checks the SHA-256 at the end.
+///
+/// Both the streaming reader and the random-access reader use it, so an entry is judged the same
+/// way however its bytes arrive.
+struct EntryDecoder {
+    let expected: PackEntryExpectation
+    private(set) var remainingInput: Int64
+    private var produced: Int64 = 0
+    private var sha = StreamingSHA256()
+    private let inflater: ZlibStream?
+
+    /// Checks the header and prepares to decode the data that follows it.
+    ///
+    /// - Parameter inflater: a reusable inflate stream (reset here), for deflated entries.
+    init(header: LocalHeader, expected: PackEntryExpectation, inflater: () throws -> ZlibStream) throws {
+        let name = expected.name
+        guard header.flags & (ZipFormat.flagEncrypted | ZipFormat.flagStrongEncryption) == 0 else {
+            throw FormatError(.unsupportedFeature, "Entry '\(name)' is encrypted; packs are never encrypted.", field: name)
+        }
+        guard header.flags & ZipFormat.flagDataDescriptor == 0 else {
+            throw FormatError(.unsupportedFeature, "Entry '\(name)' uses a data descriptor; packs must record sizes in the local header. Rebuild the pack with odrpack.", field: name)
+        }
+        guard let method = CompressionMethod(zipMethod: header.method) else {
+            throw FormatError(.unsupportedFeature, "Entry '\(name)' uses compression method \(header.method); packs use only stored (0) or deflate (8).", field: name)
+        }
+        guard method == expected.method else {
+            throw FormatError(.entryMismatch, "Entry '\(name)' is \(method.rawValue) but the manifest says \(expected.method.rawValue).", field: name)
+        }
+        guard header.compressedSize == expected.storedSize, header.uncompressedSize == expected.size else {
+            throw FormatError(
+                .entryMismatch,
+                "Entry '\(name)' declares \(header.compressedSize) stored / \(header.uncompressedSize) uncompressed bytes; the manifest says \(expected.storedSize) / \(expected.size).",
+                field: name)
+        }
+        if method == .stored, expected.storedSize != expected.size {
+            throw FormatError(.entryMismatch, "Stored entry '\(name)' has different stored and uncompressed sizes.", field: name)
+        }
+        self.expected = expected
+        remainingInput = expected.storedSize
+        if method == .deflate {
+            let stream = try inflater()
+            stream.reset()
+            self.inflater = stream
+        } else {
+            self.inflater = nil
+        }
+    }
+
+    /// Feeds up to ``remainingInput`` bytes of `input`; returns how many were used.
+    mutating func feed(_ input: UnsafeRawBufferPointer, scratch: inout [UInt8], sink: any PackEntrySink) throws -> Int {
+        let count = Int(min(Int64(input.count), remainingInput))
+        guard count > 0 else { return 0 }
+        let chunk = UnsafeRawBufferPointer(rebasing: input[..<count])
+        if let inflater {
+            guard !inflater.ended else {
+                throw FormatError(.corruptData, "Entry '\(expected.name)' has bytes after the end of its compressed data.", field: expected.name)
+            }
+            let expected = self.expected
+            var produced = self.produced
+            var sha = self.sha
+            let used = try inflater.process(chunk, scratch: &scratch) { out in
+                guard produced + Int64(out.count) <= expected.size else {
+                    throw FormatError(
+                        .sizeMismatch,
+                        "Entry '\(expected.name)' inflates to more than its declared \(expected.size) bytes (a decompression bomb?); the pack was refused.",
+                        field: expected.name)
+                }
+                produced += Int64(out.count)
+                sha.update(out)
+                try sink.writeEntryData(out)
+            }
+            self.produced = produced
+            self.sha = sha
+            if used < count {
+                throw FormatError(.corruptData, "Entry '\(expected.name)' has bytes after the end of its compressed data.", field: expected.name)
+            }
+        } else {
+            produced += Int64(count)
+            sha.update(chunk)
+            try sink.writeEntryData(chunk)
+        }
+        remainingInput -= Int64(count)
+        return count
+    }
+
+    /// Checks the complete entry once all of its stored bytes were fed.
+    func finish() throws {
+        let name = expected.name
+        if let inflater, !inflater.ended {
+            throw FormatError(.corruptData, "Entry '\(name)' ends before its compressed data does.", field: name)
+        }
+        guard produced == expected.size else {
+            throw FormatError(.sizeMismatch, "Entry '\(name)' holds \(produced) bytes but declares \(expected.size).", field: name)
+        }
+        let digest = sha.finalize()
+        guard digest == expected.sha256 else {
+            throw FormatError(.hashMismatch, "Entry '\(name)' has SHA-256 \(digest) but the manifest says \(expected.sha256); the pack is corrupt. Download it again.", field: name)
+        }
+    }
+}
+
+extension LocalHeader {
+    /// The header's entry name, checked to be a clean relative path.
+    func checkedName() throws -> String {
+        guard let name = String(validating: nameBytes, as: UTF8.self) else {
+            throw FormatError(.unsafeEntryName, "An entry name is not valid UTF-8.", field: nil)
+        }
+        if let problem = RelativePath.problem(in: name) {
+            throw FormatError(.unsafeEntryName, "The entry name '\(name)' is not allowed: \(problem).", field: name)
+        }
+        return name
+    }
+}
