@@ -1,0 +1,68 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+
+/// Runs a command as a child process and reports its wall time and peak memory.
+///
+/// Peak memory comes from `wait4`'s resource usage of that one child, so each measurement stands on
+/// its own even when several run in one benchmark.
+struct ChildMeasurement {
+    var status: Int32
+    var seconds: Double
+    /// Peak resident set size, in bytes.
+    var peakMemory: Int64
+    var output: String
+}
+
+enum ChildProcess {
+    /// The running odrbench executable, to run its worker subcommands as children.
+    static var selfExecutable: String {
+        (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+    }
+
+    /// Runs `arguments[0]` (a path, or a name looked up on PATH) and waits for it.
+    static func measure(_ arguments: [String], quiet: Bool = false) throws -> ChildMeasurement {
+        let outputURL = FileManager.default.temporaryDirectory.appending(path: "odrbench-\(UUID().uuidString).out")
+        defer { try? FileManager.default.removeItem(at: outputURL) }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 1, outputURL.path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        if quiet { posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0) }
+        let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
+        defer { for pointer in argv { free(pointer) } }
+        var pid: pid_t = 0
+        let start = ContinuousClock.now
+        let spawned = posix_spawnp(&pid, arguments[0], &actions, nil, argv, environ)
+        guard spawned == 0 else {
+            throw ValidationFailure("could not start \(arguments[0]): \(String(cString: strerror(spawned)))")
+        }
+        var status: Int32 = 0
+        var usage = rusage()
+        while wait4(pid, &status, 0, &usage) < 0 {
+            guard errno == EINTR else { throw ValidationFailure("waiting for \(arguments[0]) failed") }
+        }
+        let elapsed = ContinuousClock.now - start
+        let exitStatus = (status & 0x7F) == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
+        let output = (try? String(contentsOf: outputURL, encoding: .utf8)) ?? ""
+        return ChildMeasurement(
+            status: exitStatus,
+            seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18,
+            peakMemory: Int64(usage.ru_maxrss) * 1024,
+            output: output)
+    }
+}
+
+/// A benchmark that could not run; its message says why.
+struct ValidationFailure: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// Formats byte counts and rates for benchmark output.
+enum BenchFormat {
+    static func mib(_ bytes: Int64) -> String { String(format: "%.1f MiB", Double(bytes) / 1_048_576) }
+    static func rate(_ bytes: Int64, _ seconds: Double) -> String { String(format: "%.0f MiB/s", Double(bytes) / 1_048_576 / seconds) }
+    static func ratio(_ value: Double) -> String { String(format: "%.2fx", value) }
+}
