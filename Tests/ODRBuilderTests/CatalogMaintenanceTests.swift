@@ -1,0 +1,118 @@
+import Foundation
+import ODRBuilder
+import ODRFormat
+import Testing
+
+struct CatalogMaintenanceTests {
+    /// A catalog with two versions: v1 live, v2 (A changed, C added) on `test`.
+    func twoVersions() async throws -> BuildFixture {
+        let fixture = try BuildFixture()
+        try fixture.write("odr.json", #"{"tags": {"a": ["A"], "b": ["B"], "c": ["C"]}}"#)
+        try fixture.write("A/one.txt", String(repeating: "one ", count: 200))
+        try fixture.write("B/two.txt", "two")
+        try await fixture.build()
+        try fixture.write("A/one.txt", String(repeating: "uno ", count: 200))
+        try fixture.write("C/three.txt", "three")
+        try await fixture.build { $0.distribution = "test" }
+        return fixture
+    }
+
+    @Test func distributionsMoveAndRollBack() async throws {
+        let fixture = try await twoVersions()
+        let editor = CatalogEditor(catalog: fixture.catalog)
+        #expect(try fixture.index().distributions == ["live": 1, "test": 2])
+        let serial = try fixture.index().serial
+        #expect(try editor.setDistribution("live", to: 2) == 1)
+        #expect(try fixture.index().distributions == ["live": 2, "test": 2])
+        #expect(try fixture.index().serial == serial + 1)
+        try editor.setDistribution("live", to: 1)
+        #expect(try fixture.index().distributions["live"] == 1)
+        #expect { try editor.setDistribution("live", to: 7) } throws: { ($0 as? BuildError)?.code == .unknownVersion }
+        #expect { try editor.setDistribution("", to: 1) } throws: { ($0 as? BuildError)?.code == .unknownDistribution }
+    }
+
+    @Test func pruneRemovesUnusedVersionsAndTheirPacksOnly() async throws {
+        let fixture = try await twoVersions()
+        let v1 = try fixture.manifest(1)
+        let v2 = try fixture.manifest(2)
+        let editor = CatalogEditor(catalog: fixture.catalog)
+
+        // Both versions are used by a distribution: nothing goes.
+        #expect(try editor.prune(keep: 0).removedVersions.isEmpty)
+        try editor.setDistribution("live", to: 2)
+
+        let dry = try editor.prune(keep: 0, dryRun: true)
+        #expect(dry.removedVersions == [1])
+        #expect(FileManager.default.fileExists(atPath: fixture.output.appending(path: "versions/1.json").path))
+
+        let result = try editor.prune(keep: 0)
+        let onlyInV1 = Set(v1.packs.map(\.id)).subtracting(v2.packs.map(\.id))
+        #expect(result.removedVersions == [1])
+        #expect(Set(result.removedPacks) == onlyInV1)
+        #expect(!onlyInV1.isEmpty)
+        #expect(try fixture.index().versions.map(\.number) == [2])
+        #expect(!FileManager.default.fileExists(atPath: fixture.output.appending(path: "versions/1.json").path))
+        for pack in v2.packs { #expect(FileManager.default.fileExists(atPath: fixture.catalog.packURL(id: pack.id).path)) }
+        for id in onlyInV1 { #expect(!FileManager.default.fileExists(atPath: fixture.catalog.packURL(id: id).path)) }
+        #expect(try CatalogVerifier(catalog: fixture.catalog).verify().versions == 1)
+    }
+
+    @Test func diffCountsTheBytesToReachTheNewVersion() async throws {
+        let fixture = try await twoVersions()
+        let v2 = try fixture.manifest(2)
+        let diff = try CatalogDiff(catalog: fixture.catalog, from: 1, to: 2)
+        #expect(diff.addedTags.isEmpty && diff.removedTags.isEmpty)
+        #expect(diff.changedTags.map(\.name) == ["a", "c"])
+        #expect(diff.addedFiles == ["C/three.txt"])
+        #expect(diff.changedFiles == ["A/one.txt"])
+        #expect(diff.removedFiles.isEmpty)
+        #expect(diff.keptPacks == 1)
+        let added = v2.packs.filter { diff.addedPacks.contains($0.id) }
+        #expect(diff.downloadBytes == added.reduce(0) { $0 + $1.archiveBytes })
+        #expect(diff.addedPacks.count == 2 && diff.removedPacks.count == 1)
+        #expect(diff.rendered().contains("files added (1):\n  C/three.txt"))
+    }
+
+    @Test func verifyReportsACorruptEntry() async throws {
+        let fixture = try await twoVersions()
+        let pack = try #require(try fixture.manifest(2).packs.first { $0.tags == ["b"] })
+        let url = fixture.catalog.packURL(id: pack.id)
+        var bytes = try Data(contentsOf: url)
+        // "two" is stored uncompressed right after its local header (30 bytes + the name): flip its first byte.
+        let dataStart = 30 + "B/two.txt".utf8.count
+        let range = try #require(bytes.range(of: Data("two".utf8), in: dataStart..<bytes.count))
+        #expect(range.lowerBound == dataStart)
+        bytes[range.lowerBound] ^= 0xFF
+        try bytes.write(to: url)
+        #expect { try CatalogVerifier(catalog: fixture.catalog).verify() } throws: { error in
+            let error = error as? BuildError
+            return error?.code == .entryCorrupt && error?.file == url.path && error?.key == "B/two.txt"
+        }
+    }
+
+    @Test func verifyReportsAMissingOrTruncatedPack() async throws {
+        let fixture = try await twoVersions()
+        let packs = try fixture.manifest(1).packs
+        let truncated = fixture.catalog.packURL(id: packs[0].id)
+        let bytes = try Data(contentsOf: truncated)
+        try bytes.prefix(bytes.count - 10).write(to: truncated)
+        #expect { try CatalogVerifier(catalog: fixture.catalog).verify() } throws: { error in
+            (error as? BuildError)?.code == .packCorrupt && (error as? BuildError)?.file == truncated.path
+        }
+        try bytes.write(to: truncated)
+        let missing = fixture.catalog.packURL(id: packs[1].id)
+        try FileManager.default.removeItem(at: missing)
+        #expect { try CatalogVerifier(catalog: fixture.catalog).verify() } throws: { error in
+            (error as? BuildError)?.code == .missingFile && (error as? BuildError)?.file == missing.path
+        }
+    }
+
+    @Test func inspectShowsTheLiveVersionByDefault() async throws {
+        let fixture = try await twoVersions()
+        let live = try CatalogInspection(catalog: fixture.catalog)
+        #expect(live.manifest.version == 1)
+        #expect(live.versions == [1, 2])
+        #expect(try CatalogInspection(catalog: fixture.catalog, version: 2).manifest.tags.map(\.name) == ["a", "b", "c"])
+        #expect { try CatalogInspection(catalog: fixture.catalog, version: 3) } throws: { ($0 as? BuildError)?.code == .unknownVersion }
+    }
+}
