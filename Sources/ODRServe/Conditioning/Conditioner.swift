@@ -63,7 +63,7 @@ final class Conditioner: Sendable {
         state.withLock { $0.scheduled.removeAll() }
     }
 
-    /// Decides what happens before a response is chosen: delay, an error status, a reset.
+    /// Decides what happens before a response is chosen: delay, an error status, a dropped connection.
     ///
     /// - Parameters:
     ///   - key: what identifies the request for random decisions (method, target, range).
@@ -84,15 +84,15 @@ final class Conditioner: Sendable {
         switch scheduled?.kind {
         case .status(let code)?:
             request.failStatus = code
-        case .reset?:
-            request.resets = true
+        case .dropConnection?:
+            request.dropsConnection = true
         case .delay(let extra)?:
             request.delay += extra
         case .truncate?, .corrupt?, .stall?, nil:
             break
         }
         if let scheduled { request.applied.append(scheduled) }
-        if failsAtRandom, request.failStatus == nil, !request.resets {
+        if failsAtRandom, request.failStatus == nil, !request.dropsConnection {
             request.failStatus = 503
             request.applied.append(.status(503))
         }
@@ -119,7 +119,7 @@ final class Conditioner: Sendable {
             shaping.corruptOffsets.append(offset)
         case .stall(let after, let duration)?:
             shaping.stall = (after, duration)
-        case .status?, .reset?, .delay?, nil:
+        case .status?, .dropConnection?, .delay?, nil:
             break
         }
         if let scheduled { request.applied.append(scheduled) }
@@ -143,7 +143,7 @@ struct RequestConditioning {
     var random: SplitMix64
     var delay: Duration = .zero
     var failStatus: Int?
-    var resets = false
+    var dropsConnection = false
     /// Faults applied so far, for the request log.
     var applied: [Fault] = []
 }

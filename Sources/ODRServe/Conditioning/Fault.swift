@@ -12,7 +12,7 @@
 public struct Fault: Sendable, Hashable, CustomStringConvertible {
     enum Kind: Sendable, Hashable {
         case status(Int)
-        case reset
+        case dropConnection
         case delay(Duration)
         case truncate(afterBytes: Int)
         case corrupt(offset: Int)
@@ -25,7 +25,7 @@ public struct Fault: Sendable, Hashable, CustomStringConvertible {
     public static func status(_ code: Int = 503) -> Fault { Fault(kind: .status(code)) }
 
     /// Closes the connection after reading the request, without sending any response.
-    public static let reset = Fault(kind: .reset)
+    public static let dropConnection = Fault(kind: .dropConnection)
 
     /// Waits `duration` before answering (on top of the conditions' latency).
     public static func delay(_ duration: Duration) -> Fault { Fault(kind: .delay(duration)) }
@@ -51,7 +51,7 @@ public struct Fault: Sendable, Hashable, CustomStringConvertible {
     var actsOnBody: Bool {
         switch kind {
         case .truncate, .corrupt, .stall: true
-        case .status, .reset, .delay: false
+        case .status, .dropConnection, .delay: false
         }
     }
 
@@ -60,14 +60,14 @@ public struct Fault: Sendable, Hashable, CustomStringConvertible {
         switch kind {
         case .truncate(let after), .stall(let after, _): length > after
         case .corrupt(let offset): length > offset
-        case .status, .reset, .delay: true
+        case .status, .dropConnection, .delay: true
         }
     }
 
     public var description: String {
         switch kind {
         case .status(let code): "status \(code)"
-        case .reset: "reset"
+        case .dropConnection: "drop connection"
         case .delay(let duration): "delay \(duration)"
         case .truncate(let after): "truncate after \(after) bytes"
         case .corrupt(let offset): "corrupt byte \(offset)"

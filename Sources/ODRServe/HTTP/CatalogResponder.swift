@@ -35,7 +35,7 @@ struct CatalogResponder: HTTPResponder {
                 throw error
             }
         }
-        if conditioning.resets {
+        if conditioning.dropsConnection {
             // Closing before any byte of the response: the client sees the connection end.
             context.channel.close(promise: nil)
             exchange.finish(outcome: .aborted)
