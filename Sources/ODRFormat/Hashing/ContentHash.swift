@@ -15,8 +15,10 @@ public enum ContentHash {
         let file = try ReadableFile(url)
         var hasher = SHA256()
         var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        var offset: Int64 = 0
         while true {
-            let count = try file.read(into: &buffer)
+            let count = try file.read(into: &buffer, at: offset)
+            offset += Int64(count)
             if count == 0 { break }
             buffer.withUnsafeBytes { hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: $0[..<count])) }
         }

@@ -27,23 +27,10 @@ final class ReadableFile {
         return Int64(info.st_size)
     }
 
-    /// Reads up to `buffer.count` bytes at the current position; 0 at the end of the file.
-    func read(into buffer: inout [UInt8]) throws -> Int {
+    /// Fills `buffer` from `offset` on, without allocating; returns the count read (short only at
+    /// the end of the file).
+    func read(into buffer: inout [UInt8], at offset: Int64) throws -> Int {
         let count = buffer.count
-        let result = buffer.withUnsafeMutableBytes { raw -> Int in
-            while true {
-                let n = Glibc.read(descriptor, raw.baseAddress, count)
-                if n < 0 && errno == EINTR { continue }
-                return n
-            }
-        }
-        guard result >= 0 else { throw FormatError.posix("read '\(path)'", errno: errno, field: nil) }
-        return result
-    }
-
-    /// Reads exactly `count` bytes at `offset`, or fewer at the end of the file.
-    func read(count: Int, at offset: Int64) throws -> [UInt8] {
-        var buffer = [UInt8](repeating: 0, count: count)
         var filled = 0
         while filled < count {
             let n = buffer.withUnsafeMutableBytes { raw in
@@ -56,6 +43,13 @@ final class ReadableFile {
             if n == 0 { break }
             filled += n
         }
+        return filled
+    }
+
+    /// Reads exactly `count` bytes at `offset`, or fewer at the end of the file.
+    func read(count: Int, at offset: Int64) throws -> [UInt8] {
+        var buffer = [UInt8](repeating: 0, count: count)
+        let filled = try read(into: &buffer, at: offset)
         buffer.removeLast(count - filled)
         return buffer
     }

@@ -65,12 +65,12 @@ public final class PackArchive {
     public func verify(expecting entries: [PackEntryExpectation], archiveSHA256: String?, sink: any PackEntrySink = DiscardingSink()) throws {
         let reader = PackStreamReader(entries: entries, archiveSHA256: archiveSHA256, sink: sink)
         var offset: Int64 = 0
-        let chunk = 1 << 20
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
         while offset < size {
-            let bytes = try file.read(count: chunk, at: offset)
-            if bytes.isEmpty { break }
-            try bytes.withUnsafeBytes { try reader.consume($0) }
-            offset += Int64(bytes.count)
+            let count = try file.read(into: &buffer, at: offset)
+            if count == 0 { break }
+            try buffer.withUnsafeBytes { try reader.consume(UnsafeRawBufferPointer(rebasing: $0[..<count])) }
+            offset += Int64(count)
         }
         try reader.finish()
     }

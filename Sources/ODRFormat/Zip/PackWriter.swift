@@ -71,11 +71,7 @@ public final class PackWriter {
     public func addEntry(named name: String, contentsOf source: URL) throws -> PackEntry {
         let input = try ReadableFile(source)
         let size = try input.size()
-        return try add(name: name, size: size) { offset, buffer in
-            let bytes = try input.read(count: buffer.count, at: offset)
-            buffer.replaceSubrange(0..<bytes.count, with: bytes)
-            return bytes.count
-        }
+        return try add(name: name, size: size) { offset, buffer in try input.read(into: &buffer, at: offset) }
     }
 
     /// Adds an entry with the given bytes.
