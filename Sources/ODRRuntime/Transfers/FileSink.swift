@@ -4,7 +4,8 @@ import Synchronization
 /// A ``TransferSink`` that writes the body to a file and can continue a partial download later.
 ///
 /// While a download is incomplete the file holds the bytes received so far, and a small companion
-/// file (`<name>.resume`) holds the response's validators (`ETag`, `Last-Modified`). A later
+/// file (`<name>.resume`) holds the response's validators (`ETag`, `Last-Modified`); it is written
+/// when a download fails, or during the download once 1 MiB has arrived. A later
 /// ``FileSink`` for the same path, in this or another process, reports them as its
 /// ``resumePoint()``, so the engine asks only for the missing bytes (`Range` guarded by `If-Range`).
 /// When the download completes, the companion file is removed; after an integrity failure both are.
@@ -19,7 +20,22 @@ public final class FileSink: TransferSink {
     /// Where the validators of a partial download are kept.
     public var resumeInfoURL: URL { URL(filePath: url.path + ".resume") }
     private let keepsPartialBytes: Bool
-    private let state = Mutex<Int32>(-1)
+    private let state = Mutex(State())
+
+    private struct State {
+        var descriptor: Int32 = -1
+        /// Bytes of the body in the file.
+        var held: Int64 = 0
+        /// Validators of the response the held bytes came from.
+        var validators = TransferValidators()
+        /// Whether a `.resume` file may exist (found by ``resumePoint()`` or written by this sink).
+        var resumeInfoMayExist = false
+    }
+
+    /// Held bytes from which the validators are written down during the download, so even a
+    /// killed process leaves a resumable file. Below it they are written only when a download
+    /// fails: creating an extra file per small download costs more than re-fetching it.
+    private static let persistThreshold: Int64 = 1 << 20
 
     /// Creates a sink for `url`; nothing is touched until the first response arrives.
     ///
@@ -31,15 +47,15 @@ public final class FileSink: TransferSink {
     }
 
     deinit {
-        state.withLock { descriptor in
-            if descriptor >= 0 { close(descriptor) }
+        state.withLock { state in
+            if state.descriptor >= 0 { close(state.descriptor) }
         }
     }
 
     public func resumePoint() -> TransferResumePoint? {
-        guard keepsPartialBytes,
-              let data = try? Data(contentsOf: resumeInfoURL),
-              let validators = try? JSONDecoder().decode(TransferValidators.self, from: data),
+        guard keepsPartialBytes, let data = try? Data(contentsOf: resumeInfoURL) else { return nil }
+        state.withLock { $0.resumeInfoMayExist = true }
+        guard let validators = try? JSONDecoder().decode(TransferValidators.self, from: data),
               let attributes = try? FileManager.default.attributesOfItem(atPath: url.path),
               let size = (attributes[.size] as? NSNumber)?.int64Value, size > 0
         else { return nil }
@@ -63,32 +79,34 @@ public final class FileSink: TransferSink {
     }
 
     public func begin(_ head: TransferResponseHead) async throws {
-        try state.withLock { descriptor throws(ResourceError) in
-            if descriptor < 0 {
-                descriptor = open(url.path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
-                guard descriptor >= 0 else { throw storageError("create \(url.path)") }
+        let staleResumeInfo = try state.withLock { state throws(ResourceError) -> Bool in
+            if state.descriptor < 0 {
+                let truncate = head.offset == 0 ? O_TRUNC : 0
+                state.descriptor = open(url.path, O_WRONLY | O_CREAT | O_CLOEXEC | truncate, 0o644)
+                guard state.descriptor >= 0 else { throw storageError("create \(url.path)") }
             }
-            guard ftruncate(descriptor, off_t(head.offset)) == 0, lseek(descriptor, off_t(head.offset), SEEK_SET) >= 0 else {
-                throw storageError("truncate \(url.path)")
+            if head.offset > 0 || state.held > 0 {
+                guard ftruncate(state.descriptor, off_t(head.offset)) == 0,
+                      lseek(state.descriptor, off_t(head.offset), SEEK_SET) >= 0 else {
+                    throw storageError("truncate \(url.path)")
+                }
             }
+            state.held = head.offset
+            let changed = state.validators != head.validators
+            state.validators = head.validators
+            // Validators of other bytes must not outlive them.
+            defer { if changed { state.resumeInfoMayExist = false } }
+            return changed && state.resumeInfoMayExist
         }
-        if keepsPartialBytes, !head.validators.isEmpty {
-            do {
-                try JSONEncoder().encode(head.validators).write(to: resumeInfoURL, options: .atomic)
-            } catch {
-                throw ResourceError(.storageFailure, "Could not write \(resumeInfoURL.path). Check permissions and free space.",
-                                    url: resumeInfoURL, cause: SinkError(underlying: "\(error)"))
-            }
-        } else {
-            try? FileManager.default.removeItem(at: resumeInfoURL)
-        }
+        if staleResumeInfo { try? FileManager.default.removeItem(at: resumeInfoURL) }
     }
 
     public func write(_ bytes: Data) async throws {
-        try state.withLock { descriptor throws in
-            guard descriptor >= 0 else {
+        let persist = try state.withLock { state throws -> TransferValidators? in
+            guard state.descriptor >= 0 else {
                 throw ResourceError(.storageFailure, "The file sink received bytes before a response began.", url: url)
             }
+            let descriptor = state.descriptor
             try bytes.withUnsafeBytes { (buffer: UnsafeRawBufferPointer) throws in
                 guard let base = buffer.baseAddress else { return }
                 var offset = 0
@@ -99,26 +117,46 @@ public final class FileSink: TransferSink {
                     offset += written
                 }
             }
+            let before = state.held
+            state.held += Int64(bytes.count)
+            guard keepsPartialBytes, !state.validators.isEmpty,
+                  before < Self.persistThreshold, state.held >= Self.persistThreshold else { return nil }
+            state.resumeInfoMayExist = true
+            return state.validators
         }
+        if let persist { try writeResumeInfo(persist) }
     }
 
     public func finish() async throws {
-        closeFile()
-        try? FileManager.default.removeItem(at: resumeInfoURL)
+        if closeFile().resumeInfoMayExist { try? FileManager.default.removeItem(at: resumeInfoURL) }
     }
 
     public func fail(_ error: ResourceError) async {
-        closeFile()
+        let closed = closeFile()
         if error.code == .integrity || !keepsPartialBytes {
             try? FileManager.default.removeItem(at: url)
-            try? FileManager.default.removeItem(at: resumeInfoURL)
+            if closed.resumeInfoMayExist { try? FileManager.default.removeItem(at: resumeInfoURL) }
+        } else if closed.held > 0, !closed.validators.isEmpty {
+            // Best effort: without it the next attempt simply starts over.
+            try? writeResumeInfo(closed.validators)
         }
     }
 
-    private func closeFile() {
-        state.withLock { descriptor in
-            if descriptor >= 0 { close(descriptor) }
-            descriptor = -1
+    private func writeResumeInfo(_ validators: TransferValidators) throws(ResourceError) {
+        do {
+            try JSONEncoder().encode(validators).write(to: resumeInfoURL, options: .atomic)
+        } catch {
+            throw ResourceError(.storageFailure, "Could not write \(resumeInfoURL.path). Check permissions and free space.",
+                                url: resumeInfoURL, cause: SinkError(underlying: "\(error)"))
+        }
+    }
+
+    /// Closes the file and returns the state it had.
+    private func closeFile() -> (held: Int64, validators: TransferValidators, resumeInfoMayExist: Bool) {
+        state.withLock { state in
+            if state.descriptor >= 0 { close(state.descriptor) }
+            state.descriptor = -1
+            return (state.held, state.validators, state.resumeInfoMayExist)
         }
     }
 

@@ -42,6 +42,7 @@ final class TransferLoop {
             var finishedAny = false
             do {
                 try multi.perform()
+                for session in running.values { session.operation.flushDelivery() }
                 while let (handle, code) = multi.nextCompletion() {
                     finished(handle, code)
                     finishedAny = true
@@ -178,7 +179,6 @@ final class TransferLoop {
             // Wait for a connection that can multiplex rather than open another one.
             try easy.set(CURLOPT_PIPEWAIT, true)
         }
-        try easy.set(CURLOPT_BUFFERSIZE, 256 * 1024)
         if !session.isFile {
             try easy.set(CURLOPT_HTTPHEADER, list: CurlStringList(session.requestHeaders(defaults: configuration.headers)))
         }

@@ -139,7 +139,8 @@ final class TransferOperation: TransferHandle {
             if state.stopped { return (.stopped, nil) }
             if state.bufferedBytes >= bufferLimit {
                 state.writeBlocked = true
-                return (.full, nil)
+                defer { state.deliveryWaiter = nil }
+                return (.full, state.deliveryWaiter)
             }
             // Coalesce small callback chunks so the sink sees fewer, larger writes.
             if case .data(var tail) = state.events.last, tail.count < Self.coalescingLimit {
@@ -153,11 +154,22 @@ final class TransferOperation: TransferHandle {
             }
             state.bufferedBytes += bytes.count
             state.peakBufferedBytes = max(state.peakBufferedBytes, state.bufferedBytes)
-            defer { state.deliveryWaiter = nil }
-            return (.accepted, state.deliveryWaiter)
+            // The delivery task is woken by flushDelivery() once per loop turn, not per callback:
+            // a wakeup per 16 KiB costs more than the copy.
+            return (.accepted, nil)
         }
         waiter?.resume()
         return offer
+    }
+
+    /// Wakes the delivery task if bytes wait for it; the loop calls this after each turn.
+    func flushDelivery() {
+        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            guard !state.events.isEmpty else { return nil }
+            defer { state.deliveryWaiter = nil }
+            return state.deliveryWaiter
+        }
+        waiter?.resume()
     }
 
     private static let coalescingLimit = 256 * 1024
