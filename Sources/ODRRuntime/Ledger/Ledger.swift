@@ -29,7 +29,8 @@ public struct Ledger: Sendable {
     /// How many requests hold each tag, by ``TagIndex``.
     private var tagCounts: [Int32]
     /// How many in-use tags need each pack, by ``PackIndex``.
-    private var packCounts: [Int32]
+    @usableFromInline
+    internal private(set) var packCounts: [Int32]
 
     /// Creates a ledger in which nothing is in use.
     public init(catalog: LedgerCatalog, inUseLimit: Int64 = Ledger.defaultInUseLimit) {
@@ -91,6 +92,7 @@ public struct Ledger: Sendable {
     }
 
     /// Whether any in-use tag needs `pack`.
+    @inlinable
     public func isInUse(_ pack: PackIndex) -> Bool { packCounts[pack.index] > 0 }
 
     /// Whether any request holds `tag`.

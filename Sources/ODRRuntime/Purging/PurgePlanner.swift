@@ -32,94 +32,129 @@ public struct PurgePlanner: PurgePolicy, Equatable {
 
     public func plan(_ candidates: [PurgeCandidate], bytesNeeded: Int64) -> PurgePlan {
         guard bytesNeeded > 0 else { return PurgePlan(bytesNeeded: bytesNeeded, deletions: []) }
-        var pool = candidates.filter { !$0.isInUse }
-        // Callers that pass candidates least recently used first (odrsim does) make this sort a
-        // linear merge of runs.
-        pool.sort(by: Self.purgeOrder)
-        let topPriority = pool.lazy.filter { !$0.isSuperseded }.map(\.preservationPriority).max() ?? 0
+        let (pool, ranks) = Self.ranked(candidates)
+        let topPriority = ranks.last { !pool[$0.lowerBound].isSuperseded }.map { pool[$0.lowerBound].preservationPriority } ?? 0
+        var position = 0
+        return plan(bytesNeeded: bytesNeeded, topPriority: topPriority) {
+            guard position < pool.count else { return nil }
+            defer { position += 1 }
+            return pool[position]
+        }
+    }
 
+    /// Plans from candidates the caller already produces in purge order, reading only as many as
+    /// the plan needs: the same plan as ``plan(_:bytesNeeded:)`` on the same candidates.
+    ///
+    /// A caller that keeps installed packs in one recency list per rank (the simulator does) plans
+    /// in time proportional to the packs it deletes rather than to the packs installed.
+    ///
+    /// - Parameters:
+    ///   - topPriority: the highest preservation priority among the candidates that are not
+    ///     superseded; packs of lower priority are purged for ``PurgeReason/lowPreservationPriority``.
+    ///   - next: the next candidate not in use: superseded first, then by ascending preservation
+    ///     priority, least recently used first (ids ascending among equal times) within each.
+    public func plan(
+        bytesNeeded: Int64, topPriority: Double, candidatesInPurgeOrder next: () -> PurgeCandidate?
+    ) -> PurgePlan {
         var deletions: [PurgePlan.Deletion] = []
         var remaining = bytesNeeded
-        var start = 0
-        while start < pool.count, remaining > 0 {
-            var end = start + 1
-            var rankBytes = pool[start].bytes
-            while end < pool.count, Self.sameRank(pool[start], pool[end]) {
-                rankBytes += pool[end].bytes
-                end += 1
-            }
+        var upcoming = remaining > 0 ? next() : nil
+        while remaining > 0, let first = upcoming {
             let reason: PurgeReason =
-                if pool[start].isSuperseded { .superseded }
-                else if pool[start].preservationPriority < topPriority { .lowPreservationPriority }
+                if first.isSuperseded { .superseded }
+                else if first.preservationPriority < topPriority { .lowPreservationPriority }
                 else { .leastRecentlyUsed }
-            if rankBytes <= remaining {
-                for candidate in pool[start ..< end] {
-                    deletions.append(.init(id: candidate.id, bytes: candidate.bytes, reason: reason))
+            // Walk the rank least recently used first, passing over packs that would overshoot
+            // by more than the allowance. A rank that fits the need whole passes nothing over.
+            let allowance = max(Int64(Double(remaining) * overPurgeFraction), overPurgeSlack)
+            var taken: [(position: Int, candidate: PurgeCandidate)] = []
+            var smallestPassedOver: (position: Int, candidate: PurgeCandidate)?
+            var still = remaining
+            var position = 0
+            while still > 0, let candidate = upcoming, Self.sameRank(candidate, first) {
+                if candidate.bytes <= still + allowance {
+                    taken.append((position, candidate))
+                    still -= candidate.bytes
+                } else if smallestPassedOver.map({ candidate.bytes < $0.candidate.bytes }) ?? true {
+                    smallestPassedOver = (position, candidate)
                 }
-                remaining -= rankBytes
-            } else {
-                deletions += closestFit(in: pool[start ..< end], need: remaining, reason: reason)
-                remaining = 0
+                position += 1
+                // Read no further than the plan needs.
+                upcoming = still > 0 ? next() : nil
             }
-            start = end
+            if still > 0, let finisher = smallestPassedOver {
+                // The finisher alone may cover what smaller packs were taken for: keep the most
+                // recent of those it makes unnecessary.
+                var freed = remaining - still + finisher.candidate.bytes
+                for index in taken.indices.reversed() where freed - taken[index].candidate.bytes >= remaining {
+                    freed -= taken[index].candidate.bytes
+                    taken.remove(at: index)
+                }
+                taken.append(finisher)
+                taken.sort { $0.position < $1.position }
+                still = 0
+            }
+            // A pack that went while an older one of its rank stayed was chosen for its size.
+            var olderKept = false
+            var expected = 0
+            for (position, candidate) in taken {
+                if position > expected { olderKept = true }
+                expected = position + 1
+                deletions.append(.init(id: candidate.id, bytes: candidate.bytes, reason: olderKept ? .closestFit : reason))
+            }
+            remaining = still
         }
         return PurgePlan(bytesNeeded: bytesNeeded, deletions: deletions)
     }
 
-    /// The packs of one rank (least recently used first, together larger than `need`) that free
-    /// `need` bytes, least recently used first but without overshooting by more than the allowance.
-    private func closestFit(
-        in rank: ArraySlice<PurgeCandidate>, need: Int64, reason: PurgeReason
-    ) -> [PurgePlan.Deletion] {
-        let allowance = max(Int64(Double(need) * overPurgeFraction), overPurgeSlack)
-        var taken: [Int] = []
-        var remaining = need
-        var smallestPassedOver: Int?
-        var position = rank.startIndex
-        while position < rank.endIndex, remaining > 0 {
-            let bytes = rank[position].bytes
-            if bytes <= remaining + allowance {
-                taken.append(position)
-                remaining -= bytes
-            } else if smallestPassedOver.map({ bytes < rank[$0].bytes }) ?? true {
-                smallestPassedOver = position
+    /// The candidates not in use, in purge order, and the ranges of its ranks: superseded first,
+    /// then one rank per preservation priority, lowest first; least recently used first within each.
+    ///
+    /// A stable partition by rank (there are few) followed by a check that each rank is already in
+    /// recency order, so callers that pass candidates least recently used first (odrsim does) pay
+    /// a few linear scans rather than a sort.
+    static func ranked(_ candidates: [PurgeCandidate]) -> ([PurgeCandidate], [Range<Int>]) {
+        var hasSuperseded = false
+        var priorities: [Double] = []
+        for candidate in candidates where !candidate.isInUse {
+            if candidate.isSuperseded {
+                hasSuperseded = true
+            } else if !priorities.contains(candidate.preservationPriority) {
+                priorities.append(candidate.preservationPriority)
             }
-            position += 1
         }
-        if remaining > 0, let finisher = smallestPassedOver {
-            // The finisher alone may cover what smaller packs were taken for: keep the most recent
-            // of those it makes unnecessary.
-            var freed = taken.reduce(0) { $0 + rank[$1].bytes } + rank[finisher].bytes
-            for index in taken.indices.reversed() where freed - rank[taken[index]].bytes >= need {
-                freed -= rank[taken[index]].bytes
-                taken.remove(at: index)
-            }
-            taken.append(finisher)
-            taken.sort()
+        priorities.sort()
+        var pool: [PurgeCandidate] = []
+        pool.reserveCapacity(candidates.count)
+        var ranks: [Range<Int>] = []
+        func appendRank(where belongs: (PurgeCandidate) -> Bool) {
+            let start = pool.count
+            for candidate in candidates where !candidate.isInUse && belongs(candidate) { pool.append(candidate) }
+            if !isInRecencyOrder(pool[start...]) { pool[start...].sort(by: recencyOrder) }
+            ranks.append(start ..< pool.count)
         }
-        // A pack that went while an older one of its rank stayed was chosen for its size.
-        var olderKept = false
-        var next = rank.startIndex
-        return taken.map { position in
-            if position > next { olderKept = true }
-            next = position + 1
-            let candidate = rank[position]
-            return .init(id: candidate.id, bytes: candidate.bytes, reason: olderKept ? .closestFit : reason)
+        if hasSuperseded { appendRank { $0.isSuperseded } }
+        for priority in priorities {
+            appendRank { !$0.isSuperseded && $0.preservationPriority == priority }
         }
-    }
-
-    /// Superseded first, then lowest priority, then least recently used; ids break ties so plans
-    /// are deterministic.
-    static func purgeOrder(_ a: PurgeCandidate, _ b: PurgeCandidate) -> Bool {
-        if a.isSuperseded != b.isSuperseded { return a.isSuperseded }
-        if !a.isSuperseded, a.preservationPriority != b.preservationPriority {
-            return a.preservationPriority < b.preservationPriority
-        }
-        if a.lastUse != b.lastUse { return a.lastUse < b.lastUse }
-        return a.id < b.id
+        return (pool, ranks)
     }
 
     private static func sameRank(_ a: PurgeCandidate, _ b: PurgeCandidate) -> Bool {
         a.isSuperseded == b.isSuperseded && (a.isSuperseded || a.preservationPriority == b.preservationPriority)
+    }
+
+    /// Least recently used first; ids break ties so plans are deterministic.
+    private static func recencyOrder(_ a: PurgeCandidate, _ b: PurgeCandidate) -> Bool {
+        a.lastUse != b.lastUse ? a.lastUse < b.lastUse : a.id < b.id
+    }
+
+    private static func isInRecencyOrder(_ rank: ArraySlice<PurgeCandidate>) -> Bool {
+        var i = rank.startIndex + 1
+        while i < rank.endIndex {
+            if recencyOrder(rank[i], rank[i - 1]) { return false }
+            i += 1
+        }
+        return true
     }
 }

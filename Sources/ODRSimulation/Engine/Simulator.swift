@@ -51,6 +51,10 @@ struct SimulationRun<Policy: EvictionPolicy> {
     private var readyAt: [Double]
     private var lastUse: [Double]
     private var recency: RecencyList
+    /// The same packs in one recency list per distinct priority, so the runtime's planner can read
+    /// candidates in purge order without sorting.
+    private var ranks: RecencyList
+    private var rankPriorities: [Double]
     private var tagPriority: [Double]
     private var packPriority: [Double]
     /// `visited[p] == visit` when pack `p` was already seen by the current request.
@@ -63,7 +67,6 @@ struct SimulationRun<Policy: EvictionPolicy> {
     private var otherAppsBytes: Int64
     private var access = 0
     private var missing: [PackIndex] = []
-    private var candidates: [PurgeCandidate] = []
 
     private var metrics = SimulationMetrics()
     private var samples: [SimulationResult.Sample] = []
@@ -86,9 +89,11 @@ struct SimulationRun<Policy: EvictionPolicy> {
         installed = Array(repeating: false, count: packs)
         readyAt = Array(repeating: 0, count: packs)
         lastUse = Array(repeating: 0, count: packs)
-        recency = RecencyList(count: packs)
+        recency = RecencyList(packCount: packs)
         tagPriority = script.catalog.tags.map(\.preservationPriority)
         packPriority = script.catalog.packPriorities(tagPriorities: tagPriority)
+        rankPriorities = Array(Set(packPriority)).sorted()
+        ranks = RecencyList(packCount: packs, lists: rankPriorities.count)
         visited = Array(repeating: 0, count: packs)
         active = Array(repeating: false, count: script.requests.count)
         otherAppsBytes = min(script.initialOtherAppsBytes, device.diskCapacity)
@@ -145,6 +150,7 @@ struct SimulationRun<Policy: EvictionPolicy> {
                 lastUse[p] = now
                 if installed[p] {
                     recency.touch(pack)
+                    ranks.touch(pack)
                     ready = max(ready, readyAt[p])
                 } else {
                     missing.append(pack)
@@ -159,7 +165,7 @@ struct SimulationRun<Policy: EvictionPolicy> {
             metrics.misses += 1
         }
         if !missing.isEmpty {
-            guard makeRoom(for: missingBytes) else {
+            guard makeRoom(for: missingBytes, inUseNotInstalled: missingBytes) else {
                 metrics.outOfSpaceFailures += 1
                 _ = try? ledger.end(tags)
                 return
@@ -169,6 +175,7 @@ struct SimulationRun<Policy: EvictionPolicy> {
                 installed[pack.index] = true
                 readyAt[pack.index] = done
                 recency.append(pack)
+                ranks.append(pack, to: rank(of: pack))
             }
             storeBytes += missingBytes
             metrics.peakDiskBytes = max(metrics.peakDiskBytes, storeBytes)
@@ -187,7 +194,10 @@ struct SimulationRun<Policy: EvictionPolicy> {
         for tag in tags {
             for pack in packsOfTag[tag.index] {
                 lastUse[pack.index] = now
-                if installed[pack.index] { recency.touch(pack) }
+                if installed[pack.index] {
+                    recency.touch(pack)
+                    ranks.touch(pack)
+                }
             }
         }
     }
@@ -195,54 +205,40 @@ struct SimulationRun<Policy: EvictionPolicy> {
     private mutating func otherAppsChanged(to bytes: Int64) {
         otherAppsBytes = min(bytes, device.diskCapacity)
         let free = device.diskCapacity - otherAppsBytes - storeBytes
-        if free < device.freeSpaceWatermark {
-            collectCandidates()
-            purge(device.freeSpaceWatermark - free)
-        }
+        if free < device.freeSpaceWatermark { purge(device.freeSpaceWatermark - free) }
         // Other apps cannot take space the store still holds.
         otherAppsBytes = min(otherAppsBytes, device.diskCapacity - storeBytes)
     }
 
     /// Purges so that `bytes` more fit the disk, the budget and the watermark; false (and nothing
     /// purged) when they cannot fit even with every pack not in use deleted.
-    private mutating func makeRoom(for bytes: Int64) -> Bool {
+    ///
+    /// - Parameter inUseNotInstalled: bytes of packs the ledger counts in use that are not installed
+    ///   yet (the request's own downloads); every other in-use pack is installed.
+    private mutating func makeRoom(for bytes: Int64, inUseNotInstalled: Int64) -> Bool {
         let free = device.diskCapacity - otherAppsBytes - storeBytes
         var need = device.freeSpaceWatermark - (free - bytes)
         if let budget = device.cacheBudget { need = max(need, storeBytes + bytes - budget) }
         guard need > 0 || bytes > free else { return true }
-        let evictable = collectCandidates()
+        let evictable = storeBytes - (ledger.inUseBytes - inUseNotInstalled)
         guard bytes <= free + evictable else { return false }
         if need > 0 { purge(need) }
         return bytes <= device.diskCapacity - otherAppsBytes - storeBytes
     }
 
-    /// Fills `candidates` with the installed packs not in use, least recently used first; returns
-    /// their total size.
-    @discardableResult
-    private mutating func collectCandidates() -> Int64 {
-        candidates.removeAll(keepingCapacity: true)
-        var total: Int64 = 0
-        var cursor = recency.first
-        while let pack = cursor {
-            cursor = recency.after(pack)
-            let p = pack.index
-            guard !ledger.isInUse(pack) else { continue }
-            let bytes = catalog.packBytes[p]
-            total += bytes
-            candidates.append(PurgeCandidate(
-                id: p, bytes: bytes, lastUse: lastUse[p], preservationPriority: packPriority[p]))
-        }
-        return total
-    }
-
-    /// Asks the policy to free `need` bytes among `candidates` and applies its plan.
+    /// Asks the policy to free `need` bytes among the installed packs not in use, and applies its plan.
     private mutating func purge(_ need: Int64) {
-        let plan = policy.plan(candidates, bytesNeeded: need)
+        let plan = policy.plan(
+            PurgeCandidates(
+                recency: recency, ranks: ranks, rankPriorities: rankPriorities, ledger: ledger, lastUse: lastUse,
+                packPriority: packPriority),
+            bytesNeeded: need)
         for deletion in plan.deletions {
             let pack = PackIndex(deletion.id)
             precondition(installed[deletion.id] && !ledger.isInUse(pack), "\(policy.name) chose a pack that is not a candidate")
             installed[deletion.id] = false
             recency.remove(pack)
+            ranks.remove(pack)
             storeBytes -= deletion.bytes
             metrics.purgedPacks += 1
             metrics.purgedBytes += deletion.bytes
@@ -253,6 +249,11 @@ struct SimulationRun<Policy: EvictionPolicy> {
         metrics.overPurgedBytes += plan.overPurgedBytes
     }
 
+    /// The rank list `pack` belongs in.
+    private func rank(of pack: PackIndex) -> Int {
+        rankPriorities.firstIndex(of: packPriority[pack.index]) ?? 0
+    }
+
     private mutating func setPriority(_ priority: Double, of tags: ArraySlice<TagIndex>) {
         for tag in tags { tagPriority[tag.index] = priority }
         let priorities = tagPriority
@@ -260,6 +261,14 @@ struct SimulationRun<Policy: EvictionPolicy> {
             for pack in packsOfTag[tag.index] {
                 packPriority[pack.index] = script.catalog.packs[pack.index].tags.lazy.map { priorities[$0.index] }.max() ?? 0
             }
+        }
+        // Rare: rebuild the rank lists, walking the global list so each keeps recency order.
+        rankPriorities = Array(Set(packPriority)).sorted()
+        ranks = RecencyList(packCount: catalog.packCount, lists: rankPriorities.count)
+        var cursor = recency.first()
+        while let pack = cursor {
+            cursor = recency.after(pack)
+            ranks.append(pack, to: rank(of: pack))
         }
     }
 }

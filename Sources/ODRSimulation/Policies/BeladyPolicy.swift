@@ -38,8 +38,8 @@ public struct BeladyPolicy: EvictionPolicy {
         nextUse[pack.index] = nextAfterAccess[access]
     }
 
-    public mutating func plan(_ candidates: [PurgeCandidate], bytesNeeded: Int64) -> PurgePlan {
-        var remaining = candidates.filter { !$0.isInUse }
+    public mutating func plan(_ candidates: PurgeCandidates, bytesNeeded: Int64) -> PurgePlan {
+        var remaining = candidates.all()
         var deletions: [PurgePlan.Deletion] = []
         var freed: Int64 = 0
         // Few packs go per plan, so picking the furthest each time beats sorting them all.

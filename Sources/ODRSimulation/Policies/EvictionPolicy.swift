@@ -4,9 +4,9 @@ import ODRRuntime
 /// space must be freed.
 ///
 /// Stateless runtime policies (``PurgePolicy``) take part through ``PlannerPolicy``; stateful and
-/// offline policies (``GreedyDualSizePolicy``, ``BeladyPolicy``) conform directly. Candidates
-/// reach ``plan(_:bytesNeeded:)`` least recently used first, never in use, with
-/// ``PurgeCandidate/id`` set to the pack's ``PackIndex`` raw value.
+/// offline policies (``GreedyDualSizePolicy``, ``BeladyPolicy``) conform directly, and the
+/// runtime's own planner through ``RuntimePolicy``. Candidates are never in use, and their
+/// ``PurgeCandidate/id`` is the pack's ``PackIndex`` raw value.
 public protocol EvictionPolicy {
     /// The name in reports.
     var name: String { get }
@@ -16,7 +16,7 @@ public protocol EvictionPolicy {
     mutating func didAccess(_ pack: PackIndex, access: Int, time: Double)
 
     /// Chooses packs to delete among `candidates` to free `bytesNeeded`.
-    mutating func plan(_ candidates: [PurgeCandidate], bytesNeeded: Int64) -> PurgePlan
+    mutating func plan(_ candidates: PurgeCandidates, bytesNeeded: Int64) -> PurgePlan
 }
 
 extension EvictionPolicy {

@@ -27,8 +27,8 @@ public struct GreedyDualSizePolicy: EvictionPolicy {
         credit[pack.index] = inflation + uses[pack.index] * costPerByte[pack.index]
     }
 
-    public mutating func plan(_ candidates: [PurgeCandidate], bytesNeeded: Int64) -> PurgePlan {
-        let order = candidates.filter { !$0.isInUse }.sorted {
+    public mutating func plan(_ candidates: PurgeCandidates, bytesNeeded: Int64) -> PurgePlan {
+        let order = candidates.all().sorted {
             (credit[$0.id], $0.lastUse, $0.id) < (credit[$1.id], $1.lastUse, $1.id)
         }
         let plan = PurgePlan(takingInOrder: order, bytesNeeded: bytesNeeded, reason: .lowestCredit)

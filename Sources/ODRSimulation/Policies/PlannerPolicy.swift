@@ -1,6 +1,6 @@
 import ODRRuntime
 
-/// A runtime ``PurgePolicy`` (pure, stateless) in the simulator.
+/// A ``PurgePolicy`` (pure, stateless) in the simulator, given all candidates least recently used first.
 public struct PlannerPolicy<Planner: PurgePolicy>: EvictionPolicy {
     public var planner: Planner
 
@@ -8,7 +8,7 @@ public struct PlannerPolicy<Planner: PurgePolicy>: EvictionPolicy {
 
     public var name: String { planner.name }
 
-    public mutating func plan(_ candidates: [PurgeCandidate], bytesNeeded: Int64) -> PurgePlan {
-        planner.plan(candidates, bytesNeeded: bytesNeeded)
+    public mutating func plan(_ candidates: PurgeCandidates, bytesNeeded: Int64) -> PurgePlan {
+        planner.plan(candidates.all(), bytesNeeded: bytesNeeded)
     }
 }

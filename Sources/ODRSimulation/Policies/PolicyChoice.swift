@@ -18,7 +18,7 @@ public enum PolicyChoice: String, CaseIterable, Sendable, Codable, CustomStringC
     /// Runs `simulator`'s script under this policy.
     public func run(on simulator: Simulator) -> SimulationResult {
         switch self {
-        case .default: simulator.run(PlannerPolicy(PurgePlanner()))
+        case .default: simulator.run(RuntimePolicy())
         case .lru: simulator.run(PlannerPolicy(LRUPolicy()))
         case .priorityLRU: simulator.run(PlannerPolicy(PriorityLRUPolicy()))
         case .gds: simulator.run(GreedyDualSizePolicy(catalog: simulator.script.catalog, device: simulator.device))

@@ -24,7 +24,11 @@ public enum Workload: String, CaseIterable, Sendable, Codable {
             generator.shareProbability = 0.6
             return generator
         case .travel:
-            return CatalogGenerator(tagCount: tagCount ?? 1000, layout: .line, tagPrefix: "place")
+            // A guide: maps, photos and audio of one place are a few megabytes, not a level's worth.
+            var generator = CatalogGenerator(tagCount: tagCount ?? 1000, layout: .line, tagPrefix: "place")
+            generator.packSize = .logNormal(median: 6 << 20, sigma: 0.9)
+            generator.sharedPackSize = .logNormal(median: 3 << 20, sigma: 0.9)
+            return generator
         }
     }
 

@@ -1,0 +1,16 @@
+import ODRRuntime
+
+/// The runtime's ``PurgePlanner``, reading candidates lazily in purge order so that a purge costs
+/// what it deletes, not what is installed.
+public struct RuntimePolicy: EvictionPolicy {
+    public var planner: PurgePlanner
+
+    public init(_ planner: PurgePlanner = PurgePlanner()) { self.planner = planner }
+
+    public var name: String { planner.name }
+
+    public mutating func plan(_ candidates: PurgeCandidates, bytesNeeded: Int64) -> PurgePlan {
+        var order = candidates.makePurgeOrderIterator()
+        return planner.plan(bytesNeeded: bytesNeeded, topPriority: candidates.topPriority) { order.next() }
+    }
+}

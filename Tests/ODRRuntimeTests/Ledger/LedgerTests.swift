@@ -1,0 +1,112 @@
+import ODRRuntime
+import Testing
+
+struct LedgerTests {
+    /// level1 and level2 share `shared`; level3 stands alone.
+    static func catalog() throws -> LedgerCatalog {
+        try LedgerCatalog(
+            tags: ["level1", "level2", "level3"],
+            packs: [
+                .init(id: "one", bytes: 300, tags: ["level1"]),
+                .init(id: "two", bytes: 200, tags: ["level2"]),
+                .init(id: "shared", bytes: 100, tags: ["level1", "level2"]),
+                .init(id: "three", bytes: 400, tags: ["level3"]),
+            ])
+    }
+
+    @Test func sharedPackCountsOnceAcrossTags() throws {
+        let catalog = try Self.catalog()
+        var ledger = Ledger(catalog: catalog)
+        let added1 = try ledger.begin(catalog.tags(named: ["level1"]))
+        let added2 = try ledger.begin(catalog.tags(named: ["level2"]))
+        #expect(added1 == 400)
+        #expect(added2 == 200)
+        #expect(ledger.inUseBytes == 600)
+        #expect(ledger.referenceCount(of: try #require(catalog.pack(id: "shared"))) == 2)
+    }
+
+    @Test func overlappingRequestsKeepPacksInUseUntilTheLastEnds() throws {
+        let catalog = try Self.catalog()
+        var ledger = Ledger(catalog: catalog)
+        let first = try catalog.tags(named: ["level1"])
+        let second = try catalog.tags(named: ["level1", "level2"])
+        let shared = try #require(catalog.pack(id: "shared"))
+        let one = try #require(catalog.pack(id: "one"))
+        try ledger.begin(first)
+        try ledger.begin(second)
+        #expect(ledger.referenceCount(of: first[0]) == 2)
+        try ledger.end(first)
+        #expect(ledger.isInUse(one))
+        #expect(ledger.isInUse(shared))
+        #expect(ledger.inUseBytes == 600)
+        let released = try ledger.end(second)
+        #expect(released == 600)
+        #expect(!ledger.isInUse(one))
+        #expect(!ledger.isInUse(shared))
+        #expect(ledger.inUseBytes == 0)
+    }
+
+    @Test func beginOverTheLimitFailsAndChangesNothing() throws {
+        let catalog = try Self.catalog()
+        var ledger = Ledger(catalog: catalog, inUseLimit: 700)
+        try ledger.begin(catalog.tags(named: ["level1"]))
+        let tags = try catalog.tags(named: ["level2", "level3"])
+        let error = #expect(throws: ResourceError.self) { try ledger.begin(tags) }
+        #expect(error?.code == .exceededMaximumInUseSize)
+        #expect(ledger.inUseBytes == 400)
+        #expect(!ledger.isInUse(tags[0]))
+        #expect(!ledger.isInUse(tags[1]))
+        #expect(!ledger.isInUse(try #require(catalog.pack(id: "two"))))
+        #expect(ledger.referenceCount(of: try #require(catalog.pack(id: "shared"))) == 1)
+    }
+
+    @Test func tagsWhosePacksAreAlreadyInUseFitAtTheLimit() throws {
+        let catalog = try Self.catalog()
+        var ledger = Ledger(catalog: catalog, inUseLimit: 400)
+        let level1 = try catalog.tags(named: ["level1"])
+        try ledger.begin(level1)
+        let added = try ledger.begin(level1)
+        #expect(added == 0)
+        #expect(ledger.referenceCount(of: level1[0]) == 2)
+        #expect(throws: ResourceError.self) { try ledger.begin(catalog.tags(named: ["level2"])) }
+    }
+
+    @Test func endingMoreOftenThanBegunFailsAndChangesNothing() throws {
+        let catalog = try Self.catalog()
+        var ledger = Ledger(catalog: catalog)
+        let level1 = try catalog.tags(named: ["level1"])
+        try ledger.begin(level1)
+        let twice = level1 + level1
+        let error = #expect(throws: ResourceError.self) { try ledger.end(twice) }
+        #expect(error?.code == .endBeforeBegin)
+        #expect(ledger.referenceCount(of: level1[0]) == 1)
+        #expect(ledger.inUseBytes == 400)
+    }
+
+    @Test func additionalBytesIsADryRun() throws {
+        let catalog = try Self.catalog()
+        var ledger = Ledger(catalog: catalog)
+        try ledger.begin(catalog.tags(named: ["level1"]))
+        let bytes = ledger.additionalBytes(toBegin: try catalog.tags(named: ["level2", "level1", "level2"]))
+        #expect(bytes == 200)
+        #expect(ledger.inUseBytes == 400)
+    }
+
+    @Test func unknownTagNamesAreInvalidTags() throws {
+        let catalog = try Self.catalog()
+        let error = #expect(throws: ResourceError.self) { try catalog.tags(named: ["level1", "level9"]) }
+        #expect(error?.code == .invalidTag)
+        #expect(error?.message.contains("level9") == true)
+    }
+
+    @Test func catalogsWithRepeatedPacksOrUnknownTagsAreRejected() {
+        let repeated = #expect(throws: ResourceError.self) {
+            try LedgerCatalog(tags: ["a"], packs: [.init(id: "p", bytes: 1, tags: ["a"]), .init(id: "p", bytes: 2, tags: ["a"])])
+        }
+        #expect(repeated?.code == .invalidCatalog)
+        let unknown = #expect(throws: ResourceError.self) {
+            try LedgerCatalog(tags: ["a"], packs: [.init(id: "p", bytes: 1, tags: ["b"])])
+        }
+        #expect(unknown?.code == .invalidTag)
+    }
+}

@@ -1,0 +1,118 @@
+import ODRRuntime
+import Testing
+
+/// One row of the planner's table: candidates, the need, and the plan a reader can check by hand.
+struct PlannerCase: CustomTestStringConvertible, Sendable {
+    var name: String
+    var candidates: [PurgeCandidate]
+    var need: Int64
+    var expected: [Int]
+    var reasons: [PurgeReason]
+    var shortfall: Int64 = 0
+
+    var testDescription: String { name }
+}
+
+private let mb: Int64 = 1 << 20
+
+/// A candidate `id` of `megabytes`, last used at `lastUse`.
+private func pack(
+    _ id: Int, _ megabytes: Int64, lastUse: Double, priority: Double = 0.5, superseded: Bool = false, inUse: Bool = false
+) -> PurgeCandidate {
+    PurgeCandidate(
+        id: id, bytes: megabytes * mb, lastUse: lastUse, preservationPriority: priority, isSuperseded: superseded,
+        isInUse: inUse)
+}
+
+struct PurgePlannerTests {
+    static let cases: [PlannerCase] = [
+        PlannerCase(
+            name: "least recently used first within one priority",
+            candidates: [pack(3, 100, lastUse: 30), pack(1, 100, lastUse: 10), pack(2, 100, lastUse: 20)],
+            need: 150 * mb, expected: [1, 2], reasons: [.leastRecentlyUsed, .leastRecentlyUsed]),
+        PlannerCase(
+            name: "lower preservation priority goes before an older pack",
+            candidates: [pack(1, 100, lastUse: 1, priority: 0.8), pack(2, 100, lastUse: 50, priority: 0.2)],
+            need: 50 * mb, expected: [2], reasons: [.lowPreservationPriority]),
+        PlannerCase(
+            name: "superseded goes first whatever its priority and recency",
+            candidates: [pack(1, 100, lastUse: 1, priority: 0.1), pack(2, 100, lastUse: 99, priority: 1, superseded: true)],
+            need: 100 * mb, expected: [2], reasons: [.superseded]),
+        PlannerCase(
+            name: "a 120 MB pack rather than an older 512 MB one for 100 MB",
+            candidates: [pack(1, 512, lastUse: 1), pack(2, 120, lastUse: 2), pack(3, 300, lastUse: 3)],
+            need: 100 * mb, expected: [2], reasons: [.closestFit]),
+        PlannerCase(
+            name: "smaller packs in recency order when together they suffice",
+            candidates: [pack(1, 512, lastUse: 1), pack(2, 60, lastUse: 2), pack(3, 60, lastUse: 3), pack(4, 60, lastUse: 4)],
+            need: 100 * mb, expected: [2, 3], reasons: [.closestFit, .closestFit]),
+        PlannerCase(
+            name: "the big pack when nothing smaller covers the need, keeping what it makes unnecessary",
+            candidates: [pack(1, 10, lastUse: 1), pack(2, 512, lastUse: 2)],
+            need: 100 * mb, expected: [2], reasons: [.closestFit]),
+        PlannerCase(
+            name: "the only pack, however large",
+            candidates: [pack(1, 512, lastUse: 1)],
+            need: 100 * mb, expected: [1], reasons: [.leastRecentlyUsed]),
+        PlannerCase(
+            name: "an overshoot within the allowance is not avoided",
+            candidates: [pack(1, 140, lastUse: 1), pack(2, 100, lastUse: 2)],
+            need: 100 * mb, expected: [1], reasons: [.leastRecentlyUsed]),
+        PlannerCase(
+            name: "a whole low rank, then the least recently used of the next",
+            candidates: [pack(1, 100, lastUse: 1, priority: 0.8), pack(2, 100, lastUse: 2, priority: 0.8),
+                         pack(3, 50, lastUse: 9, priority: 0.2)],
+            need: 120 * mb, expected: [3, 1], reasons: [.lowPreservationPriority, .leastRecentlyUsed]),
+        PlannerCase(
+            name: "in-use packs are never chosen",
+            candidates: [pack(1, 100, lastUse: 1, priority: 0, inUse: true), pack(2, 100, lastUse: 2)],
+            need: 100 * mb, expected: [2], reasons: [.leastRecentlyUsed]),
+        PlannerCase(
+            name: "shortfall when everything not in use is not enough",
+            candidates: [pack(1, 100, lastUse: 1), pack(2, 500, lastUse: 2, inUse: true)],
+            need: 300 * mb, expected: [1], reasons: [.leastRecentlyUsed], shortfall: 200 * mb),
+        PlannerCase(
+            name: "nothing when nothing is needed",
+            candidates: [pack(1, 100, lastUse: 1)],
+            need: 0, expected: [], reasons: []),
+        PlannerCase(
+            name: "equal times fall back to ids",
+            candidates: [pack(7, 100, lastUse: 5), pack(4, 100, lastUse: 5)],
+            need: 100 * mb, expected: [4], reasons: [.leastRecentlyUsed]),
+    ]
+
+    @Test(arguments: cases)
+    func plansTheExpectedDeletions(_ row: PlannerCase) {
+        let plan = PurgePlanner().plan(row.candidates, bytesNeeded: row.need)
+        #expect(plan.ids == row.expected)
+        #expect(plan.deletions.map(\.reason) == row.reasons)
+        #expect(plan.shortfall == row.shortfall)
+        let bytes = Dictionary(uniqueKeysWithValues: row.candidates.map { ($0.id, $0.bytes) })
+        #expect(plan.bytesFreed == row.expected.reduce(0) { $0 + bytes[$1]! })
+    }
+
+    @Test func overPurgeIsSmallerThanPlainLRUWouldBe() {
+        let candidates = [pack(1, 512, lastUse: 1), pack(2, 120, lastUse: 2)]
+        let plan = PurgePlanner().plan(candidates, bytesNeeded: 100 * mb)
+        #expect(plan.overPurgedBytes == 20 * mb)
+    }
+
+    @Test func aStricterToleranceTakesTheClosestFit() {
+        // With no tolerance, 140 MB for 100 MB is over-purging and the 100 MB pack goes instead.
+        let candidates = [pack(1, 140, lastUse: 1), pack(2, 100, lastUse: 2)]
+        let plan = PurgePlanner(overPurgeFraction: 0, overPurgeSlack: 0).plan(candidates, bytesNeeded: 100 * mb)
+        #expect(plan.ids == [2])
+    }
+
+    @Test func planningInPurgeOrderReadsOnlyWhatItNeeds() {
+        let ordered = (1 ... 1000).map { pack($0, 10, lastUse: Double($0)) }
+        var read = 0
+        let plan = PurgePlanner().plan(bytesNeeded: 25 * mb, topPriority: 0.5) {
+            guard read < ordered.count else { return nil }
+            defer { read += 1 }
+            return ordered[read]
+        }
+        #expect(plan.ids == [1, 2, 3])
+        #expect(read == 3)
+    }
+}

@@ -1,0 +1,96 @@
+@testable import ODRSimulation
+@testable import ODRRuntime
+import Testing
+
+/// Properties that hold on every generated scenario, checked over many seeds.
+struct PolicyPropertyTests {
+    static let seeds: [UInt64] = Array(1 ... 12)
+
+    /// With packs of equal size, Belady's MIN is optimal: no online policy downloads fewer bytes.
+    /// (With mixed sizes it is a heuristic and may lose by a little; see docs/ODRSIM.md.)
+    @Test(arguments: Workload.allCases, seeds)
+    func beladyNeverDownloadsMoreThanAnyPolicy(_ workload: Workload, seed: UInt64) {
+        let (script, device) = SimulationFixtures.generated(workload, seed: seed, packSize: .fixed(32 << 20))
+        let results = SimulationFixtures.runAll(script, device: device)
+        let belady = results["belady"]!.metrics
+        #expect(belady.requests > 50)
+        for (policy, result) in results {
+            #expect(result.metrics.outOfSpaceFailures == 0, "\(policy)")
+            #expect(belady.bytesDownloaded <= result.metrics.bytesDownloaded, "\(policy) beat Belady on seed \(seed)")
+        }
+    }
+
+    /// No policy ever purges a pack that a request holding it has begun and not yet ended, checked
+    /// against the script itself rather than the ledger.
+    @Test(arguments: Workload.allCases, [UInt64(3), 4, 5])
+    func inUsePacksAreNeverPurged(_ workload: Workload, seed: UInt64) {
+        // Small packs on a small disk for travel, so that every workload purges.
+        let (script, device) = SimulationFixtures.generated(workload, seed: seed, disk: workload == .travel ? 1 << 30 : 6 << 30)
+        var held: [Int: (begin: Double, end: Double)] = [:]
+        for event in script.events {
+            switch event.action {
+            case .begin(let request): held[Int(request)] = (event.time, .infinity)
+            case .end(let request): held[Int(request)]?.end = event.time
+            default: continue
+            }
+        }
+        var holders: [String: [(begin: Double, end: Double)]] = [:]
+        for (request, span) in held {
+            for tag in script.tags(of: request) {
+                for pack in script.catalog.ledgerCatalog.packs(of: tag) {
+                    holders[script.catalog.packs[pack.index].id, default: []].append(span)
+                }
+            }
+        }
+        let results = SimulationFixtures.runAll(script, device: device)
+        var purges = 0
+        for (policy, result) in results {
+            purges += result.purges.count
+            for purge in result.purges {
+                let holding = holders[purge.pack, default: []].filter { $0.begin < purge.time && purge.time < $0.end }
+                #expect(holding.isEmpty, "\(policy) purged \(purge.pack) at \(purge.time) while it was in use")
+            }
+        }
+        #expect(purges > 0)
+    }
+
+    @Test(arguments: Workload.allCases)
+    func theSameSeedGivesTheSameNumbers(_ workload: Workload) {
+        let first = SimulationFixtures.generated(workload, seed: 7)
+        let second = SimulationFixtures.generated(workload, seed: 7)
+        #expect(first.0.events == second.0.events)
+        let a = SimulationFixtures.runAll(first.0, device: first.1)
+        let b = SimulationFixtures.runAll(second.0, device: second.1)
+        for policy in PolicyChoice.allCases {
+            #expect(a[policy.rawValue]!.metrics == b[policy.rawValue]!.metrics)
+            #expect(a[policy.rawValue]!.samples == b[policy.rawValue]!.samples)
+            #expect(a[policy.rawValue]!.purges == b[policy.rawValue]!.purges)
+        }
+        let other = SimulationFixtures.generated(workload, seed: 8)
+        #expect(other.0.events != first.0.events)
+    }
+
+    /// The simulator feeds the runtime's planner lazily from rank lists; on any candidates, that
+    /// must give the plan the array form gives.
+    @Test(arguments: Array(UInt64(1) ... 40))
+    func plannerInPurgeOrderMatchesThePlannerOnAnArray(seed: UInt64) {
+        var random = SimulationRandom(seed: seed)
+        let candidates = (0 ..< 1 + Int(random.next() % 40)).map { id in
+            PurgeCandidate(
+                id: id, bytes: SizeDistribution.logNormal(median: 40 << 20, sigma: 1.2).sample(using: &random),
+                lastUse: Double(random.next() % 50), preservationPriority: [0.2, 0.5, 0.9][Int(random.next() % 3)],
+                isSuperseded: random.chance(0.1), isInUse: random.chance(0.2))
+        }
+        let need = Int64(random.unit() * 600 * Double(1 << 20))
+        let planner = PurgePlanner()
+        let (ordered, _) = PurgePlanner.ranked(candidates)
+        let top = ordered.filter { !$0.isSuperseded }.map(\.preservationPriority).max() ?? 0
+        var iterator = ordered.makeIterator()
+        let streamed = planner.plan(bytesNeeded: need, topPriority: top) { iterator.next() }
+        let plan = planner.plan(candidates.shuffled(using: &random), bytesNeeded: need)
+        #expect(streamed == plan)
+        #expect(plan.deletions.allSatisfy { id in !candidates[id.id].isInUse })
+        let available = candidates.filter { !$0.isInUse }.reduce(0) { $0 + $1.bytes }
+        #expect(plan.shortfall == max(0, need - available))
+    }
+}
