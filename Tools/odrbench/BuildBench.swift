@@ -4,6 +4,7 @@ import Glibc
 import ArgumentParser
 import Foundation
 import ODRBuilder
+import Synchronization
 
 /// `odrbench build`: a full `odrpack build` of a mixed tree against `tar -czf`, a no-change rebuild,
 /// and the build's peak memory.
@@ -57,11 +58,13 @@ struct BuildBench: AsyncParsableCommand {
         options.cache = work.appending(path: "cache.json")
         let builder = CatalogBuilder(options: options)
         let clock = ContinuousClock()
+        let phases = PhaseClock()
         var full: BuildReport?
-        let fullTime = try await clock.measure { full = try await builder.build() }.seconds
+        let fullTime = try await clock.measure { full = try await builder.build { phases.saw($0.phase) } }.seconds
         guard let full else { return }
         let archiveBytes = full.packs.reduce(Int64(0)) { $0 + $1.archiveBytes }
         print("full build:   \(String(format: "%7.2f", fullTime)) s  (\(BenchFormat.rate(total, fullTime)); \(full.packs.count) packs, \(BenchFormat.mib(archiveBytes)) written, \(options.concurrency) cores)")
+        print("              \(phases.summary())")
 
         var again: BuildReport?
         let rebuildTime = try await clock.measure { again = try await builder.build() }.seconds
@@ -83,6 +86,27 @@ struct BuildBench: AsyncParsableCommand {
         var usage = rusage()
         getrusage(RUSAGE_SELF.rawValue, &usage)
         return Int64(usage.ru_maxrss) * 1024
+    }
+}
+
+/// When each build phase started, to show where a build spends its time.
+private final class PhaseClock: Sendable {
+    private let starts = Mutex<[(BuildProgress.Phase, ContinuousClock.Instant)]>([])
+
+    func saw(_ phase: BuildProgress.Phase) {
+        let now = ContinuousClock.now
+        starts.withLock { starts in
+            if starts.last?.0 != phase { starts.append((phase, now)) }
+        }
+    }
+
+    func summary() -> String {
+        let list = starts.withLock { $0 }
+        let end = ContinuousClock.now
+        return list.enumerated().map { index, item in
+            let next = index + 1 < list.count ? list[index + 1].1 : end
+            return "\(item.0.rawValue) \(String(format: "%.2f", (next - item.1).seconds)) s"
+        }.joined(separator: ", ")
     }
 }
 

@@ -215,13 +215,15 @@ public struct CatalogBuilder: Sendable {
                 BuildReport.Pack(
                     id: pack.record.id, tags: pack.record.tags, part: pack.plan.part, partCount: pack.plan.partCount,
                     entries: pack.record.entryCount, files: pack.files.count, archiveBytes: pack.record.archiveBytes,
-                    installedBytes: pack.record.installedBytes, reused: pack.reused)
+                    installedBytes: pack.record.installedBytes, reused: pack.reused, shared: pack.record.tags.count > 1)
             },
             tags: manifest.tags.map { tag in
                 BuildReport.Tag(
                     name: tag.name, preservationPriority: tag.preservationPriority, packs: tag.packs,
                     downloadBytes: tag.downloadBytes, installedBytes: tag.installedBytes, files: filesPerTag[tag.name] ?? 0)
             },
+            sharedPacks: written.filter { $0.record.tags.count > 1 }.map(\.record.id),
+            writtenPacks: written.count { !$0.reused },
             duplicateFiles: plan.duplicateFiles, bytesSavedByDeduplication: plan.bytesSavedByDeduplication,
             initialInstallAndPrefetchTags: budgetTags, initialInstallAndPrefetchBytes: budgetBytes,
             initialInstallAndPrefetchBudget: rules.limits.initialInstallAndPrefetch, warnings: warnings)

@@ -23,7 +23,7 @@ public struct BuildReport: Codable, Sendable, Equatable {
         /// Whether the archive came from an earlier version unchanged.
         public var reused: Bool
         /// Whether more than one tag needs the pack.
-        public var shared: Bool { tags.count > 1 }
+        public var shared: Bool
     }
 
     /// One tag of the version.
@@ -60,6 +60,10 @@ public struct BuildReport: Codable, Sendable, Equatable {
     public var packs: [Pack]
     /// The tags, sorted by name.
     public var tags: [Tag]
+    /// Ids of the packs more than one tag needs.
+    public var sharedPacks: [String]
+    /// Packs written by this build (the others were reused from earlier versions).
+    public var writtenPacks: Int
     /// Files that share content with another path and were stored once.
     public var duplicateFiles: Int
     /// Bytes not stored thanks to deduplication.
@@ -72,9 +76,4 @@ public struct BuildReport: Codable, Sendable, Equatable {
     public var initialInstallAndPrefetchBudget: Int64
     /// Warnings: split packs, budgets exceeded, tags without files, untagged or skipped files.
     public var warnings: [BuildWarning]
-
-    /// Ids of the packs more than one tag needs.
-    public var sharedPacks: [String] { packs.filter(\.shared).map(\.id) }
-    /// Packs written by this build.
-    public var writtenPacks: Int { packs.count { !$0.reused } }
 }

@@ -1,0 +1,60 @@
+import Foundation
+import ODRBuilder
+import ODRFormat
+import Synchronization
+import Testing
+
+struct BuildReportTests {
+    @Test func reportCountsBytesPerTagSharedPacksAndWarnings() async throws {
+        let fixture = try BuildFixture()
+        try fixture.write("odr.json", """
+            {"tags": {"a": ["A", "Shared"], "b": ["B", "Shared"], "ghost": ["Nowhere"]},
+             "initialInstall": ["a"], "prefetchOrder": ["b"],
+             "limits": {"initialInstallAndPrefetch": 10}, "untagged": "warn"}
+            """)
+        try fixture.write("A/a.txt", String(repeating: "a", count: 1000))
+        try fixture.write("B/b.txt", "b")
+        try fixture.write("Shared/s.txt", "shared")
+        try fixture.write("Loose/l.txt", "loose")
+        let report = try await fixture.build()
+        let manifest = try fixture.manifest(1)
+
+        #expect(report.packs.map(\.tags) == [["a"], ["a", "b"], ["b"]])
+        #expect(report.sharedPacks == [try #require(manifest.packs.first { $0.tags == ["a", "b"] }).id])
+        #expect(report.writtenPacks == 3)
+        for tag in report.tags {
+            let packs = manifest.packs.filter { $0.tags.contains(tag.name) }
+            #expect(tag.downloadBytes == packs.reduce(0) { $0 + $1.archiveBytes })
+            #expect(tag.installedBytes == packs.reduce(0) { $0 + $1.installedBytes })
+        }
+        #expect(report.tags.first { $0.name == "a" }?.files == 2)
+        #expect(report.initialInstallAndPrefetchBytes == 1007)
+        #expect(Set(report.warnings.map(\.code)) == [.untaggedFiles, .emptyTag, .budgetExceeded])
+
+        // The JSON form carries the same facts for machines.
+        let json = try JSONSerialization.jsonObject(with: JSONEncoder().encode(report)) as? [String: Any]
+        #expect(json?["sharedPacks"] as? [String] == report.sharedPacks)
+        #expect((json?["warnings"] as? [[String: Any]])?.compactMap { $0["code"] as? String }.contains("budgetExceeded") == true)
+        #expect(try JSONDecoder().decode(BuildReport.self, from: JSONEncoder().encode(report)) == report)
+
+        let text = report.rendered()
+        #expect(text.contains("published version 1"))
+        #expect(text.contains("warning [emptyTag]: tag 'ghost' matches no file"))
+    }
+
+    @Test func progressRunsThroughEveryPhaseToCompletion() async throws {
+        let fixture = try BuildFixture()
+        try fixture.write("odr.json", #"{"tags": {"a": ["A"]}}"#)
+        try fixture.write("A/one.txt", String(repeating: "one", count: 1000))
+        try fixture.write("A/two.txt", "two")
+        let seen = Mutex<[BuildProgress]>([])
+        try await CatalogBuilder(options: fixture.options()).build { progress in seen.withLock { $0.append(progress) } }
+        let events = seen.withLock { $0 }
+        var phases: [BuildProgress.Phase] = []
+        for event in events where phases.last != event.phase { phases.append(event.phase) }
+        #expect(phases == [.scanning, .hashing, .writing, .publishing])
+        #expect(events.last { $0.phase == .hashing }?.completedBytes == 3003)
+        #expect(events.last { $0.phase == .writing }.map { $0.completedBytes == $0.totalBytes } == true)
+        #expect(events.last?.fraction == 1)
+    }
+}
