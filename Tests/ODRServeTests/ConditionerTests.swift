@@ -181,6 +181,22 @@ struct ConditionerTests {
         }
     }
 
+    @Test(.timeLimit(.minutes(1)))
+    func aClientLeavingDuringTheLatencyStillEndsItsRequest() async throws {
+        let conditions = NetworkConditions(latency: .milliseconds(300))
+        try await withTestServer(files: SampleCatalog.files, conditions: conditions) { server, _ in
+            _ = try await rawExchange(
+                port: server.port,
+                request: "GET /\(SampleCatalog.packPath) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+                readingResponse: false
+            )
+            while server.requests().isEmpty { try await Task.sleep(for: .milliseconds(10)) }
+            await server.waitUntilIdle()
+            #expect(server.requests().count == 1)
+            #expect(server.requests().first?.outcome != .inProgress)
+        }
+    }
+
     @Test func theSameSeedMakesTheSameDecisions() async throws {
         let conditions = NetworkConditions(failRate: 0.5, truncateRate: 0.3, corruptRate: 0.3, seed: 1234)
         var runs: [[String]] = []

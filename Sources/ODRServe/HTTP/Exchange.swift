@@ -7,7 +7,12 @@ import Synchronization
 ///
 /// Shared between the responder and the task that writes the body later, hence the lock.
 final class Exchange: Sendable {
-    private let state: Mutex<ServedRequest>
+    private struct State {
+        var entry: ServedRequest
+        var finished = false
+    }
+
+    private let state: Mutex<State>
     private let context: ServeContext
     private let arrival = ContinuousClock.now
     private let log: RequestLog
@@ -16,7 +21,7 @@ final class Exchange: Sendable {
 
     init(request: Request, context: ServeContext, log: RequestLog, logger: Logger) {
         let headers = request.headers
-        state = Mutex(
+        state = Mutex(State(entry:
             ServedRequest(
                 sequence: log.arrive(),
                 method: request.method.rawValue,
@@ -32,16 +37,17 @@ final class Exchange: Sendable {
                 connection: context.channel.remoteAddress.map { "\($0.ipAddress ?? "?"):\($0.port ?? 0)" } ?? "?",
                 duration: .zero
             )
-        )
+        ))
         self.context = context
         self.log = log
         self.logger = logger
         isHead = request.method == .head
+        log.record(entry)
     }
 
     var entry: ServedRequest {
-        get { state.withLock { $0 } }
-        set { state.withLock { $0 = newValue } }
+        get { state.withLock { $0.entry } }
+        set { state.withLock { $0.entry = newValue } }
     }
 
     /// A short plain-text answer (errors, injected failures).
@@ -78,22 +84,25 @@ final class Exchange: Sendable {
 
     /// Records bytes sent while the body is still going (a stall in progress).
     func progress(bytesSent: Int) {
-        let entry = state.withLock { entry in
-            entry.bytesSent = bytesSent
-            return entry
+        let entry = state.withLock { state in
+            state.entry.bytesSent = bytesSent
+            return state.entry
         }
         log.record(entry)
     }
 
-    /// Records how the exchange ended and logs it.
+    /// Records how the exchange ended and logs it; only the first call counts.
     func finish(outcome: ServedRequest.Outcome, bytesSent: Int = 0) {
         let duration = ContinuousClock.now - arrival
-        let entry = state.withLock { entry in
-            entry.outcome = outcome
-            entry.bytesSent = bytesSent
-            entry.duration = duration
-            return entry
+        let entry = state.withLock { state -> ServedRequest? in
+            guard !state.finished else { return nil }
+            state.finished = true
+            state.entry.outcome = outcome
+            state.entry.bytesSent = bytesSent
+            state.entry.duration = duration
+            return state.entry
         }
+        guard let entry else { return }
         log.finish(entry)
         var metadata: Logger.Metadata = ["connection": "\(entry.connection)"]
         if let range = entry.range { metadata["range"] = "\(range)" }
@@ -107,11 +116,18 @@ final class Exchange: Sendable {
     }
 
     private func begin(_ status: HTTPResponse.Status, contentLength: Int?) {
-        let entry = state.withLock { entry in
-            entry.status = status.code
-            entry.contentLength = contentLength
-            return entry
+        let entry = state.withLock { state in
+            state.entry.status = status.code
+            state.entry.contentLength = contentLength
+            return state.entry
         }
         log.record(entry)
+    }
+
+    deinit {
+        // Hummingbird drops a response whose head it cannot write (the client left during the
+        // latency), so its body never runs: count the exchange as ended all the same, or
+        // `waitUntilIdle` would wait forever.
+        finish(outcome: .aborted, bytesSent: entry.bytesSent)
     }
 }

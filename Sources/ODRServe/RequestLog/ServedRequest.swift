@@ -23,7 +23,8 @@ public struct ServedRequest: Sendable, Hashable, CustomStringConvertible {
     public var ifRange: String?
     /// The `If-None-Match` header, if any.
     public var ifNoneMatch: String?
-    /// The status sent, or 0 when the connection was reset without a response.
+    /// The status sent; 0 while the response is not chosen yet, or when the connection was dropped
+    /// without a response.
     public var status: Int
     /// The Content-Length announced, or nil when there was none.
     public var contentLength: Int?

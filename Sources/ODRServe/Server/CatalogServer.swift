@@ -144,7 +144,8 @@ public final class CatalogServer: Sendable {
 
     /// Every request since the start (or the last ``clearRequests()``), in arrival order.
     ///
-    /// A response still being sent appears with outcome `inProgress`; call ``waitUntilIdle()``
+    /// A request still being answered appears with outcome `inProgress` (and status 0 until its
+    /// response is chosen, after any latency); call ``waitUntilIdle()``
     /// first to read final byte counts.
     public func requests() -> [ServedRequest] {
         log.requests

@@ -10,10 +10,15 @@ import Foundation
 ///
 /// Runs on its own thread: blocking reads must not hold a thread of the cooperative pool that the
 /// in-process server needs to answer.
-func rawExchange(port: Int, request: String) async throws -> [Data] {
+///
+/// With `readingResponse` false, closes the connection right after sending, as a client that
+/// gives up does, and returns no chunks.
+func rawExchange(port: Int, request: String, readingResponse: Bool = true) async throws -> [Data] {
     try await withCheckedThrowingContinuation { continuation in
         let thread = Thread {
-            continuation.resume(with: Result { try blockingExchange(port: port, request: request) })
+            continuation.resume(with: Result {
+                try blockingExchange(port: port, request: request, readingResponse: readingResponse)
+            })
         }
         thread.start()
     }
@@ -23,7 +28,7 @@ struct SocketError: Error, CustomStringConvertible {
     var description: String
 }
 
-private func blockingExchange(port: Int, request: String) throws -> [Data] {
+private func blockingExchange(port: Int, request: String, readingResponse: Bool) throws -> [Data] {
     #if canImport(Glibc)
     let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     #else
@@ -48,6 +53,7 @@ private func blockingExchange(port: Int, request: String) throws -> [Data] {
         guard result > 0 else { throw SocketError(description: "send: \(errno)") }
         written += result
     }
+    guard readingResponse else { return [] }
     var chunks: [Data] = []
     var buffer = [UInt8](repeating: 0, count: 1 << 20)
     while true {
