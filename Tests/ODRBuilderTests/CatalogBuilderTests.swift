@@ -118,6 +118,26 @@ struct CatalogBuilderTests {
         #expect(try String(contentsOf: fixture.output.appending(path: "versions/2.json"), encoding: .utf8) == "someone else's version 2\n")
     }
 
+    @Test func aPackWhoseBytesAlreadyExistIsNotRewritten() async throws {
+        let fixture = try BuildFixture()
+        try fixture.write("odr.json", #"{"tags": {"a": ["A"]}}"#)
+        try fixture.write("A/one.txt", String(repeating: "one", count: 100))
+        try await fixture.build()
+        let pack = try #require(try fixture.manifest(1).packs.first)
+        let url = fixture.catalog.packURL(id: pack.id)
+        let old = Date(timeIntervalSince1970: 1_000_000)
+        try FileManager.default.setAttributes([.modificationDate: old], ofItemAtPath: url.path)
+        // Lose the index and manifests (an interrupted publish): the pack is written again to a
+        // temporary file, found to exist under its hash, and left alone.
+        try FileManager.default.removeItem(at: fixture.output.appending(path: "catalog.json"))
+        try FileManager.default.removeItem(at: fixture.output.appending(path: "versions"))
+        let report = try await fixture.build(cached: false)
+        #expect(report.packs.map(\.id) == [pack.id])
+        #expect(report.packs.first?.reused == false)
+        #expect(try FileManager.default.attributesOfItem(atPath: url.path)[.modificationDate] as? Date == old)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: fixture.output.appending(path: "packs").path) == ["\(pack.id).zip"])
+    }
+
     @Test func hiddenFilesAreIgnoredAndDistributionsAreNamed() async throws {
         let fixture = try BuildFixture()
         try fixture.write("odr.json", #"{"tags": {"all": ["**"]}}"#)

@@ -16,7 +16,7 @@ struct BuildCommand: AsyncParsableCommand {
 
             Examples:
               odrpack build SampleAssets --output out/catalog
-              odrpack build assets --output out/catalog --distribution test --json > report.json
+              odrpack build assets -o out/catalog --distribution test --json > report.json
               odrpack build assets --output out/catalog --rules ci/odr.json --no-cache
             """
     )

@@ -29,6 +29,10 @@ public struct CatalogBuilder: Sendable {
     /// - Returns: the report of what was built.
     /// - Throws: `BuildError`: `rules.*` for the rules file, `scan.*`, `plan.*`, `catalog.*`.
     public func build(progress: @escaping @Sendable (BuildProgress) -> Void = { _ in }) async throws(BuildError) -> BuildReport {
+        var isFolder: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: options.assets.path, isDirectory: &isFolder), isFolder.boolValue else {
+            throw BuildError(.assetsUnreadable, "the assets folder does not exist or is not a folder", file: options.assets.path)
+        }
         let rules = try TagRules.load(from: options.rulesURL)
         let catalog = CatalogDirectory(root: options.output)
         let index = try catalog.loadIndexIfPresent()
