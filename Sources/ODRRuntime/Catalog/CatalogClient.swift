@@ -1,0 +1,161 @@
+import Foundation
+import ODRFormat
+
+/// Keeps a store's copy of one catalog current: `catalog.json` by conditional GET, with rollback
+/// protection, and the manifest of the followed distribution's version.
+///
+/// Everything accepted is stored, so ``storedSnapshot()`` gives an app what it needs to start and
+/// use its installed packs with no network at all.
+///
+/// ```swift
+/// let client = CatalogClient(catalogURL: URL(string: "https://cdn.example.com/game/")!, store: store,
+///                            transport: try TransferEngine())
+/// let snapshot = try await client.snapshot()        // online if possible, else the stored copy
+/// let packs = try snapshot.packs(forTags: ["level3"])
+/// ```
+public struct CatalogClient: Sendable {
+    /// The catalog's base URL (the directory of `catalog.json`), ending in `/`.
+    public let catalogURL: URL
+    /// The distribution followed (`live` by default).
+    public let distribution: String
+    /// A catalog directory shipped with the app: its `catalog.json` and manifest serve until the
+    /// first online check, and its packs install from disk.
+    public let bundledCatalog: URL?
+    public let store: ResourceStore
+    public let transport: any Transport
+
+    public init(catalogURL: URL, distribution: String = "live", store: ResourceStore, transport: any Transport,
+                bundledCatalog: URL? = nil) {
+        self.catalogURL = CatalogLocation.base(catalogURL)
+        self.distribution = distribution
+        self.store = store
+        self.transport = transport
+        self.bundledCatalog = bundledCatalog
+    }
+
+    /// Checks the catalog online and stores what changed.
+    ///
+    /// - Returns: the snapshot of the distribution's current version.
+    /// - Throws: ``ResourceError``: transfer errors; `catalog-rollback` for a serial lower than the
+    ///   highest seen; `invalid-catalog` for a malformed file, a missing distribution, or a
+    ///   catalog whose id changed. Nothing is stored when it throws.
+    public func refresh() async throws(ResourceError) -> CatalogSnapshot {
+        let followed = try store.followedCatalog(url: catalogURL)
+        var request = TransferRequest(url: CatalogLocation.url(of: CatalogIndex.fileName, in: catalogURL), priority: .urgent)
+        if let followed, followed.index != nil, followed.distribution == distribution { request.conditional = followed.validators }
+        let sink = DataSink()
+        let result = try await transport.download(request, into: sink)
+        let index: CatalogIndex
+        if result.outcome == .notModified, let stored = followed?.index {
+            index = stored
+        } else {
+            index = try decodeIndex(sink.data)
+        }
+        if let followed {
+            guard index.serial >= followed.highestSerial else {
+                throw Self.rollbackError(serial: index.serial, highest: followed.highestSerial, url: catalogURL)
+            }
+            if let known = followed.index?.id, known != index.id {
+                throw ResourceError(.invalidCatalog, "The catalog at this URL changed its id from '\(known)' to '\(index.id)'. Use a new store for a different catalog.",
+                                    url: catalogURL)
+            }
+        }
+        let version = try currentVersion(of: index)
+        let manifest: VersionManifest
+        if let stored = try store.manifest(catalogURL: catalogURL, version: version) {
+            manifest = stored
+        } else {
+            manifest = try await fetchManifest(version: version, index: index)
+        }
+        let accepted = FollowedCatalog(url: catalogURL, distribution: distribution, validators: result.validators,
+                                       highestSerial: max(index.serial, followed?.highestSerial ?? -1),
+                                       index: index, currentVersion: version)
+        try store.commitCatalog(accepted, manifest: manifest)
+        return CatalogSnapshot(catalogURL: catalogURL, index: index, manifest: manifest)
+    }
+
+    /// The snapshot stored by the last successful ``refresh()``, else the bundled catalog's, else `nil`.
+    public func storedSnapshot() throws(ResourceError) -> CatalogSnapshot? {
+        if let followed = try store.followedCatalog(url: catalogURL), followed.distribution == distribution,
+           let index = followed.index, let version = followed.currentVersion,
+           let manifest = try store.manifest(catalogURL: catalogURL, version: version) {
+            return CatalogSnapshot(catalogURL: catalogURL, index: index, manifest: manifest)
+        }
+        guard let bundledCatalog else { return nil }
+        do {
+            let index = try CatalogIndex.decode(from: Data(contentsOf: bundledCatalog.appending(path: CatalogIndex.fileName)))
+            let version = try currentVersion(of: index)
+            guard let entry = index.version(version) else { return nil }
+            let manifest = try VersionManifest.decode(from: Data(contentsOf: bundledCatalog.appending(path: entry.manifest)))
+            return CatalogSnapshot(catalogURL: catalogURL, index: index, manifest: manifest)
+        } catch let error as ResourceError {
+            throw error
+        } catch {
+            throw ResourceError(.invalidCatalog, "The bundled catalog at '\(bundledCatalog.path)' cannot be read; rebuild it with odrpack.",
+                                url: bundledCatalog, cause: StoreFailure(description: "\(error)"))
+        }
+    }
+
+    /// Checks online when the network allows, and otherwise starts from the stored copy.
+    ///
+    /// Only failures to reach the server fall back (no network, timeouts, server errors);
+    /// a rollback or an invalid catalog is reported, never hidden behind the stored copy.
+    ///
+    /// - Parameter online: `false` skips the network entirely.
+    public func snapshot(online: Bool = true) async throws(ResourceError) -> CatalogSnapshot {
+        if online {
+            do {
+                return try await refresh()
+            } catch where Self.isUnreachable(error) {
+                if let stored = try storedSnapshot() { return stored }
+                throw ResourceError(.catalogUnavailable, "The catalog was never fetched and the server cannot be reached: \(error.message)",
+                                    url: catalogURL, cause: error)
+            }
+        }
+        guard let stored = try storedSnapshot() else {
+            throw ResourceError(.catalogUnavailable, "The store has no copy of this catalog yet. Fetch it once with the network on.",
+                                url: catalogURL)
+        }
+        return stored
+    }
+
+    static func isUnreachable(_ error: ResourceError) -> Bool {
+        [.networkUnavailable, .timedOut, .serverError, .untrustedServer, .resourceUnavailable, .accessDenied].contains(error.code)
+    }
+
+    static func rollbackError(serial: Int, highest: Int, url: URL) -> ResourceError {
+        ResourceError(.catalogRollback,
+                      "The server sent catalog serial \(serial), older than serial \(highest) already accepted; refusing to roll back. A stale cache or CDN is serving an old catalog.json.",
+                      url: url)
+    }
+
+    private func decodeIndex(_ data: Data) throws(ResourceError) -> CatalogIndex {
+        do { return try CatalogIndex.decode(from: data) } catch {
+            throw ResourceError(.invalidCatalog, "catalog.json is not valid: \(error.message)", url: catalogURL, cause: error)
+        }
+    }
+
+    private func currentVersion(of index: CatalogIndex) throws(ResourceError) -> Int {
+        guard let version = index.distributions[distribution], index.version(version) != nil else {
+            let known = index.distributions.keys.sorted().joined(separator: ", ")
+            throw ResourceError(.invalidCatalog, "The catalog has no distribution '\(distribution)'. It has: \(known).", url: catalogURL)
+        }
+        return version
+    }
+
+    private func fetchManifest(version: Int, index: CatalogIndex) async throws(ResourceError) -> VersionManifest {
+        let path = index.version(version)?.manifest ?? VersionManifest.manifestPath(forVersion: version)
+        let sink = DataSink()
+        _ = try await transport.download(TransferRequest(url: CatalogLocation.url(of: path, in: catalogURL), priority: .urgent), into: sink)
+        let manifest: VersionManifest
+        do { manifest = try VersionManifest.decode(from: sink.data) } catch {
+            throw ResourceError(.invalidCatalog, "The manifest of version \(version) is not valid: \(error.message)",
+                                url: catalogURL, cause: error)
+        }
+        guard manifest.catalogID == index.id, manifest.version == version else {
+            throw ResourceError(.invalidCatalog, "\(path) belongs to catalog '\(manifest.catalogID)' version \(manifest.version), not '\(index.id)' version \(version).",
+                                url: catalogURL)
+        }
+        return manifest
+    }
+}

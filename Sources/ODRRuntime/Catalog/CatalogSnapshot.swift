@@ -1,0 +1,44 @@
+import Foundation
+import ODRFormat
+
+/// One version of a catalog as the runtime uses it: the accepted index and the followed
+/// distribution's manifest, with lookups.
+public struct CatalogSnapshot: Sendable {
+    /// The catalog's base URL, ending in `/`.
+    public var catalogURL: URL
+    /// The accepted `catalog.json`.
+    public var index: CatalogIndex
+    /// The manifest of the version the distribution points at.
+    public var manifest: VersionManifest { lookup.manifest }
+    /// Lookups by pack, tag and path.
+    public let lookup: ManifestIndex
+
+    public init(catalogURL: URL, index: CatalogIndex, manifest: VersionManifest) {
+        self.catalogURL = CatalogLocation.base(catalogURL)
+        self.index = index
+        lookup = manifest.makeIndex()
+    }
+
+    /// The version number.
+    public var version: Int { manifest.version }
+
+    /// The URL of pack `id`'s archive.
+    public func packURL(id: String) -> URL { CatalogLocation.url(of: PackRecord.archivePath(forID: id), in: catalogURL) }
+
+    /// The packs a request for `tags` needs, sorted by id.
+    ///
+    /// - Throws: ``ResourceError`` `invalid-tag` naming the first tag this version does not define.
+    public func packs(forTags tags: some Sequence<String>) throws(ResourceError) -> [PackRecord] {
+        for tag in tags where lookup.tag(named: tag) == nil {
+            let known = manifest.tags.map(\.name).prefix(12).joined(separator: ", ")
+            throw ResourceError(.invalidTag, "The catalog's version \(version) has no tag '\(tag)'. Known tags: \(known).",
+                                url: catalogURL)
+        }
+        return lookup.packs(forTags: tags).compactMap { lookup.pack(id: $0) }
+    }
+
+    /// The preservation priority of `tag`: the app's override if it set one, else the manifest's default.
+    public func preservationPriority(ofTag tag: String, overrides: [String: Double]) -> Double {
+        overrides[tag] ?? lookup.tag(named: tag)?.preservationPriority ?? 0.5
+    }
+}

@@ -1,0 +1,88 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+import Foundation
+
+/// An advisory lock (`flock`) on a file, held until ``unlock()`` or deinitialization.
+///
+/// Processes sharing a store take one around everything that changes a pack's files (install,
+/// purge, repair), so two of them never write the same `staging/` or `packs/` paths at once.
+/// The kernel drops the lock when the process dies, so a crash never leaves it held.
+///
+/// A lock file may be deleted by whoever holds it; a waiter that then wakes up on the unlinked file
+/// notices (its descriptor no longer matches the path) and locks the new file instead.
+final class FileLock {
+    let path: String
+    private var descriptor: Int32
+
+    private init(path: String, descriptor: Int32) {
+        self.path = path
+        self.descriptor = descriptor
+    }
+
+    deinit { unlock() }
+
+    /// Takes the lock, or returns `nil` at once when another process or descriptor holds it.
+    static func tryLock(_ path: String) throws(ResourceError) -> FileLock? {
+        try acquire(path, blocking: false)
+    }
+
+    /// Takes the lock, polling without blocking a thread of the cooperative pool.
+    static func lock(_ path: String) async throws(ResourceError) -> FileLock {
+        while true {
+            if let lock = try acquire(path, blocking: false) { return lock }
+            do { try await Task.sleep(for: .milliseconds(20)) } catch {
+                throw ResourceError(.cancelled, "Waiting for another process to finish with '\(path)' was cancelled.")
+            }
+        }
+    }
+
+    /// Takes the lock, blocking the calling thread; for short synchronous sections such as repair.
+    static func lockBlocking(_ path: String) throws(ResourceError) -> FileLock {
+        guard let lock = try acquire(path, blocking: true) else {
+            throw ResourceError(.storageFailure, "Could not lock '\(path)'.")
+        }
+        return lock
+    }
+
+    /// Releases the lock; later calls do nothing.
+    func unlock() {
+        guard descriptor >= 0 else { return }
+        close(descriptor)  // closing the descriptor releases the flock
+        descriptor = -1
+    }
+
+    /// Releases the lock after deleting the lock file, so it does not accumulate.
+    func unlockAndRemove() {
+        guard descriptor >= 0 else { return }
+        unlink(path)
+        unlock()
+    }
+
+    private static func acquire(_ path: String, blocking: Bool) throws(ResourceError) -> FileLock? {
+        while true {
+            let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+            guard descriptor >= 0 else { throw StoreFailure.posix("open the lock file '\(path)'") }
+            var result: Int32
+            repeat {
+                result = flock(descriptor, LOCK_EX | (blocking ? 0 : LOCK_NB))
+            } while result != 0 && errno == EINTR
+            if result != 0 {
+                let code = errno
+                close(descriptor)
+                if code == EWOULDBLOCK { return nil }
+                errno = code
+                throw StoreFailure.posix("lock '\(path)'")
+            }
+            // The holder before us may have deleted the file: then we locked an orphan; start over.
+            var held = stat(), current = stat()
+            if fstat(descriptor, &held) == 0, stat(path, &current) == 0,
+               held.st_ino == current.st_ino, held.st_dev == current.st_dev {
+                return FileLock(path: path, descriptor: descriptor)
+            }
+            close(descriptor)
+        }
+    }
+}

@@ -1,0 +1,31 @@
+import Foundation
+import ODRFormat
+
+/// A catalog the store follows, as it was at the last successful check.
+public struct FollowedCatalog: Sendable {
+    /// The catalog's base URL (the directory that holds `catalog.json`), ending in `/`.
+    public var url: URL
+    /// The distribution followed (usually `live`).
+    public var distribution: String
+    /// The validators of the last `catalog.json` received, for a conditional request.
+    public var validators: TransferValidators
+    /// The highest `serial` ever accepted; a lower one is refused.
+    public var highestSerial: Int
+    /// The last accepted `catalog.json`.
+    public var index: CatalogIndex?
+    /// The version the distribution pointed at in that index.
+    public var currentVersion: Int?
+    /// When the catalog was last checked, in seconds since 1970.
+    public var checkedAt: Double?
+
+    public init(url: URL, distribution: String, validators: TransferValidators = .init(), highestSerial: Int = -1,
+                index: CatalogIndex? = nil, currentVersion: Int? = nil, checkedAt: Double? = nil) {
+        self.url = url
+        self.distribution = distribution
+        self.validators = validators
+        self.highestSerial = highestSerial
+        self.index = index
+        self.currentVersion = currentVersion
+        self.checkedAt = checkedAt
+    }
+}

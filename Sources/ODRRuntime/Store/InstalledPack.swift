@@ -1,0 +1,33 @@
+import Foundation
+
+/// A pack the store knows about: what it weighs, when it was installed and used, and its state.
+public struct InstalledPack: Sendable, Hashable, Codable {
+    /// The store's row number; the purge planner's candidate id.
+    public var number: Int
+    /// The pack id (SHA-256 of its archive).
+    public var id: String
+    /// The archive's size: what downloading it cost.
+    public var archiveBytes: Int64
+    /// The installed files' size: what deleting it frees.
+    public var installedBytes: Int64
+    /// When it was installed, in seconds since 1970.
+    public var installedAt: Double
+    /// When a request last used it, in seconds since 1970.
+    public var lastUsedAt: Double
+    /// Whether `packs/<id>/` holds it, complete and verified.
+    public var isInstalled: Bool
+    /// Whether no followed catalog's current version needs it: a first candidate for purging.
+    public var isSuperseded: Bool
+
+    public init(number: Int, id: String, archiveBytes: Int64, installedBytes: Int64, installedAt: Double,
+                lastUsedAt: Double, isInstalled: Bool, isSuperseded: Bool) {
+        self.number = number
+        self.id = id
+        self.archiveBytes = archiveBytes
+        self.installedBytes = installedBytes
+        self.installedAt = installedAt
+        self.lastUsedAt = lastUsedAt
+        self.isInstalled = isInstalled
+        self.isSuperseded = isSuperseded
+    }
+}

@@ -1,0 +1,83 @@
+import Foundation
+import GRDB
+import ODRFormat
+
+extension ResourceStore {
+    /// The catalog at `url` as the last successful check left it, or `nil` if it was never fetched.
+    public func followedCatalog(url: URL) throws(ResourceError) -> FollowedCatalog? {
+        let row = try read("read a followed catalog") { db in
+            try Row.fetchOne(db, sql: "SELECT * FROM catalog WHERE url = ?", arguments: [CatalogLocation.key(url)])
+        }
+        guard let row else { return nil }
+        let data: Data? = row["indexJSON"]
+        return FollowedCatalog(
+            url: CatalogLocation.base(url), distribution: row["distribution"],
+            validators: TransferValidators(entityTag: row["entityTag"], lastModified: row["lastModified"]),
+            highestSerial: row["highestSerial"], index: data.flatMap { try? CatalogIndex.decode(from: $0) },
+            currentVersion: row["currentVersion"], checkedAt: row["checkedAt"])
+    }
+
+    /// The stored manifest of version `version` of the catalog at `catalogURL`.
+    public func manifest(catalogURL: URL, version: Int) throws(ResourceError) -> VersionManifest? {
+        let data = try read("read a manifest") { db in
+            try Data.fetchOne(db, sql: "SELECT json FROM manifest WHERE catalogURL = ? AND version = ?",
+                              arguments: [CatalogLocation.key(catalogURL), version])
+        }
+        guard let data else { return nil }
+        do {
+            return try VersionManifest.decode(from: data)
+        } catch {
+            throw ResourceError(.invalidCatalog, "The stored manifest of version \(version) is damaged; check the catalog again online.",
+                                url: catalogURL, cause: error)
+        }
+    }
+
+    /// Stores an accepted `catalog.json` (and the manifest of the version it points at) in one transaction.
+    ///
+    /// Refuses an index whose serial is lower than the highest stored, even when another process
+    /// stored that one a moment ago.
+    func commitCatalog(_ followed: FollowedCatalog, manifest: VersionManifest?) throws(ResourceError) {
+        let key = CatalogLocation.key(followed.url)
+        let indexData: Data?
+        do { indexData = try followed.index?.encoded() } catch {
+            throw ResourceError(.invalidCatalog, "The catalog index could not be stored.", url: followed.url, cause: error)
+        }
+        let manifestData: Data?
+        do { manifestData = try manifest?.encoded() } catch {
+            throw ResourceError(.invalidCatalog, "The version manifest could not be stored.", url: followed.url, cause: error)
+        }
+        let now = clock()
+        try write("store a catalog") { db in
+            let highest = try Int.fetchOne(db, sql: "SELECT highestSerial FROM catalog WHERE url = ?", arguments: [key]) ?? -1
+            if highest > followed.highestSerial {
+                throw CatalogClient.rollbackError(serial: followed.highestSerial, highest: highest, url: followed.url)
+            }
+            try db.execute(sql: """
+                INSERT INTO catalog (url, distribution, catalogID, entityTag, lastModified, highestSerial, currentVersion, indexJSON, checkedAt)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT(url) DO UPDATE SET distribution = excluded.distribution, catalogID = excluded.catalogID,
+                    entityTag = excluded.entityTag, lastModified = excluded.lastModified,
+                    highestSerial = excluded.highestSerial, currentVersion = excluded.currentVersion,
+                    indexJSON = excluded.indexJSON, checkedAt = excluded.checkedAt
+                """, arguments: [key, followed.distribution, followed.index?.id, followed.validators.entityTag,
+                                 followed.validators.lastModified, followed.highestSerial, followed.currentVersion,
+                                 indexData, now])
+            if let manifest, let manifestData {
+                try db.execute(sql: "INSERT OR IGNORE INTO manifest (catalogURL, version, json, fetchedAt) VALUES (?, ?, ?, ?)",
+                               arguments: [key, manifest.version, manifestData, now])
+                for pack in manifest.packs {
+                    try db.execute(sql: "INSERT OR IGNORE INTO packVersion (packID, catalogURL, version) VALUES (?, ?, ?)",
+                                   arguments: [pack.id, key, manifest.version])
+                }
+            }
+            try StoreSchema.updateSupersededFlags(db)
+        }
+    }
+
+    /// The versions, of every followed catalog, that include pack `id`.
+    public func versions(includingPack id: String) throws(ResourceError) -> [Int] {
+        try read("read pack versions") { db in
+            try Int.fetchAll(db, sql: "SELECT DISTINCT version FROM packVersion WHERE packID = ? ORDER BY version", arguments: [id])
+        }
+    }
+}

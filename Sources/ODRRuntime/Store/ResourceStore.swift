@@ -1,0 +1,232 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+import Foundation
+import GRDB
+import ODRFormat
+
+/// Where installed packs live on disk, and the database that remembers them across restarts.
+///
+/// A store is a directory:
+///
+/// ```
+/// store/
+///   store.sqlite (+ -wal, -shm)   catalogs followed, manifests, packs, priorities, event log
+///   packs/<id>/...                installed files, read-only; a folder here with a row is complete
+///   staging/                      downloads and unpacking in progress
+///   locks/                        advisory lock files (flock), one per pack being changed
+/// ```
+///
+/// Opening a store migrates its database and repairs what a crash left behind (see
+/// ``repairReport``). Several `ResourceStore` values, in one process or several, may share a
+/// directory: SQLite's locking serializes the database, and a per-pack file lock serializes the
+/// installation and removal of each pack.
+///
+/// ```swift
+/// let store = try ResourceStore(directory: appSupport.appending(path: "odr"))
+/// for pack in try store.packs() where pack.isInstalled { print(pack.id, pack.installedBytes) }
+/// ```
+public final class ResourceStore: Sendable {
+    /// The store's directory.
+    public let directory: URL
+    /// What opening the store repaired.
+    public let repairReport: StoreRepairReport
+    /// Whether installed files are flushed to stable storage before they are recorded, so a power
+    /// loss cannot leave a recorded pack with missing bytes. On by default.
+    public let synchronousWrites: Bool
+    let database: DatabasePool
+    let clock: @Sendable () -> Double
+
+    /// The database file's name inside the store directory.
+    public static let databaseName = "store.sqlite"
+
+    /// Opens (creating if needed) the store in `directory`, migrates it and repairs it.
+    ///
+    /// - Parameters:
+    ///   - synchronousWrites: see ``synchronousWrites``.
+    ///   - clock: seconds since 1970; tests inject their own.
+    /// - Throws: ``ResourceError`` with `storage-failure` (or `out-of-space`) when the directory or
+    ///   the database cannot be created or read.
+    public init(
+        directory: URL,
+        synchronousWrites: Bool = true,
+        clock: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }
+    ) throws(ResourceError) {
+        self.directory = directory.standardizedFileURL
+        self.synchronousWrites = synchronousWrites
+        self.clock = clock
+        for folder in [self.directory, Self.packsURL(in: self.directory), Self.stagingURL(in: self.directory),
+                       Self.locksURL(in: self.directory)] {
+            do {
+                try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            } catch {
+                throw ResourceError(.storageFailure, "Could not create the store directory '\(folder.path)'. Check its permissions.",
+                                    cause: StoreFailure(description: "\(error)"))
+            }
+        }
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(30)
+        configuration.label = "odr-store"
+        do {
+            database = try DatabasePool(path: self.directory.appending(path: Self.databaseName).path, configuration: configuration)
+            try StoreSchema.migrator.migrate(database)
+        } catch {
+            throw StoreFailure.database("be opened at '\(self.directory.path)'", error)
+        }
+        repairReport = try Self.repair(directory: self.directory, database: database, clock: clock)
+    }
+
+    // MARK: - Layout
+
+    /// The folder that holds an installed pack's files.
+    public func packURL(id: String) -> URL { Self.packsURL(in: directory).appending(path: id, directoryHint: .isDirectory) }
+    var packsURL: URL { Self.packsURL(in: directory) }
+    var stagingURL: URL { Self.stagingURL(in: directory) }
+    func lockPath(for name: String) -> String { Self.locksURL(in: directory).appending(path: "\(name).lock").path }
+
+    static func packsURL(in directory: URL) -> URL { directory.appending(path: "packs", directoryHint: .isDirectory) }
+    static func stagingURL(in directory: URL) -> URL { directory.appending(path: "staging", directoryHint: .isDirectory) }
+    static func locksURL(in directory: URL) -> URL { directory.appending(path: "locks", directoryHint: .isDirectory) }
+
+    // MARK: - Database access
+
+    func read<T>(_ operation: String, _ body: (Database) throws -> T) throws(ResourceError) -> T {
+        do { return try database.read(body) } catch { throw StoreFailure.database(operation, error) }
+    }
+
+    func write<T>(_ operation: String, _ body: (Database) throws -> T) throws(ResourceError) -> T {
+        do { return try database.write(body) } catch { throw StoreFailure.database(operation, error) }
+    }
+
+    // MARK: - Packs
+
+    /// Every pack the store has a row for, installed or not, ordered by row number.
+    public func packs() throws(ResourceError) -> [InstalledPack] {
+        try read("list packs") { db in try Row.fetchAll(db, sql: "SELECT * FROM pack ORDER BY number").map(Self.pack(from:)) }
+    }
+
+    /// The row of pack `id`, if the store has one.
+    public func pack(id: String) throws(ResourceError) -> InstalledPack? {
+        try read("read a pack") { db in
+            try Row.fetchOne(db, sql: "SELECT * FROM pack WHERE id = ?", arguments: [id]).map(Self.pack(from:))
+        }
+    }
+
+    /// The ids of the installed packs.
+    public func installedPackIDs() throws(ResourceError) -> Set<String> {
+        try read("list packs") { db in Set(try String.fetchAll(db, sql: "SELECT id FROM pack WHERE isInstalled")) }
+    }
+
+    /// Records that requests used these packs now (their last-use time orders purging).
+    public func markUsed(_ ids: some Collection<String>) throws(ResourceError) {
+        let now = clock()
+        try write("record a use") { db in
+            for id in ids { try db.execute(sql: "UPDATE pack SET lastUsedAt = ? WHERE id = ?", arguments: [now, id]) }
+        }
+    }
+
+    /// Records a verified pack that was just moved into `packs/`.
+    func recordInstall(_ pack: PackRecord, reason: String) throws(ResourceError) {
+        let now = clock()
+        try write("record an installed pack") { db in
+            try db.execute(sql: """
+                INSERT INTO pack (id, archiveBytes, installedBytes, installedAt, lastUsedAt, isInstalled)
+                VALUES (?, ?, ?, ?, ?, 1)
+                ON CONFLICT(id) DO UPDATE SET archiveBytes = excluded.archiveBytes,
+                    installedBytes = excluded.installedBytes, installedAt = excluded.installedAt,
+                    lastUsedAt = excluded.lastUsedAt, isInstalled = 1
+                """, arguments: [pack.id, pack.archiveBytes, pack.installedBytes, now, now])
+            try StoreSchema.updateSupersededFlags(db)
+            try Self.log(db, StoreEvent(time: now, kind: .install, packID: pack.id, bytes: pack.installedBytes, reason: reason))
+        }
+    }
+
+    /// Deletes an installed pack's files and records why; does nothing for a pack not installed.
+    ///
+    /// The folder first leaves `packs/` by an atomic rename into `staging/`, so a crash midway
+    /// leaves either the whole pack or none of it (the rest is cleaned up when the store opens).
+    public func removePack(id: String, reason: PurgeReason) async throws(ResourceError) {
+        let lock = try await FileLock.lock(lockPath(for: id))
+        defer { lock.unlock() }
+        guard let row = try pack(id: id), row.isInstalled else { return }
+        let trash = stagingURL.appending(path: "\(id).removed-\(UUID().uuidString)")
+        if rename(packURL(id: id).path, trash.path) != 0, errno != ENOENT {
+            throw StoreFailure.posix("move '\(packURL(id: id).path)' out of packs/")
+        }
+        let now = clock()
+        try write("record a purge") { db in
+            try db.execute(sql: "UPDATE pack SET isInstalled = 0 WHERE id = ?", arguments: [id])
+            try Self.log(db, StoreEvent(time: now, kind: .purge, packID: id, bytes: row.installedBytes, reason: reason.rawValue))
+        }
+        Self.removeTree(trash)
+    }
+
+    // MARK: - Priorities and events
+
+    /// Sets the preservation priority (0...1) of `tag` in the catalog at `catalogURL`; it outlives restarts.
+    public func setPreservationPriority(_ priority: Double, forTag tag: String, catalogURL: URL) throws(ResourceError) {
+        let clamped = min(1, max(0, priority))
+        try write("set a preservation priority") { db in
+            try db.execute(sql: "INSERT OR REPLACE INTO tagPriority (catalogURL, tag, priority) VALUES (?, ?, ?)",
+                           arguments: [CatalogLocation.key(catalogURL), tag, clamped])
+        }
+    }
+
+    /// The preservation priorities the app set for tags of the catalog at `catalogURL`.
+    public func preservationPriorityOverrides(catalogURL: URL) throws(ResourceError) -> [String: Double] {
+        try read("read preservation priorities") { db in
+            var result: [String: Double] = [:]
+            for row in try Row.fetchAll(db, sql: "SELECT tag, priority FROM tagPriority WHERE catalogURL = ?",
+                                        arguments: [CatalogLocation.key(catalogURL)]) {
+                result[row["tag"]] = row["priority"]
+            }
+            return result
+        }
+    }
+
+    /// The event log, oldest first.
+    public func events() throws(ResourceError) -> [StoreEvent] {
+        try read("read the event log") { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM event ORDER BY number").map { row in
+                StoreEvent(time: row["time"], kind: StoreEvent.Kind(rawValue: row["kind"]), packID: row["packID"],
+                           bytes: row["bytes"], reason: row["reason"])
+            }
+        }
+    }
+
+    // MARK: - Space
+
+    /// The bytes installed packs take, and the free space of the store's file system.
+    public func usage() throws(ResourceError) -> StoreUsage {
+        let installed = try read("sum installed bytes") { db in
+            try Int64.fetchOne(db, sql: "SELECT COALESCE(SUM(installedBytes), 0) FROM pack WHERE isInstalled") ?? 0
+        }
+        let count = try read("count installed packs") { db in
+            try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM pack WHERE isInstalled") ?? 0
+        }
+        var info = statvfs()
+        guard statvfs(directory.path, &info) == 0 else { throw StoreFailure.posix("read the free space of '\(directory.path)'") }
+        return StoreUsage(installedBytes: installed, installedPacks: count,
+                          freeBytes: Int64(info.f_bavail) * Int64(info.f_frsize))
+    }
+
+    // MARK: - Helpers
+
+    static func log(_ db: Database, _ event: StoreEvent) throws {
+        try db.execute(sql: "INSERT INTO event (time, kind, packID, bytes, reason) VALUES (?, ?, ?, ?, ?)",
+                       arguments: [event.time, event.kind.rawValue, event.packID, event.bytes, event.reason])
+    }
+
+    static func pack(from row: Row) -> InstalledPack {
+        InstalledPack(number: row["number"], id: row["id"], archiveBytes: row["archiveBytes"],
+                      installedBytes: row["installedBytes"], installedAt: row["installedAt"],
+                      lastUsedAt: row["lastUsedAt"], isInstalled: row["isInstalled"], isSuperseded: row["isSuperseded"])
+    }
+
+    /// Deletes a file or a folder tree; best effort (what remains is removed at the next open).
+    static func removeTree(_ url: URL) {
+        try? FileManager.default.removeItem(at: url)
+    }
+}

@@ -1,0 +1,36 @@
+import Foundation
+
+/// One line of the store's log: a pack installed, purged, or repaired after a crash, and why.
+public struct StoreEvent: Sendable, Hashable, Codable {
+    /// What happened.
+    public struct Kind: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
+        public var rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+
+        /// A pack was verified and moved into `packs/`.
+        public static let install = Kind(rawValue: "install")
+        /// A pack's files were deleted to free space or on request.
+        public static let purge = Kind(rawValue: "purge")
+        /// Opening the store found a pack's files missing or incomplete and marked it not installed.
+        public static let repair = Kind(rawValue: "repair")
+    }
+
+    /// When, in seconds since 1970.
+    public var time: Double
+    public var kind: Kind
+    /// The pack concerned.
+    public var packID: String
+    /// The bytes installed or freed.
+    public var bytes: Int64
+    /// Why (a ``PurgeReason`` raw value for purges; the source for installs).
+    public var reason: String
+
+    public init(time: Double, kind: Kind, packID: String, bytes: Int64, reason: String) {
+        self.time = time
+        self.kind = kind
+        self.packID = packID
+        self.bytes = bytes
+        self.reason = reason
+    }
+}

@@ -1,0 +1,18 @@
+/// What opening a store found left behind by a crash, and what it did about it.
+public struct StoreRepairReport: Sendable, Hashable, Codable {
+    /// Partial downloads kept in `staging/` because they can be resumed.
+    public var keptPartialDownloads: [String] = []
+    /// Other `staging/` leftovers that were deleted (half-unpacked folders, removed packs).
+    public var removedStagingItems: [String] = []
+    /// Folders in `packs/` without an installed row (a crash between rename and commit) that were deleted.
+    public var removedPackFolders: [String] = []
+    /// Packs recorded as installed whose folder was missing or incomplete; now recorded as not installed.
+    public var packsMarkedNotInstalled: [String] = []
+
+    public init() {}
+
+    /// Whether the store was already clean.
+    public var isEmpty: Bool {
+        removedStagingItems.isEmpty && removedPackFolders.isEmpty && packsMarkedNotInstalled.isEmpty
+    }
+}

@@ -1,0 +1,77 @@
+import GRDB
+
+/// The store's tables, as versioned migrations; a store opened by a newer runtime is migrated forward.
+enum StoreSchema {
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1") { db in
+            // One row per catalog the app follows (its base URL), with what the last check saw.
+            try db.execute(sql: """
+                CREATE TABLE catalog (
+                    url TEXT PRIMARY KEY NOT NULL,
+                    distribution TEXT NOT NULL,
+                    catalogID TEXT,
+                    entityTag TEXT,
+                    lastModified TEXT,
+                    highestSerial INTEGER NOT NULL DEFAULT -1,
+                    currentVersion INTEGER,
+                    indexJSON BLOB,
+                    checkedAt DOUBLE
+                );
+                -- Immutable version manifests, kept so an app starts with no network.
+                CREATE TABLE manifest (
+                    catalogURL TEXT NOT NULL REFERENCES catalog(url) ON DELETE CASCADE,
+                    version INTEGER NOT NULL,
+                    json BLOB NOT NULL,
+                    fetchedAt DOUBLE NOT NULL,
+                    PRIMARY KEY (catalogURL, version)
+                );
+                -- Every pack the store knows; isInstalled says whether packs/<id> holds it, verified.
+                CREATE TABLE pack (
+                    number INTEGER PRIMARY KEY AUTOINCREMENT,
+                    id TEXT NOT NULL UNIQUE,
+                    archiveBytes INTEGER NOT NULL,
+                    installedBytes INTEGER NOT NULL,
+                    installedAt DOUBLE NOT NULL,
+                    lastUsedAt DOUBLE NOT NULL,
+                    isInstalled BOOLEAN NOT NULL,
+                    isSuperseded BOOLEAN NOT NULL DEFAULT 0
+                );
+                -- Which versions of which catalogs include a pack (filled from stored manifests).
+                CREATE TABLE packVersion (
+                    packID TEXT NOT NULL,
+                    catalogURL TEXT NOT NULL REFERENCES catalog(url) ON DELETE CASCADE,
+                    version INTEGER NOT NULL,
+                    PRIMARY KEY (packID, catalogURL, version)
+                );
+                -- Preservation priorities the app set; the manifest's are the defaults.
+                CREATE TABLE tagPriority (
+                    catalogURL TEXT NOT NULL,
+                    tag TEXT NOT NULL,
+                    priority DOUBLE NOT NULL,
+                    PRIMARY KEY (catalogURL, tag)
+                );
+                -- What happened to packs, and why.
+                CREATE TABLE event (
+                    number INTEGER PRIMARY KEY AUTOINCREMENT,
+                    time DOUBLE NOT NULL,
+                    kind TEXT NOT NULL,
+                    packID TEXT NOT NULL,
+                    bytes INTEGER NOT NULL,
+                    reason TEXT NOT NULL
+                );
+                """)
+        }
+        return migrator
+    }
+
+    /// Marks every pack that no followed catalog's current version lists as superseded.
+    static func updateSupersededFlags(_ db: Database) throws {
+        try db.execute(sql: """
+            UPDATE pack SET isSuperseded = NOT EXISTS (
+                SELECT 1 FROM packVersion pv JOIN catalog c
+                  ON pv.catalogURL = c.url AND pv.version = c.currentVersion
+                WHERE pv.packID = pack.id)
+            """)
+    }
+}
