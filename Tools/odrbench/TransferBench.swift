@@ -59,8 +59,8 @@ struct TransferBench: AsyncParsableCommand {
         print("Generating \(largeMiB) MiB and \(smallCount) x \(smallKiB) KiB under \(workspace.path) ...")
         try writeLargeFile(to: served.appending(path: "large.bin"), mebibytes: largeMiB)
         let smallPaths = (0..<smallCount).map { "small/\($0).bin" }
-        for (index, path) in smallPaths.enumerated() {
-            try benchBytes(count: smallKiB * 1024, seed: UInt64(index + 1)).write(to: served.appending(path: path))
+        for path in smallPaths {
+            try benchBytes(count: smallKiB * 1024).write(to: served.appending(path: path))
         }
 
         let silent = Logger(label: "odrbench.serve") { _ in SwiftLogNoOpLogHandler() }
@@ -88,12 +88,14 @@ struct TransferBench: AsyncParsableCommand {
             ours.append(try await timed {
                 _ = try await engine.download(TransferRequest(url: url), into: FileSink(url: destination))
             })
+            try checkSize(of: destination, bytes: bytes)
             try FileManager.default.removeItem(at: destination)
 
             let curlDestination = output.appending(path: "large-curl.bin")
             theirs.append(try await timed {
                 try runCurl(["--silent", "--show-error", "--fail", "-o", curlDestination.path, url.absoluteString])
             })
+            try checkSize(of: curlDestination, bytes: bytes)
             try FileManager.default.removeItem(at: curlDestination)
         }
         let oursRate = bytes / seconds(ours.min()) / 1_048_576
@@ -141,10 +143,22 @@ struct TransferBench: AsyncParsableCommand {
     // MARK: Helpers
 
     private func timed(_ body: () async throws -> Void) async throws -> Duration {
+        // Start every measurement with no dirty pages, so one side does not pay for the other's
+        // (or the generator's) writeback.
+        sync()
         let clock = ContinuousClock()
         let start = clock.now
         try await body()
         return clock.now - start
+    }
+
+    /// A figure only counts if the whole file arrived.
+    private func checkSize(of file: URL, bytes: Double) throws {
+        let attributes = try FileManager.default.attributesOfItem(atPath: file.path)
+        let size = (attributes[.size] as? NSNumber)?.doubleValue ?? -1
+        guard size == bytes else {
+            throw ValidationError("\(file.lastPathComponent) has \(size) bytes, not \(bytes): the download was incomplete.")
+        }
     }
 
     private func runCurl(_ arguments: [String]) throws {
@@ -165,15 +179,16 @@ struct TransferBench: AsyncParsableCommand {
         }
         let handle = try FileHandle(forWritingTo: url)
         defer { try? handle.close() }
-        var block = benchBytes(count: 1 << 20, seed: 0xB16)
+        var block = benchBytes(count: 1 << 20)
         for index in 0..<mebibytes {
             block.withUnsafeMutableBytes { $0.storeBytes(of: UInt64(index).bigEndian, as: UInt64.self) }
             try handle.write(contentsOf: block)
         }
     }
 
-    private func benchBytes(count: Int, seed: UInt64) -> Data {
-        var generator = SplitMixGenerator(state: seed)
+    /// Incompressible bytes; they need not be reproducible, both downloaders fetch the same files.
+    private func benchBytes(count: Int) -> Data {
+        var generator = SystemRandomNumberGenerator()
         var data = Data(count: count)
         data.withUnsafeMutableBytes { (buffer: UnsafeMutableRawBufferPointer) in
             for index in stride(from: 0, to: count, by: 8) {
@@ -194,18 +209,5 @@ struct TransferBench: AsyncParsableCommand {
 
     private func format(_ value: Double) -> String {
         String(format: "%.2f", value)
-    }
-}
-
-/// SplitMix64: reproducible file contents for the benchmark.
-private struct SplitMixGenerator: RandomNumberGenerator {
-    var state: UInt64
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var value = state
-        value = (value ^ (value >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        value = (value ^ (value >> 27)) &* 0x94D0_49BB_1331_11EB
-        return value ^ (value >> 31)
     }
 }

@@ -53,7 +53,9 @@ public final class FileSink: TransferSink {
     }
 
     public func resumePoint() -> TransferResumePoint? {
-        guard keepsPartialBytes, let data = try? Data(contentsOf: resumeInfoURL) else { return nil }
+        // access() first: a missing file is the common case, and a failed Data(contentsOf:) builds an error.
+        guard keepsPartialBytes, access(resumeInfoURL.path, F_OK) == 0,
+              let data = try? Data(contentsOf: resumeInfoURL) else { return nil }
         state.withLock { $0.resumeInfoMayExist = true }
         guard let validators = try? JSONDecoder().decode(TransferValidators.self, from: data),
               let attributes = try? FileManager.default.attributesOfItem(atPath: url.path),

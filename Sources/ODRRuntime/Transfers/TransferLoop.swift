@@ -64,8 +64,10 @@ final class TransferLoop {
             return
         }
         let session = TransferSession(operation: operation)
+        let control = operation.control
+        session.userPaused = control.userPaused
         sessions[operation.sequence] = session
-        queue.insert(session, sequence: operation.sequence, priority: operation.control.priority)
+        queue.insert(session, sequence: operation.sequence, priority: control.priority)
     }
 
     private func changed(_ operation: TransferOperation) {
@@ -77,6 +79,7 @@ final class TransferLoop {
             operation.deliver(.failed(Self.cancelledError(operation)))
             return
         }
+        session.userPaused = control.userPaused
         if queue.contains(sequence: operation.sequence) {
             queue.setPriority(control.priority, sequence: operation.sequence)
         }
@@ -100,7 +103,7 @@ final class TransferLoop {
         let now = ContinuousClock.now
         var runningUrgent = running.values.count { $0.operation.control.priority.isUrgent }
         while let entry = queue.first(where: { entry in
-            !entry.element.operation.control.userPaused && (entry.element.notBefore.map { $0 <= now } ?? true)
+            !entry.element.userPaused && (entry.element.notBefore.map { $0 <= now } ?? true)
         }) {
             guard transferMayStart(priority: entry.priority, running: running.count, runningUrgent: runningUrgent,
                                    limit: configuration.maximumConcurrentTransfers) else { break }

@@ -18,6 +18,8 @@ final class TransferSession {
     var resumedBytes: Int64 = 0
     /// The earliest time of the next attempt, after a failure.
     var notBefore: ContinuousClock.Instant?
+    /// The caller's pause, mirrored by the loop so scanning the queue takes no locks.
+    var userPaused = false
 
     // The current attempt.
     var easy: CurlEasy?
