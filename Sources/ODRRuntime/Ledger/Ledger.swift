@@ -28,16 +28,16 @@ public struct Ledger: Sendable {
     public private(set) var inUseBytes: Int64 = 0
     /// How many requests hold each tag, by ``TagIndex``.
     private var tagCounts: [Int32]
-    /// How many in-use tags need each pack, by ``PackIndex``.
-    @usableFromInline
-    internal private(set) var packCounts: [Int32]
+    /// How many in-use tags need each pack, by ``PackIndex``: non-zero means in use. For callers
+    /// that scan many packs (the simulator) without a call per pack.
+    public private(set) var packReferenceCounts: [Int32]
 
     /// Creates a ledger in which nothing is in use.
     public init(catalog: LedgerCatalog, inUseLimit: Int64 = Ledger.defaultInUseLimit) {
         self.catalog = catalog
         self.inUseLimit = inUseLimit
         tagCounts = Array(repeating: 0, count: catalog.tagCount)
-        packCounts = Array(repeating: 0, count: catalog.packCount)
+        packReferenceCounts = Array(repeating: 0, count: catalog.packCount)
     }
 
     /// Counts one more request for each of `tags` (a tag listed twice is counted twice).
@@ -92,8 +92,7 @@ public struct Ledger: Sendable {
     }
 
     /// Whether any in-use tag needs `pack`.
-    @inlinable
-    public func isInUse(_ pack: PackIndex) -> Bool { packCounts[pack.index] > 0 }
+    public func isInUse(_ pack: PackIndex) -> Bool { packReferenceCounts[pack.index] > 0 }
 
     /// Whether any request holds `tag`.
     public func isInUse(_ tag: TagIndex) -> Bool { tagCounts[tag.index] > 0 }
@@ -102,14 +101,14 @@ public struct Ledger: Sendable {
     public func referenceCount(of tag: TagIndex) -> Int { Int(tagCounts[tag.index]) }
 
     /// How many in-use tags need `pack`.
-    public func referenceCount(of pack: PackIndex) -> Int { Int(packCounts[pack.index]) }
+    public func referenceCount(of pack: PackIndex) -> Int { Int(packReferenceCounts[pack.index]) }
 
     /// The installed bytes that beginning `tags` would put in use now, without changing anything.
     public func additionalBytes(toBegin tags: some Sequence<TagIndex>) -> Int64 {
         var counted = Set<PackIndex>()
         var bytes: Int64 = 0
         for tag in tags where tagCounts[tag.index] == 0 {
-            for pack in catalog.packs(of: tag) where packCounts[pack.index] == 0 && counted.insert(pack).inserted {
+            for pack in catalog.packs(of: tag) where packReferenceCounts[pack.index] == 0 && counted.insert(pack).inserted {
                 bytes += catalog.packBytes[pack.index]
             }
         }
@@ -120,8 +119,8 @@ public struct Ledger: Sendable {
         tagCounts[tag.index] += 1
         guard tagCounts[tag.index] == 1 else { return }
         for pack in catalog.packs(of: tag) {
-            packCounts[pack.index] += 1
-            if packCounts[pack.index] == 1 { inUseBytes += catalog.packBytes[pack.index] }
+            packReferenceCounts[pack.index] += 1
+            if packReferenceCounts[pack.index] == 1 { inUseBytes += catalog.packBytes[pack.index] }
         }
     }
 
@@ -129,8 +128,8 @@ public struct Ledger: Sendable {
         tagCounts[tag.index] -= 1
         guard tagCounts[tag.index] == 0 else { return }
         for pack in catalog.packs(of: tag) {
-            packCounts[pack.index] -= 1
-            if packCounts[pack.index] == 0 { inUseBytes -= catalog.packBytes[pack.index] }
+            packReferenceCounts[pack.index] -= 1
+            if packReferenceCounts[pack.index] == 0 { inUseBytes -= catalog.packBytes[pack.index] }
         }
     }
 }

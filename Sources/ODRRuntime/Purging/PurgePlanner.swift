@@ -66,41 +66,51 @@ public struct PurgePlanner: PurgePolicy, Equatable {
                 else { .leastRecentlyUsed }
             // Walk the rank least recently used first, passing over packs that would overshoot
             // by more than the allowance. A rank that fits the need whole passes nothing over.
+            // Until something is passed over, taken packs are the rank's oldest, in order.
             let allowance = max(Int64(Double(remaining) * overPurgeFraction), overPurgeSlack)
-            var taken: [(position: Int, candidate: PurgeCandidate)] = []
+            let rankStart = deletions.count
+            var takenPositions: [Int]?
             var smallestPassedOver: (position: Int, candidate: PurgeCandidate)?
             var still = remaining
             var position = 0
             while still > 0, let candidate = upcoming, Self.sameRank(candidate, first) {
                 if candidate.bytes <= still + allowance {
-                    taken.append((position, candidate))
+                    deletions.append(.init(id: candidate.id, bytes: candidate.bytes, reason: reason))
+                    takenPositions?.append(position)
                     still -= candidate.bytes
-                } else if smallestPassedOver.map({ candidate.bytes < $0.candidate.bytes }) ?? true {
-                    smallestPassedOver = (position, candidate)
+                } else {
+                    if takenPositions == nil { takenPositions = Array(0 ..< deletions.count - rankStart) }
+                    if smallestPassedOver.map({ candidate.bytes < $0.candidate.bytes }) ?? true {
+                        smallestPassedOver = (position, candidate)
+                    }
                 }
                 position += 1
                 // Read no further than the plan needs.
                 upcoming = still > 0 ? next() : nil
             }
-            if still > 0, let finisher = smallestPassedOver {
-                // The finisher alone may cover what smaller packs were taken for: keep the most
-                // recent of those it makes unnecessary.
-                var freed = remaining - still + finisher.candidate.bytes
-                for index in taken.indices.reversed() where freed - taken[index].candidate.bytes >= remaining {
-                    freed -= taken[index].candidate.bytes
-                    taken.remove(at: index)
+            if let positions = takenPositions {
+                var taken = Array(zip(positions, deletions[rankStart...]))
+                if still > 0, let finisher = smallestPassedOver {
+                    // The finisher alone may cover what smaller packs were taken for: keep the
+                    // most recent of those it makes unnecessary.
+                    var freed = remaining - still + finisher.candidate.bytes
+                    for index in taken.indices.reversed() where freed - taken[index].1.bytes >= remaining {
+                        freed -= taken[index].1.bytes
+                        taken.remove(at: index)
+                    }
+                    taken.append((finisher.position, .init(id: finisher.candidate.id, bytes: finisher.candidate.bytes, reason: reason)))
+                    taken.sort { $0.0 < $1.0 }
+                    still = 0
                 }
-                taken.append(finisher)
-                taken.sort { $0.position < $1.position }
-                still = 0
-            }
-            // A pack that went while an older one of its rank stayed was chosen for its size.
-            var olderKept = false
-            var expected = 0
-            for (position, candidate) in taken {
-                if position > expected { olderKept = true }
-                expected = position + 1
-                deletions.append(.init(id: candidate.id, bytes: candidate.bytes, reason: olderKept ? .closestFit : reason))
+                // A pack that went while an older one of its rank stayed was chosen for its size.
+                var olderKept = false
+                var expected = 0
+                deletions.removeSubrange(rankStart...)
+                for (position, deletion) in taken {
+                    if position > expected { olderKept = true }
+                    expected = position + 1
+                    deletions.append(.init(id: deletion.id, bytes: deletion.bytes, reason: olderKept ? .closestFit : reason))
+                }
             }
             remaining = still
         }

@@ -1,36 +1,30 @@
 import ODRRuntime
 
 /// The installed packs not in use at the moment a policy must purge, as the simulator offers them:
-/// all at once in recency order (``all()``), or lazily in the runtime's purge order
-/// (``makePurgeOrderIterator()``), so that the runtime's planner reads only the packs it deletes.
+/// all at once (``all()``), or lazily in the runtime's purge order (``makePurgeOrderIterator()``),
+/// so that the runtime's planner reads only the packs it deletes.
 ///
-/// A snapshot: it shares the simulator's arrays (copy on write) and must not outlive the purge.
+/// A view of the simulator's state during one purge; it must not outlive the purge.
 public struct PurgeCandidates {
-    let recency: RecencyList
     /// One recency list per rank, by ascending priority.
     let ranks: RecencyList
     let rankPriorities: [Double]
-    let ledger: Ledger
-    let lastUse: [Double]
+    /// The ledger's reference counts by pack: non-zero means in use.
+    let inUse: [Int32]
+    let packBytes: [Int64]
+    let packs: [PackState]
     let packPriority: [Double]
 
-    /// Every candidate, least recently used first, with ``PurgeCandidate/id`` the pack index.
-    public func all() -> [PurgeCandidate] {
-        var result: [PurgeCandidate] = []
-        var cursor = recency.first()
-        while let pack = cursor {
-            cursor = recency.after(pack)
-            if !ledger.isInUse(pack) { result.append(candidate(pack)) }
-        }
-        return result
-    }
+    /// Every candidate, with ``PurgeCandidate/id`` the pack index, in purge order: by ascending
+    /// priority, least recently used first within each.
+    public func all() -> [PurgeCandidate] { Array(IteratorSequence(makePurgeOrderIterator())) }
 
     /// The highest preservation priority among the candidates.
     public var topPriority: Double {
         for rank in rankPriorities.indices.reversed() {
             var cursor = ranks.first(in: rank)
             while let pack = cursor {
-                if !ledger.isInUse(pack) { return rankPriorities[rank] }
+                if inUse[pack.index] == 0 { return rankPriorities[rank] }
                 cursor = ranks.after(pack)
             }
         }
@@ -42,7 +36,7 @@ public struct PurgeCandidates {
 
     func candidate(_ pack: PackIndex) -> PurgeCandidate {
         PurgeCandidate(
-            id: pack.index, bytes: ledger.catalog.packBytes[pack.index], lastUse: lastUse[pack.index],
+            id: pack.index, bytes: packBytes[pack.index], lastUse: packs[pack.index].lastUse,
             preservationPriority: packPriority[pack.index])
     }
 
@@ -61,7 +55,7 @@ public struct PurgeCandidates {
             while true {
                 if let pack = cursor {
                     cursor = candidates.ranks.after(pack)
-                    if !candidates.ledger.isInUse(pack) { return candidates.candidate(pack) }
+                    if candidates.inUse[pack.index] == 0 { return candidates.candidate(pack) }
                 } else {
                     rank += 1
                     guard rank < candidates.rankPriorities.count else { return nil }

@@ -1,30 +1,48 @@
 import ODRRuntime
 
-/// Installed packs in order of last use, in one or more lists (one per purge rank), as an intrusive
-/// doubly linked list over pack indices: touching, adding and removing are O(1), and walking a list
-/// yields its packs least recently used first.
-struct RecencyList: Sendable {
-    private var previous: [Int32]
-    private var next: [Int32]
-    private var listOf: [Int32]
+/// Installed packs in order of last use, in one list per purge rank, as an intrusive doubly linked
+/// list over pack indices: touching, adding and removing are O(1), and walking a list yields its
+/// packs least recently used first.
+///
+/// A class over raw buffers because it is the simulator's innermost loop: no copy-on-write checks,
+/// no reference counting per step. Used by one simulation run on one thread.
+final class RecencyList {
     /// Entries at and above `packCount` are the lists' sentinels: `next[sentinel]` is the least
     /// recently used pack of the list, `previous[sentinel]` the most.
+    private let previous: UnsafeMutableBufferPointer<Int32>
+    private let next: UnsafeMutableBufferPointer<Int32>
+    private let listOf: UnsafeMutableBufferPointer<Int32>
     private let packCount: Int32
+    /// The number of lists.
+    let lists: Int
 
-    init(packCount: Int, lists: Int = 1) {
+    init(packCount: Int, lists: Int) {
         self.packCount = Int32(packCount)
-        previous = Array(repeating: -1, count: packCount + lists)
-        next = Array(repeating: -1, count: packCount + lists)
-        listOf = Array(repeating: -1, count: packCount)
+        self.lists = lists
+        previous = .allocate(capacity: packCount + lists)
+        next = .allocate(capacity: packCount + lists)
+        listOf = .allocate(capacity: max(packCount, 1))
+        previous.initialize(repeating: -1)
+        next.initialize(repeating: -1)
+        listOf.initialize(repeating: -1)
         for list in 0 ..< lists {
             previous[packCount + list] = Int32(packCount + list)
             next[packCount + list] = Int32(packCount + list)
         }
     }
 
+    deinit {
+        previous.deallocate()
+        next.deallocate()
+        listOf.deallocate()
+    }
+
+    /// Whether `pack` is in a list.
+    func contains(_ pack: PackIndex) -> Bool { listOf[pack.index] >= 0 }
+
     /// Makes `pack` the most recently used of `list`; it must not be in any list.
-    mutating func append(_ pack: PackIndex, to list: Int = 0) {
-        let p = Int(pack.rawValue), sentinel = Int(packCount) + list
+    func append(_ pack: PackIndex, to list: Int) {
+        let p = pack.index, sentinel = Int(packCount) + list
         let last = Int(previous[sentinel])
         previous[p] = Int32(last)
         next[p] = Int32(sentinel)
@@ -34,18 +52,16 @@ struct RecencyList: Sendable {
     }
 
     /// Takes `pack` out of its list; it must be in one.
-    mutating func remove(_ pack: PackIndex) {
-        let p = Int(pack.rawValue)
+    func remove(_ pack: PackIndex) {
+        let p = pack.index
         let before = Int(previous[p]), after = Int(next[p])
         next[before] = Int32(after)
         previous[after] = Int32(before)
-        previous[p] = -1
-        next[p] = -1
         listOf[p] = -1
     }
 
     /// Moves `pack`, which is in a list, to the most recently used end of that list.
-    mutating func touch(_ pack: PackIndex) {
+    func touch(_ pack: PackIndex) {
         let list = Int(listOf[pack.index])
         guard previous[Int(packCount) + list] != pack.rawValue else { return }
         remove(pack)
@@ -53,7 +69,7 @@ struct RecencyList: Sendable {
     }
 
     /// The least recently used pack of `list`, or `nil` when it is empty.
-    func first(in list: Int = 0) -> PackIndex? { pack(at: next[Int(packCount) + list]) }
+    func first(in list: Int) -> PackIndex? { pack(at: next[Int(packCount) + list]) }
 
     /// The pack used next after `pack` in its list, or `nil` when `pack` is the most recent.
     func after(_ pack: PackIndex) -> PackIndex? { self.pack(at: next[pack.index]) }

@@ -47,18 +47,15 @@ struct SimulationRun<Policy: EvictionPolicy> {
     private var ledger: Ledger
     private var network: NetworkLink
 
-    private var installed: [Bool]
-    private var readyAt: [Double]
-    private var lastUse: [Double]
-    private var recency: RecencyList
-    /// The same packs in one recency list per distinct priority, so the runtime's planner can read
+    /// Per pack, by ``PackIndex``: one array so the hot loop touches one buffer.
+    private var packs: [PackState]
+    /// Installed packs in one recency list per distinct priority, so the runtime's planner can read
     /// candidates in purge order without sorting.
     private var ranks: RecencyList
     private var rankPriorities: [Double]
     private var tagPriority: [Double]
     private var packPriority: [Double]
-    /// `visited[p] == visit` when pack `p` was already seen by the current request.
-    private var visited: [UInt32]
+    /// `packs[p].visit == visit` when pack `p` was already seen by the current request.
     private var visit: UInt32 = 0
     private var active: [Bool]
 
@@ -85,16 +82,11 @@ struct SimulationRun<Policy: EvictionPolicy> {
         self.policy = policy
         ledger = Ledger(catalog: catalog, inUseLimit: device.inUseLimit)
         network = NetworkLink(bandwidth: device.bandwidth, latency: device.latency, offline: script.offlineWindows)
-        let packs = catalog.packCount
-        installed = Array(repeating: false, count: packs)
-        readyAt = Array(repeating: 0, count: packs)
-        lastUse = Array(repeating: 0, count: packs)
-        recency = RecencyList(packCount: packs)
+        packs = Array(repeating: PackState(), count: catalog.packCount)
         tagPriority = script.catalog.tags.map(\.preservationPriority)
         packPriority = script.catalog.packPriorities(tagPriorities: tagPriority)
         rankPriorities = Array(Set(packPriority)).sorted()
-        ranks = RecencyList(packCount: packs, lists: rankPriorities.count)
-        visited = Array(repeating: 0, count: packs)
+        ranks = RecencyList(packCount: catalog.packCount, lists: rankPriorities.count)
         active = Array(repeating: false, count: script.requests.count)
         otherAppsBytes = min(script.initialOtherAppsBytes, device.diskCapacity)
         sampleInterval = max(script.duration, 1) / Double(max(simulator.sampleCount, 1))
@@ -145,13 +137,12 @@ struct SimulationRun<Policy: EvictionPolicy> {
                 policy.didAccess(pack, access: access, time: now)
                 access += 1
                 let p = pack.index
-                guard visited[p] != visit else { continue }
-                visited[p] = visit
-                lastUse[p] = now
-                if installed[p] {
-                    recency.touch(pack)
+                guard packs[p].visit != visit else { continue }
+                packs[p].visit = visit
+                packs[p].lastUse = now
+                if packs[p].installed {
                     ranks.touch(pack)
-                    ready = max(ready, readyAt[p])
+                    ready = max(ready, packs[p].readyAt)
                 } else {
                     missing.append(pack)
                     missingBytes += catalog.packBytes[p]
@@ -172,9 +163,8 @@ struct SimulationRun<Policy: EvictionPolicy> {
             }
             let done = network.download(bytes: missingDownload, at: now)
             for pack in missing {
-                installed[pack.index] = true
-                readyAt[pack.index] = done
-                recency.append(pack)
+                packs[pack.index].installed = true
+                packs[pack.index].readyAt = done
                 ranks.append(pack, to: rank(of: pack))
             }
             storeBytes += missingBytes
@@ -193,11 +183,8 @@ struct SimulationRun<Policy: EvictionPolicy> {
         _ = try? ledger.end(tags)
         for tag in tags {
             for pack in packsOfTag[tag.index] {
-                lastUse[pack.index] = now
-                if installed[pack.index] {
-                    recency.touch(pack)
-                    ranks.touch(pack)
-                }
+                packs[pack.index].lastUse = now
+                if packs[pack.index].installed { ranks.touch(pack) }
             }
         }
     }
@@ -230,14 +217,13 @@ struct SimulationRun<Policy: EvictionPolicy> {
     private mutating func purge(_ need: Int64) {
         let plan = policy.plan(
             PurgeCandidates(
-                recency: recency, ranks: ranks, rankPriorities: rankPriorities, ledger: ledger, lastUse: lastUse,
-                packPriority: packPriority),
+                ranks: ranks, rankPriorities: rankPriorities, inUse: ledger.packReferenceCounts,
+                packBytes: catalog.packBytes, packs: packs, packPriority: packPriority),
             bytesNeeded: need)
         for deletion in plan.deletions {
             let pack = PackIndex(deletion.id)
-            precondition(installed[deletion.id] && !ledger.isInUse(pack), "\(policy.name) chose a pack that is not a candidate")
-            installed[deletion.id] = false
-            recency.remove(pack)
+            precondition(packs[deletion.id].installed && !ledger.isInUse(pack), "\(policy.name) chose a pack that is not a candidate")
+            packs[deletion.id].installed = false
             ranks.remove(pack)
             storeBytes -= deletion.bytes
             metrics.purgedPacks += 1
@@ -262,13 +248,30 @@ struct SimulationRun<Policy: EvictionPolicy> {
                 packPriority[pack.index] = script.catalog.packs[pack.index].tags.lazy.map { priorities[$0.index] }.max() ?? 0
             }
         }
-        // Rare: rebuild the rank lists, walking the global list so each keeps recency order.
+        // Rare: rebuild the rank lists, appending installed packs in order of last use so each
+        // list keeps recency order (ties in the order they were last touched).
+        var installedPacks: [(order: Int, pack: PackIndex)] = []
+        for list in 0 ..< ranks.lists {
+            var cursor = ranks.first(in: list)
+            while let pack = cursor {
+                cursor = ranks.after(pack)
+                installedPacks.append((installedPacks.count, pack))
+            }
+        }
+        installedPacks.sort { (packs[$0.pack.index].lastUse, $0.order) < (packs[$1.pack.index].lastUse, $1.order) }
         rankPriorities = Array(Set(packPriority)).sorted()
         ranks = RecencyList(packCount: catalog.packCount, lists: rankPriorities.count)
-        var cursor = recency.first()
-        while let pack = cursor {
-            cursor = recency.after(pack)
-            ranks.append(pack, to: rank(of: pack))
-        }
+        for (_, pack) in installedPacks { ranks.append(pack, to: rank(of: pack)) }
     }
+}
+
+/// What the simulator knows about one pack.
+struct PackState {
+    var installed = false
+    /// The number of the last request that looked at the pack (to count shared packs once).
+    var visit: UInt32 = 0
+    /// When its download completes.
+    var readyAt = 0.0
+    /// When a request last began or ended using it.
+    var lastUse = 0.0
 }

@@ -1,6 +1,6 @@
 import ODRRuntime
 
-/// A ``PurgePolicy`` (pure, stateless) in the simulator, given all candidates least recently used first.
+/// A ``PurgePolicy`` (pure, stateless) in the simulator, given all candidates at once.
 public struct PlannerPolicy<Planner: PurgePolicy>: EvictionPolicy {
     public var planner: Planner
 
