@@ -33,10 +33,18 @@ public struct PackPlan: Sendable, Equatable {
         public var installedBytes: Int64 { entries.reduce(0) { $0 + $1.size } }
     }
 
+    /// A tag the version defines, whether or not any file has it.
+    public struct Tag: Sendable, Equatable {
+        /// The tag's name.
+        public var name: String
+        /// Its default preservation priority.
+        public var preservationPriority: Double
+    }
+
     /// The packs, sorted by tag set then part.
     public var packs: [Pack]
-    /// Every tag a manifest will list (defined by the rules, plus `base`), sorted, with its priority.
-    public var tags: [(name: String, preservationPriority: Double)]
+    /// Every tag a manifest will list (defined by the rules, plus `base`), sorted by name.
+    public var tags: [Tag]
     /// The logical paths of every file in the version, with their tag sets (before content merging).
     public var pathTags: [String: [String]]
     /// Files that share content with an earlier path and were not stored again.
@@ -45,11 +53,4 @@ public struct PackPlan: Sendable, Equatable {
     public var bytesSavedByDeduplication: Int64
     /// Warnings about the plan.
     public var warnings: [BuildWarning]
-
-    public static func == (lhs: PackPlan, rhs: PackPlan) -> Bool {
-        lhs.packs == rhs.packs && lhs.pathTags == rhs.pathTags && lhs.warnings == rhs.warnings
-            && lhs.tags.map(\.name) == rhs.tags.map(\.name)
-            && lhs.tags.map(\.preservationPriority) == rhs.tags.map(\.preservationPriority)
-            && lhs.duplicateFiles == rhs.duplicateFiles && lhs.bytesSavedByDeduplication == rhs.bytesSavedByDeduplication
-    }
 }

@@ -102,7 +102,7 @@ public struct PackPlanner: Sendable {
         }
         return PackPlan(
             packs: packs,
-            tags: tagNames.map { ($0, rules.preservationPriority(of: $0)) },
+            tags: tagNames.map { PackPlan.Tag(name: $0, preservationPriority: rules.preservationPriority(of: $0)) },
             pathTags: pathTags, duplicateFiles: duplicateFiles, bytesSavedByDeduplication: savedBytes,
             warnings: warnings)
     }
