@@ -29,16 +29,23 @@ public final class CatalogServer: Sendable {
     private let listener: Listener
     private let logger: Logger
 
-    private init(host: String, root: URL, conditioner: Conditioner, log: RequestLog, listener: Listener, logger: Logger) {
+    private init(
+        host: String,
+        baseURL: URL,
+        root: URL,
+        conditioner: Conditioner,
+        log: RequestLog,
+        listener: Listener,
+        logger: Logger
+    ) {
         self.host = host
         self.port = listener.port
+        self.baseURL = baseURL
         self.root = root
         self.conditioner = conditioner
         self.log = log
         self.listener = listener
         self.logger = logger
-        let urlHost = host.contains(":") ? "[\(host)]" : host
-        baseURL = URL(string: "http://\(urlHost):\(listener.port)/")!  // Built from a validated host and a port number.
     }
 
     /// Starts serving `root` and returns once the port accepts connections (or is reserved, when
@@ -77,8 +84,14 @@ public final class CatalogServer: Sendable {
             responder: responder,
             logger: frameworkLogger
         )
+        let urlHost = host.contains(":") ? "[\(host)]" : host
+        guard let baseURL = URL(string: "http://\(urlHost):\(listener.port)/") else {
+            await listener.stop()
+            throw ServeError(.bindFailed, "The host \(host) cannot appear in a URL: use an IP address such as 127.0.0.1.")
+        }
         let server = CatalogServer(
             host: host,
+            baseURL: baseURL,
             root: URL(filePath: catalog.path, directoryHint: .isDirectory),
             conditioner: conditioner,
             log: log,
