@@ -10,40 +10,49 @@ struct RunCommand: AsyncParsableCommand {
         abstract: "Run a workload on a virtual device under each purge policy and compare them.",
         discussion: """
             WORKLOADS
-              levels     linear progression: play the tags in order as levels, prefetching the
-                         next level while the current one plays, sessions separated by idle time,
-                         occasional replays of finished levels.
-              openworld  a player walking a grid of regions, holding the neighbourhood (the
-                         current region urgent, the eight around it prefetched).
-              travel     random access with Zipf popularity: a guide app whose user jumps between
-                         places, sometimes to the place next door.
-              --trace FILE replays a recorded JSON Lines trace instead (see docs/ODRSIM.md).
+              levels     linear progression: the tags played in order as levels,
+                         the next level prefetched while one plays, sessions
+                         separated by idle time, occasional replays
+              openworld  a player walking a grid of regions, holding the current
+                         region (urgent) and the eight around it (prefetched)
+              travel     random access with Zipf popularity: a guide app whose
+                         user jumps between places, sometimes next door
+              --trace FILE replays a recorded JSON Lines trace instead
+                         (the format is in docs/ODRSIM.md)
 
             CATALOG
-              By default a catalog is generated to suit the workload (--tags, --pack-size,
-              --shared-pack-size): each tag has one to three packs of its own, and neighbouring tags
-              share packs. --catalog DIR plays against a real catalog built by odrpack instead; the
-              workload then walks its tags in name order.
+              By default a catalog is generated to suit the workload (--tags,
+              --pack-size, --shared-pack-size): each tag has one to three packs
+              of its own, and neighbouring tags share packs. --catalog DIR plays
+              against a catalog built by odrpack instead; the workload walks its
+              tags in name order.
 
-            POLICIES (--policy, comma-separated or repeated; 'all' is the default)
-              default       the runtime's planner: superseded, then lowest preservation priority,
-                            then least recently used, avoiding freeing far more than needed
+            POLICIES (--policy, comma-separated or repeated; default: all)
+              default       the runtime's planner: superseded, then lowest
+                            preservation priority, then least recently used,
+                            avoiding freeing far more than needed
               lru           plain least recently used
-              priority-lru  lowest preservation priority, then least recently used
-              gds           Greedy-Dual-Size-Frequency, costing a pack by its download time
-              belady        Belady's MIN, which knows the future: the reference no online policy
-                            should beat (with mixed pack sizes it is a heuristic, not an optimum)
+              priority-lru  lowest preservation priority, then least recent
+              gds           Greedy-Dual-Size-Frequency, costing a pack by its
+                            download time
+              belady        Belady's MIN, which knows the future: the reference
+                            no online policy should beat (with mixed pack sizes
+                            a heuristic, not an optimum)
 
             COLUMNS
-              requests, hits (everything installed at begin) and misses; bytes downloaded and their
-              ratio to Belady's; stall (time players waited for urgent requests); purges (packs
-              deleted); over-purged (bytes freed beyond each purge's need); peak disk (the most the
-              store held); in-use refusals (requests over the in-use limit); out of space.
+              requests, hits (everything installed at begin), misses; bytes
+              downloaded and their ratio to Belady's; stall (time players waited
+              for urgent requests); purges (packs deleted); over-purged (bytes
+              freed beyond each purge's need); peak disk (the most the store
+              held); in-use refusals (over the in-use limit); out of space.
 
             EXAMPLES
-              odrsim run --workload levels --disk 8GiB --days 30 --policy all --seed 1 --svg levels.svg
-              odrsim run --workload travel --tags 1000 --pack-size lognormal:32MB:1.0 --budget 3GiB --csv
-              odrsim run --workload openworld --policy default,lru --in-use-limit 1GiB --json
+              odrsim run --workload levels --disk 8GiB --days 30 \\
+                --policy all --seed 1 --svg levels.svg
+              odrsim run --workload travel --tags 1000 \\
+                --pack-size lognormal:32MB:1.0 --budget 3GiB --csv
+              odrsim run --workload openworld --policy default,lru \\
+                --in-use-limit 1GiB --json
               odrsim run --workload levels --record-trace levels.jsonl
               odrsim run --trace levels.jsonl --disk 4GiB
               odrsim run --catalog build/catalog --workload travel --days 60

@@ -27,4 +27,7 @@ public struct SimulationResult: Sendable, Codable {
     public var samples: [Sample]
     /// Every purge, when the run was asked to log them.
     public var purges: [Purge]
+    /// Bytes downloaded as a multiple of what Belady's MIN downloaded on the same script, when a
+    /// report ran it too.
+    public var downloadRatioToBelady: Double?
 }

@@ -94,7 +94,7 @@ struct SimulationRun<Policy: EvictionPolicy> {
     }
 
     var result: SimulationResult {
-        SimulationResult(policy: policy.name, metrics: metrics, samples: samples, purges: purges)
+        SimulationResult(policy: policy.name, metrics: metrics, samples: samples, purges: purges, downloadRatioToBelady: nil)
     }
 
     mutating func play() {

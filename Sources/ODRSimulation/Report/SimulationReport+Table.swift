@@ -9,7 +9,7 @@ extension SimulationReport {
         func raw(_ value: @escaping (SimulationMetrics) -> Int64) -> (SimulationResult) -> String {
             { String(value($0.metrics)) }
         }
-        let ratio: (SimulationResult) -> String = { self.downloadRatio(of: $0).map { String(format2: $0) } ?? "-" }
+        let ratio: (SimulationResult) -> String = { $0.downloadRatioToBelady.map { String(format2: $0) } ?? "-" }
         return [
             ("policy", { $0.policy }, { $0.policy }),
             ("requests", raw { Int64($0.requests) }, raw { Int64($0.requests) }),

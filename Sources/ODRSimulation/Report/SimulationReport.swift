@@ -32,9 +32,11 @@ public struct SimulationReport: Sendable, Codable {
     /// One result per policy, in the order they ran.
     public var results: [SimulationResult]
 
+    /// Collects `results`, filling in each one's ratio to Belady's MIN when it is among them.
     public init(scenario: Scenario, results: [SimulationResult]) {
         self.scenario = scenario
         self.results = results
+        for i in self.results.indices { self.results[i].downloadRatioToBelady = downloadRatio(of: self.results[i]) }
     }
 
     /// Runs each of `policies` on `simulator` and collects the results.
