@@ -1,0 +1,28 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+import Foundation
+
+/// Fault injection for crash tests: when the environment variable `ODR_CRASH_AT` names a point, the
+/// process kills itself with `SIGKILL` the first time an install reaches it, as a power cut or an
+/// out-of-memory kill would, with no chance to clean up.
+///
+/// Points: `download` (half of a pack's bytes arrived), `unpack` (every entry extracted and verified
+/// in `staging/`, before the rename), `after-rename` (the pack is in `packs/`, its row not committed).
+enum CrashPoint: String {
+    case download
+    case unpack
+    case afterRename = "after-rename"
+
+    private static let armed = ProcessInfo.processInfo.environment["ODR_CRASH_AT"].flatMap(CrashPoint.init(rawValue:))
+
+    /// Kills the process if `ODR_CRASH_AT` names this point.
+    func reached() {
+        guard Self.armed == self else { return }
+        kill(getpid(), SIGKILL)
+    }
+
+    static var isArmed: Bool { armed != nil }
+}

@@ -1,0 +1,65 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+import Foundation
+import ODRFormat
+
+/// Where a tag stands in a store, as Xcode's on-demand resources gauge shows it.
+public enum TagState: String, Sendable, Codable, Hashable {
+    /// Some of its packs are neither installed nor downloading.
+    case notDownloaded = "not downloaded"
+    /// Some of its packs are being downloaded (by this or another process) or wait to be resumed.
+    case downloading
+    /// Every pack it needs is installed.
+    case downloaded
+    /// Downloaded, and a request holds it (only a running resource manager knows that).
+    case inUse = "in use"
+}
+
+/// Where a pack stands in a store.
+public enum PackState: String, Sendable, Codable, Hashable {
+    case notDownloaded = "not downloaded"
+    case downloading
+    case downloaded
+}
+
+extension ResourceStore {
+    /// The installed file of logical path `path` in `snapshot`'s version.
+    ///
+    /// - Throws: ``ResourceError`` `unknown-resource` when the version does not list the path,
+    ///   `resource-not-installed` when its pack is not installed.
+    public func url(forResource path: String, in snapshot: CatalogSnapshot) throws(ResourceError) -> URL {
+        guard let file = snapshot.lookup.file(atPath: path) else {
+            throw ResourceError(.unknownResource, "Version \(snapshot.version) of the catalog has no file '\(path)'. Check the path (it is case-sensitive).",
+                                url: snapshot.catalogURL)
+        }
+        let folder = packURL(id: file.pack)
+        guard try pack(id: file.pack)?.isInstalled == true else {
+            let tags = snapshot.lookup.pack(id: file.pack)?.tags.joined(separator: ", ") ?? "?"
+            throw ResourceError(.resourceNotInstalled, "'\(path)' is in pack \(file.pack.prefix(12)), which is not installed. Fetch one of its tags first: \(tags).",
+                                url: snapshot.catalogURL)
+        }
+        let byPath = folder.appending(path: file.path)
+        return FileManager.default.fileExists(atPath: byPath.path) ? byPath : folder.appending(path: file.entry)
+    }
+
+    /// The state of pack `id`: installed, being downloaded (its lock is held or a partial download waits), or neither.
+    public func state(ofPack id: String, installed: Set<String>) -> PackState {
+        if installed.contains(id) { return .downloaded }
+        if FileManager.default.fileExists(atPath: stagingURL.appending(path: "\(id).zip").path) { return .downloading }
+        if let lock = try? FileLock.tryLock(lockPath(for: id)) {
+            lock.unlock()
+            return .notDownloaded
+        }
+        return .downloading
+    }
+
+    /// The state of a tag: the least advanced state of the packs it needs.
+    public func state(ofTag tag: TagRecord, installed: Set<String>, inUse: Set<String> = []) -> TagState {
+        let states = tag.packs.map { state(ofPack: $0, installed: installed) }
+        if states.allSatisfy({ $0 == .downloaded }) { return inUse.contains(tag.name) ? .inUse : .downloaded }
+        return states.contains(.downloading) ? .downloading : .notDownloaded
+    }
+}

@@ -1,0 +1,40 @@
+import ArgumentParser
+import Foundation
+import ODRRuntime
+
+/// The options every catalog command shares: where the catalog and the store are.
+struct CatalogOptions: ParsableArguments {
+    @Option(help: "The catalog's base URL (http://, https:// or file://), or a local catalog folder.")
+    var catalog: String
+
+    @Option(help: "The store directory (created if missing).")
+    var store: String
+
+    @Option(help: "The distribution to follow.")
+    var distribution = "live"
+
+    @Option(help: "A bundled catalog folder whose packs install from disk instead of the network.")
+    var bundled: String?
+
+    @Flag(help: "Do not contact the server; use the catalog stored by an earlier run.")
+    var offline = false
+
+    var catalogURL: URL {
+        if let url = URL(string: catalog), let scheme = url.scheme, ["http", "https", "file"].contains(scheme) { return url }
+        return URL(filePath: catalog, directoryHint: .isDirectory).standardizedFileURL
+    }
+
+    func validate() throws {
+        guard !catalog.isEmpty else { throw ValidationError("--catalog needs a URL or a folder.") }
+        guard !store.isEmpty else { throw ValidationError("--store needs a directory.") }
+    }
+
+    /// Opens the store and a client for the catalog.
+    func open() throws(ResourceError) -> (ResourceStore, CatalogClient, TransferEngine) {
+        let store = try ResourceStore(directory: URL(filePath: store, directoryHint: .isDirectory))
+        let engine = try TransferEngine()
+        let client = CatalogClient(catalogURL: catalogURL, distribution: distribution, store: store, transport: engine,
+                                   bundledCatalog: bundled.map { URL(filePath: $0, directoryHint: .isDirectory) })
+        return (store, client, engine)
+    }
+}

@@ -1,0 +1,30 @@
+import ArgumentParser
+import Foundation
+import ODRRuntime
+
+/// Runs a command body; a `ResourceError` prints `error[<code>]: <message>` on stderr and exits 1.
+func reportingResourceErrors<T>(_ body: () async throws -> T) async throws -> T {
+    do {
+        return try await body()
+    } catch let error as ResourceError {
+        FileHandle.standardError.write(Data("error[\(error.code)]: \(error.message)\n".utf8))
+        throw ExitCode(1)
+    }
+}
+
+/// Writes a value as pretty JSON with sorted keys on stdout.
+func printJSON(_ value: some Encodable) throws {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+    var data = try encoder.encode(value)
+    data.append(0x0A)
+    FileHandle.standardOutput.write(data)
+}
+
+/// Byte counts for people: `12.3 MiB`.
+func byteText(_ bytes: Int64) -> String {
+    let units = ["bytes", "KiB", "MiB", "GiB", "TiB"]
+    var value = Double(bytes), unit = 0
+    while value >= 1024, unit < units.count - 1 { value /= 1024; unit += 1 }
+    return unit == 0 ? "\(bytes) bytes" : String(format: "%.1f %@", value, units[unit])
+}

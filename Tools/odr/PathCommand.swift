@@ -1,0 +1,25 @@
+import ArgumentParser
+import Foundation
+import ODRRuntime
+
+/// `odr path`: where an installed resource is.
+struct PathCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "path",
+        abstract: "Print the installed file of a resource path; fail if its tags are not installed.",
+        discussion: "Example: odr path --catalog http://127.0.0.1:8080/ --store ./store Levels/Level1/map.json")
+
+    @OptionGroup var options: CatalogOptions
+
+    @Argument(help: "The resource's logical path, as the catalog lists it.")
+    var resource: String
+
+    func run() async throws {
+        try await reportingResourceErrors {
+            let (store, client, _) = try options.open()
+            // Paths of installed packs must resolve without a network.
+            let snapshot = try await client.snapshot(online: false)
+            print(try store.url(forResource: resource, in: snapshot).path)
+        }
+    }
+}

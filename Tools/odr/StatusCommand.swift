@@ -1,0 +1,81 @@
+import ArgumentParser
+import Foundation
+import ODRFormat
+import ODRRuntime
+
+/// `odr status`: the gauge Xcode shows for on-demand resources.
+struct StatusCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "status",
+        abstract: "Show each tag's size and state, each pack, the store's usage and free space.",
+        discussion: """
+            States: not downloaded, downloading (in progress or resumable), downloaded, in use.
+            Example: odr status --catalog http://127.0.0.1:8080/ --store ./store --json
+            """)
+
+    @OptionGroup var options: CatalogOptions
+
+    @Flag(help: "Print JSON instead of text.")
+    var json = false
+
+    struct Report: Encodable {
+        struct Catalog: Encodable { var url: String; var id: String; var serial: Int; var distribution: String; var version: Int }
+        struct Tag: Encodable {
+            var name: String; var state: TagState; var downloadBytes: Int64; var installedBytes: Int64
+            var preservationPriority: Double; var packs: [String]
+        }
+        struct Pack: Encodable {
+            var id: String; var state: PackState; var archiveBytes: Int64; var installedBytes: Int64
+            var tags: [String]; var superseded: Bool; var lastUsedAt: Double?
+        }
+        var catalog: Catalog
+        var tags: [Tag]
+        var packs: [Pack]
+        var store: StoreUsage
+    }
+
+    func run() async throws {
+        try await reportingResourceErrors {
+            let (store, client, _) = try options.open()
+            let snapshot = try await client.snapshot(online: !options.offline)
+            let installed = try store.installedPackIDs()
+            let overrides = try store.preservationPriorityOverrides(catalogURL: snapshot.catalogURL)
+            let rows = Dictionary(uniqueKeysWithValues: try store.packs().map { ($0.id, $0) })
+            let tags = snapshot.manifest.tags.map { tag in
+                Report.Tag(name: tag.name, state: store.state(ofTag: tag, installed: installed),
+                           downloadBytes: tag.downloadBytes, installedBytes: tag.installedBytes,
+                           preservationPriority: snapshot.preservationPriority(ofTag: tag.name, overrides: overrides),
+                           packs: tag.packs)
+            }
+            var packs = snapshot.manifest.packs.map { pack in
+                Report.Pack(id: pack.id, state: store.state(ofPack: pack.id, installed: installed), archiveBytes: pack.archiveBytes,
+                            installedBytes: pack.installedBytes, tags: pack.tags, superseded: false,
+                            lastUsedAt: rows[pack.id]?.lastUsedAt)
+            }
+            // Installed packs the current version no longer lists: superseded, purged first.
+            for row in rows.values.sorted(by: { $0.number < $1.number }) where row.isInstalled && snapshot.lookup.pack(id: row.id) == nil {
+                packs.append(Report.Pack(id: row.id, state: .downloaded, archiveBytes: row.archiveBytes, installedBytes: row.installedBytes,
+                                         tags: [], superseded: true, lastUsedAt: row.lastUsedAt))
+            }
+            let report = Report(
+                catalog: .init(url: snapshot.catalogURL.absoluteString, id: snapshot.index.id, serial: snapshot.index.serial,
+                               distribution: options.distribution, version: snapshot.version),
+                tags: tags, packs: packs, store: try store.usage())
+            if json { try printJSON(report) } else { printText(report) }
+        }
+    }
+
+    private func printText(_ report: Report) {
+        print("catalog \(report.catalog.id) serial \(report.catalog.serial), \(report.catalog.distribution) = version \(report.catalog.version)")
+        print("tags:")
+        for tag in report.tags {
+            print("  \(tag.name.padding(toLength: 20, withPad: " ", startingAt: 0)) \(tag.state.rawValue.padding(toLength: 15, withPad: " ", startingAt: 0)) \(byteText(tag.installedBytes)) (download \(byteText(tag.downloadBytes)))")
+        }
+        print("packs:")
+        for pack in report.packs {
+            let tags = pack.superseded ? "superseded" : pack.tags.joined(separator: ",")
+            print("  \(pack.id.prefix(12))  \(pack.state.rawValue.padding(toLength: 15, withPad: " ", startingAt: 0)) \(byteText(pack.installedBytes))  \(tags)")
+        }
+        print("store: \(byteText(report.store.installedBytes)) in \(report.store.installedPacks) pack(s); \(byteText(report.store.freeBytes)) free")
+    }
+}

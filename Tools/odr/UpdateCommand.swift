@@ -1,0 +1,59 @@
+import ArgumentParser
+import Foundation
+import ODRFormat
+import ODRRuntime
+
+/// `odr update`: checks for a new version and says what moving to it would download.
+struct UpdateCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "update",
+        abstract: "Check the catalog for a new version and say what it would download.",
+        discussion: """
+            Compares the tags the store holds with the distribution's current version: packs with
+            the same id carry over; only new or changed packs would be downloaded. Packs the new
+            version no longer needs become the first candidates for purging.
+            Example: odr update --catalog http://127.0.0.1:8080/ --store ./store
+            """)
+
+    @OptionGroup var options: CatalogOptions
+
+    @Flag(help: "Print JSON instead of text.")
+    var json = false
+
+    struct Report: Encodable {
+        var previousVersion: Int?
+        var currentVersion: Int
+        var tags: [String]
+        var download: [String]
+        var downloadBytes: Int64
+        var superseded: [String]
+        var supersededBytes: Int64
+    }
+
+    func run() async throws {
+        try await reportingResourceErrors {
+            let (store, client, _) = try options.open()
+            let previous = try client.storedSnapshot()
+            let current = try await client.refresh()
+            let installed = try store.installedPackIDs()
+            // The tags the store holds: those whose packs were all installed under the previous version.
+            let held = (previous?.manifest.tags ?? []).filter { tag in tag.packs.allSatisfy(installed.contains) }.map(\.name)
+            let kept = held.filter { current.lookup.tag(named: $0) != nil }
+            let needed = current.lookup.packs(forTags: kept).compactMap { current.lookup.pack(id: $0) }
+            let download = needed.filter { !installed.contains($0.id) }
+            let superseded = try store.packs().filter { $0.isInstalled && $0.isSuperseded }
+            let report = Report(previousVersion: previous?.version, currentVersion: current.version, tags: kept,
+                                download: download.map(\.id), downloadBytes: download.reduce(0) { $0 + $1.archiveBytes },
+                                superseded: superseded.map(\.id), supersededBytes: superseded.reduce(0) { $0 + $1.installedBytes })
+            if json { try printJSON(report); return }
+            if let from = report.previousVersion, from != report.currentVersion {
+                print("new version: \(from) -> \(report.currentVersion)")
+            } else {
+                print("version \(report.currentVersion) is current")
+            }
+            print("would download \(download.count) pack(s), \(byteText(report.downloadBytes)), for tags: \(kept.joined(separator: ", "))")
+            for pack in download { print("  \(pack.id.prefix(12))  \(byteText(pack.archiveBytes))  \(pack.tags.joined(separator: ","))") }
+            print("superseded (purged first): \(superseded.count) pack(s), \(byteText(report.supersededBytes))")
+        }
+    }
+}

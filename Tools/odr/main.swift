@@ -1,1 +1,0 @@
-print("odr: not built yet")
