@@ -107,16 +107,40 @@ public struct CatalogDirectory: Sendable {
     @discardableResult
     public func writeImmutable(_ data: Data, at relative: String) throws(BuildError) -> Bool {
         let location = url(of: relative)
-        if FileManager.default.fileExists(atPath: location.path) {
-            guard (try? Data(contentsOf: location)) == data else {
-                throw BuildError(
-                    .immutableConflict,
-                    "the file already exists with different content and published files are never overwritten; remove it only if no client has seen it",
-                    file: location.path)
-            }
-            return false
+        let folder = location.deletingLastPathComponent()
+        let temporary = folder.appending(path: ".tmp-\(UUID().uuidString)-\(location.lastPathComponent)")
+        do {
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            try data.write(to: temporary)
+            try Self.flush(temporary)
+        } catch {
+            try? FileManager.default.removeItem(at: temporary)
+            throw BuildError(.catalogIO, "cannot write the file; check free space and permissions", file: location.path, cause: error)
         }
-        try writeAtomically(data, to: location)
+        if try publish(temporary, to: location) { return true }
+        guard (try? Data(contentsOf: location)) == data else {
+            throw BuildError(
+                .immutableConflict,
+                "the file already exists with different content and published files are never overwritten; remove it only if no client has seen it",
+                file: location.path)
+        }
+        return false
+    }
+
+    /// Moves a finished temporary file to `location` unless a file is already there, atomically:
+    /// `link(2)` fails instead of replacing, so two builds racing for one name cannot overwrite
+    /// each other. The temporary file is removed either way.
+    ///
+    /// - Returns: `false` when `location` already existed (and was left untouched).
+    public func publish(_ temporary: URL, to location: URL) throws(BuildError) -> Bool {
+        defer { unlink(temporary.path) }
+        guard link(temporary.path, location.path) == 0 else {
+            let code = errno
+            if code == EEXIST { return false }
+            throw BuildError(
+                .catalogIO, "cannot publish the file: \(String(cString: strerror(code)))", file: location.path,
+                cause: POSIXErrorCode(rawValue: code).map { POSIXError($0) })
+        }
         return true
     }
 

@@ -91,17 +91,8 @@ public struct PackArchiver: Sendable {
             throw BuildError(.catalogIO, "cannot write a pack for tags [\(pack.tags.joined(separator: ", "))]", file: temporary.path, cause: error)
         }
 
-        let destination = catalog.packURL(id: summary.sha256)
-        do {
-            if FileManager.default.fileExists(atPath: destination.path) {
-                // Same name, same bytes: the published archive stays untouched.
-                try FileManager.default.removeItem(at: temporary)
-            } else {
-                try FileManager.default.moveItem(at: temporary, to: destination)
-            }
-        } catch {
-            throw BuildError(.catalogIO, "cannot move the pack into place", file: destination.path, cause: error)
-        }
+        // Same name, same bytes: an archive already published under this hash stays untouched.
+        _ = try catalog.publish(temporary, to: catalog.packURL(id: summary.sha256))
 
         let byName = Dictionary(uniqueKeysWithValues: summary.entries.map { ($0.name, $0) })
         var files: [FileRecord] = []
