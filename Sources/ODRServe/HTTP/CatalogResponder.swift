@@ -130,6 +130,11 @@ struct CatalogResponder: HTTPResponder {
                             .write(shaped)
                     }
                 }
+                guard shaped.bytesSent == layout.length else {
+                    // The file shrank since it was measured: close rather than leave the client
+                    // waiting for bytes that will never come.
+                    throw ShapedBodyWriter.Interrupted()
+                }
                 try await shaped.end()
                 exchange.finish(outcome: .completed, bytesSent: shaped.bytesSent)
             } catch {

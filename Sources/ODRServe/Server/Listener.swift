@@ -6,7 +6,8 @@ import Logging
 actor Listener {
     private enum State {
         case listening(RunningApplication)
-        case offline(PortReservation)
+        /// Not listening; the reservation holds the port unless another program took it meanwhile.
+        case offline(PortReservation?)
         case stopped
     }
 
@@ -35,14 +36,32 @@ actor Listener {
     }
 
     /// Goes offline (refusing connections, dropping open ones) or comes back online.
+    ///
+    /// The actor is reentrant across the awaits below, so each step checks that no other call
+    /// (a concurrent `stop`) changed the state meanwhile.
     func setOffline(_ offline: Bool) async throws(ServeError) {
         switch (state, offline) {
         case (.listening(let application), true):
+            state = .offline(nil)
             await application.stop()
-            state = .offline(try PortReservation(host: host, port: port))
+            guard case .offline = state else { return }
+            // Another program may take the port in the instant it is free; the server then stays
+            // offline (connections are still refused) and reports why.
+            let reservation: PortReservation
+            do {
+                reservation = try PortReservation(host: host, port: port)
+            } catch {
+                logger.warning("Offline without holding port \(port): \(error)")
+                throw error
+            }
+            state = .offline(reservation)
         case (.offline(let reservation), false):
             // Bind while the reservation still holds the port (both use SO_REUSEADDR), then release it.
             let application = try await RunningApplication.start(host: host, port: port, responder: responder, logger: logger)
+            guard case .offline = state else {
+                await application.stop()
+                throw ServeError(.stopped, "The server was stopped: start a new one.")
+            }
             withExtendedLifetime(reservation) {}
             state = .listening(application)
         case (.stopped, _):
@@ -54,9 +73,10 @@ actor Listener {
 
     /// Closes the port for good.
     func stop() async {
-        if case .listening(let application) = state {
+        let previous = state
+        state = .stopped
+        if case .listening(let application) = previous {
             await application.stop()
         }
-        state = .stopped
     }
 }
