@@ -1,0 +1,67 @@
+import Foundation
+import Synchronization
+
+/// Wraps the manager's transport: adds the catalog's extra headers to every request, and keeps the
+/// live transfer handles by URL so that a request's priority changes, pauses and resumes reach the
+/// transfers of its packs, whichever component started them.
+final class ManagedTransport: Transport {
+    private let base: any Transport
+    private let headers: [String: String]
+    private let state = Mutex(State())
+
+    private struct State {
+        var handles: [URL: [ObjectIdentifier: any TransferHandle]] = [:]
+        var priorities: [URL: TransferPriority] = [:]
+        var paused: Set<URL> = []
+    }
+
+    init(base: any Transport, headers: [String: String]) {
+        self.base = base
+        self.headers = headers
+    }
+
+    func transfer(_ request: TransferRequest, into sink: any TransferSink) -> any TransferHandle {
+        var request = request
+        for (name, value) in headers where request.headers[name] == nil { request.headers[name] = value }
+        let (priority, paused) = state.withLock { ($0.priorities[request.url], $0.paused.contains(request.url)) }
+        if let priority { request.priority = priority }
+        let handle = base.transfer(request, into: sink)
+        let key = ObjectIdentifier(handle)
+        state.withLock { $0.handles[request.url, default: [:]][key] = handle }
+        if paused { handle.pause() }
+        Task { [weak self] in
+            _ = await handle.outcome()
+            self?.state.withLock { state in
+                state.handles[request.url]?[key] = nil
+                if state.handles[request.url]?.isEmpty == true { state.handles[request.url] = nil }
+            }
+        }
+        return handle
+    }
+
+    /// Sets the priority of current and future transfers of `url`.
+    func setPriority(_ priority: TransferPriority, for url: URL) {
+        let handles = state.withLock { state in
+            state.priorities[url] = priority
+            return Array(state.handles[url, default: [:]].values)
+        }
+        for handle in handles { handle.setPriority(priority) }
+    }
+
+    /// Pauses or resumes current and future transfers of `url`.
+    func setPaused(_ paused: Bool, for url: URL) {
+        let handles = state.withLock { state in
+            if paused { state.paused.insert(url) } else { state.paused.remove(url) }
+            return Array(state.handles[url, default: [:]].values)
+        }
+        for handle in handles { paused ? handle.pause() : handle.resume() }
+    }
+
+    /// Forgets the settings of `url` once nothing needs it.
+    func forget(_ url: URL) {
+        state.withLock { state in
+            state.priorities[url] = nil
+            state.paused.remove(url)
+        }
+    }
+}

@@ -1,0 +1,36 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+import Foundation
+
+/// Where a ``ResourceManager`` reads the time; tests inject a clock they control.
+public protocol ManagerClock: Sendable {
+    /// Seconds since 1970.
+    func now() -> Double
+}
+
+/// The wall clock.
+public struct SystemClock: ManagerClock {
+    public init() {}
+    public func now() -> Double { Date().timeIntervalSince1970 }
+}
+
+/// Tells how much space is free on the file system that holds a directory; tests inject a probe
+/// that reports a small disk.
+public protocol DiskSpaceProbe: Sendable {
+    /// Bytes available to unprivileged writers on the file system holding `directory`.
+    func freeBytes(at directory: URL) -> Int64?
+}
+
+/// Reads free space with `statvfs`.
+public struct FileSystemSpaceProbe: DiskSpaceProbe {
+    public init() {}
+
+    public func freeBytes(at directory: URL) -> Int64? {
+        var info = statvfs()
+        guard statvfs(directory.path, &info) == 0 else { return nil }
+        return Int64(info.f_bavail) * Int64(info.f_frsize)
+    }
+}

@@ -1,0 +1,110 @@
+import Foundation
+import Synchronization
+
+/// One pack being installed for one or more requests. Requests that need a pack already being
+/// installed join this download instead of starting another.
+final class PackDownload: Sendable {
+    let pack: String
+    let bytes: Int64
+    private let state = Mutex(State())
+
+    private struct State {
+        var received: Int64 = 0
+        var result: Result<Void, ResourceError>?
+        var waiters: [UInt64: CheckedContinuation<Void, any Error>] = [:]
+        var observers: [UInt64: @Sendable (Int64) -> Void] = [:]
+        var interested = 0
+        var nextID: UInt64 = 0
+        var task: Task<Void, Never>?
+    }
+
+    init(pack: String, bytes: Int64) {
+        self.pack = pack
+        self.bytes = bytes
+    }
+
+    /// Starts the work; `work` runs once, and its outcome ends every wait.
+    func start(_ work: @escaping @Sendable () async throws(ResourceError) -> Void) {
+        let task = Task {
+            do throws(ResourceError) {
+                try await work()
+                self.complete(.success(()))
+            } catch {
+                self.complete(.failure(error))
+            }
+        }
+        state.withLock { $0.task = task }
+    }
+
+    /// Bytes received so far.
+    var received: Int64 { state.withLock { $0.received } }
+
+    /// Records progress and tells the observers.
+    func update(received: Int64) {
+        let observers = state.withLock { state in
+            state.received = max(state.received, min(received, bytes))
+            return Array(state.observers.values)
+        }
+        for observer in observers { observer(received) }
+    }
+
+    /// A request starts needing this download.
+    func retain() { state.withLock { $0.interested += 1 } }
+
+    /// A request stops needing it; the last one out cancels the work.
+    func release() {
+        let task: Task<Void, Never>? = state.withLock { state in
+            state.interested -= 1
+            return state.interested == 0 && state.result == nil ? state.task : nil
+        }
+        task?.cancel()
+    }
+
+    /// Calls `observer` with the bytes received whenever they change; returns a token for ``removeObserver(_:)``.
+    func addObserver(_ observer: @escaping @Sendable (Int64) -> Void) -> UInt64 {
+        state.withLock { state in
+            state.nextID += 1
+            state.observers[state.nextID] = observer
+            return state.nextID
+        }
+    }
+
+    func removeObserver(_ token: UInt64) { _ = state.withLock { $0.observers.removeValue(forKey: token) } }
+
+    /// Waits for the outcome; a cancelled waiter stops waiting at once (the work goes on for others).
+    func wait() async throws(ResourceError) {
+        let id = state.withLock { state -> UInt64 in
+            state.nextID += 1
+            return state.nextID
+        }
+        do {
+            try await withTaskCancellationHandler {
+                try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                    let early: Result<Void, any Error>? = state.withLock { state in
+                        if let result = state.result { return result.mapError { $0 } }
+                        if Task.isCancelled { return .failure(CancellationError()) }
+                        state.waiters[id] = continuation
+                        return nil
+                    }
+                    if let early { continuation.resume(with: early) }
+                }
+            } onCancel: {
+                let waiter = state.withLock { $0.waiters.removeValue(forKey: id) }
+                waiter?.resume(throwing: CancellationError())
+            }
+        } catch let error as ResourceError {
+            throw error
+        } catch {
+            throw ResourceError(.cancelled, "The request was cancelled before its resources were ready.")
+        }
+    }
+
+    private func complete(_ result: Result<Void, ResourceError>) {
+        let waiters = state.withLock { state in
+            state.result = result
+            defer { state.waiters.removeAll() }
+            return Array(state.waiters.values)
+        }
+        for waiter in waiters { waiter.resume(with: result.mapError { $0 }) }
+    }
+}

@@ -1,0 +1,49 @@
+import Foundation
+
+extension ResourceManager {
+    /// Everything a manager needs to know; only the catalog URL and the store directory are required.
+    ///
+    /// ```swift
+    /// var configuration = ResourceManager.Configuration(
+    ///     catalogURL: URL(string: "https://cdn.example.com/game/")!,
+    ///     storeDirectory: URL(filePath: "/var/lib/mygame/odr"))
+    /// configuration.cacheBudget = 1 << 30           // keep at most 1 GiB of packs
+    /// configuration.extraHeaders = ["Authorization": "Bearer \(token)"]
+    /// let manager = try ResourceManager(configuration: configuration)
+    /// ```
+    public struct Configuration: Sendable {
+        /// The catalog's base URL (the directory holding `catalog.json`); `https://`, `http://` or `file://`.
+        public var catalogURL: URL
+        /// The distribution to follow.
+        public var distribution: String = "live"
+        /// Where installed packs, partial downloads and the database live.
+        public var storeDirectory: URL
+        /// Headers sent with every request for this catalog (for example `Authorization`).
+        public var extraHeaders: [String: String] = [:]
+        /// A catalog directory shipped with the app: its packs install from disk, not the network.
+        public var bundledCatalog: URL?
+        /// The most bytes of packs in use at once (default 2 GiB). Beginning more fails with
+        /// `exceeded-maximum-in-use-size`.
+        public var inUseLimit: Int64 = Ledger.defaultInUseLimit
+        /// The most bytes of installed packs the store may hold; `nil` for no budget. Before a
+        /// download that would exceed it, packs not in use are purged.
+        public var cacheBudget: Int64?
+        /// Purge when the file system's free space would fall below this many bytes.
+        public var freeSpaceWatermark: Int64 = 256 << 20
+        /// How many transfers run at once.
+        public var maximumConcurrentTransfers: Int = 4
+        /// The clock that stamps last use; injectable for tests.
+        public var clock: any ManagerClock = SystemClock()
+        /// The free-space probe; injectable for tests.
+        public var diskSpace: any DiskSpaceProbe = FileSystemSpaceProbe()
+        /// The transport; `nil` uses the libcurl ``TransferEngine``.
+        public var transport: (any Transport)?
+        /// The purge policy.
+        public var purgePlanner = PurgePlanner()
+
+        public init(catalogURL: URL, storeDirectory: URL) {
+            self.catalogURL = catalogURL
+            self.storeDirectory = storeDirectory
+        }
+    }
+}

@@ -1,0 +1,92 @@
+import Foundation
+import ODRFormat
+import Synchronization
+
+extension ResourceManager {
+    /// Installs what `tags` need without marking them in use (initial install, prefetch, `odr fetch`).
+    func install(tags: [String], priority: TransferPriority, progress: (@Sendable (Int64, Int64) -> Void)?) async throws(ResourceError) {
+        let downloads = try state.withLock { state throws(ResourceError) in
+            let snapshot = try Self.requireSnapshot(state)
+            let ids = try Self.packIDs(forTags: tags, in: snapshot)
+            return startDownloads(of: ids, snapshot: snapshot, state: &state)
+        }
+        try await wait(for: downloads, priority: priority, progress: progress)
+    }
+
+    /// Joins or starts a download for every pack of `ids` that is not installed. Call with the lock held.
+    func startDownloads(of ids: [String], snapshot: CatalogSnapshot, state: inout State) -> [PackDownload] {
+        var downloads: [PackDownload] = []
+        for id in ids where !state.installedIDs.contains(id) {
+            guard let pack = snapshot.lookup.pack(id: id) else { continue }
+            if let existing = state.downloads[id] {
+                existing.retain()
+                downloads.append(existing)
+                continue
+            }
+            let download = PackDownload(pack: id, bytes: pack.archiveBytes)
+            download.retain()
+            state.downloads[id] = download
+            download.start { [self] () throws(ResourceError) in
+                do throws(ResourceError) {
+                    try await installPack(pack, snapshot: snapshot, download: download)
+                } catch {
+                    self.state.withLock { $0.downloads[id] = nil }
+                    throw error
+                }
+            }
+            downloads.append(download)
+        }
+        return downloads
+    }
+
+    /// Waits for `downloads`, reporting bytes received of bytes to download; releases them after.
+    func wait(for downloads: [PackDownload], priority: TransferPriority, progress: (@Sendable (Int64, Int64) -> Void)?) async throws(ResourceError) {
+        defer { for download in downloads { download.release() } }
+        guard !downloads.isEmpty else { return }
+        raisePriority(of: downloads, to: priority)
+        let total = downloads.reduce(Int64(0)) { $0 + $1.bytes }
+        var tokens: [(PackDownload, UInt64)] = []
+        if let progress {
+            let report: @Sendable (Int64) -> Void = { _ in
+                progress(downloads.reduce(Int64(0)) { $0 + $1.received }, total)
+            }
+            tokens = downloads.map { ($0, $0.addObserver(report)) }
+            report(0)
+        }
+        defer { for (download, token) in tokens { download.removeObserver(token) } }
+        for download in downloads { try await download.wait() }
+    }
+
+    /// Sets the transfer priority of downloads; urgent or higher wins over what they had.
+    func raisePriority(of downloads: [PackDownload], to priority: TransferPriority) {
+        guard let snapshot = state.withLock({ $0.snapshot }) else { return }
+        for download in downloads {
+            transport.setPriority(priority, for: snapshot.packURL(id: download.pack))
+        }
+    }
+
+    /// Pauses or resumes the transfers of `downloads`.
+    func setPaused(_ paused: Bool, downloads: [PackDownload]) {
+        guard let snapshot = state.withLock({ $0.snapshot }) else { return }
+        for download in downloads { transport.setPaused(paused, for: snapshot.packURL(id: download.pack)) }
+    }
+
+    /// Makes room, then downloads, verifies and installs one pack.
+    private func installPack(_ pack: PackRecord, snapshot: CatalogSnapshot, download: PackDownload) async throws(ResourceError) {
+        try await makeRoom(forIncoming: pack.installedBytes + pack.archiveBytes)
+        var installer = PackInstaller(store: store, transport: transport, bundledCatalog: configuration.bundledCatalog)
+        installer.maximumConcurrentInstalls = 1
+        _ = try await installer.install([pack], from: snapshot) { progress in
+            download.update(received: progress.completedBytes)
+        }
+        state.withLock { state in
+            state.installedIDs.insert(pack.id)
+            if let index = state.ledger?.catalog.pack(id: pack.id), state.snapshot?.version == snapshot.version {
+                state.installed[index.index] = true
+            }
+            state.downloads[pack.id] = nil
+        }
+        transport.forget(snapshot.packURL(id: pack.id))
+        hub.emit(.packInstalled(id: pack.id, bytes: pack.installedBytes), from: self)
+    }
+}

@@ -1,0 +1,68 @@
+import Foundation
+import ODRFormat
+import Synchronization
+
+extension ResourceManager {
+    /// Holds `tags` in the ledger and starts or joins the downloads of their missing packs.
+    ///
+    /// - Throws: `invalid-tag` or `exceeded-maximum-in-use-size`; nothing is held then.
+    func beginTags(_ tags: Set<String>) throws(ResourceError) -> ([TagIndex], Set<String>, [PackDownload]) {
+        try state.withLock { state throws(ResourceError) in
+            let snapshot = try Self.requireSnapshot(state)
+            guard var ledger = state.ledger else { throw ResourceError(.catalogUnavailable, "The manager has no catalog yet. Call prepare() first.") }
+            let ids = try Self.packIDs(forTags: tags, in: snapshot)
+            let held = try ledger.catalog.tags(named: tags.sorted())
+            try ledger.begin(held)
+            state.ledger = ledger
+            let downloads = startDownloads(of: ids, snapshot: snapshot, state: &state)
+            return (held, Set(ids), downloads)
+        }
+    }
+
+    /// Holds `tags` only when every pack they need is installed and the limit allows; never downloads.
+    func beginTagsIfInstalled(_ tags: Set<String>) -> ([TagIndex], Set<String>)? {
+        state.withLock { state -> ([TagIndex], Set<String>)? in
+            guard var ledger = state.ledger else { return nil }
+            var held: [TagIndex] = []
+            held.reserveCapacity(tags.count)
+            var ids = Set<String>()
+            for name in tags {
+                guard let tag = ledger.catalog.tag(named: name) else { return nil }
+                for pack in ledger.catalog.packs(of: tag) {
+                    guard state.installed[pack.index] else { return nil }
+                    ids.insert(ledger.catalog.packIDs[pack.index])
+                }
+                held.append(tag)
+            }
+            guard (try? ledger.begin(held)) != nil else { return nil }
+            state.ledger = ledger
+            return (held, ids)
+        }
+    }
+
+    /// Releases tags a request held; adopts a pending catalog version once nothing is in use.
+    func release(tags: [TagIndex], packIDs: Set<String>) {
+        guard !tags.isEmpty else { return }
+        state.withLock { state in
+            guard var ledger = state.ledger else { return }
+            _ = try? ledger.end(tags)
+            state.ledger = ledger
+        }
+        noteUse(packIDs)
+        adoptPendingIfIdle()
+    }
+
+    /// Records that packs were used now (batched off the caller's path).
+    func noteUse(_ ids: Set<String>) { lastUse.note(ids) }
+
+    /// The installed file of logical path `path`, if one of `packs` holds it and is installed.
+    func installedURL(forResource path: String, amongPacks packs: Set<String>) -> URL? {
+        guard let snapshot = state.withLock({ $0.snapshot }), let file = snapshot.lookup.file(atPath: path),
+              packs.contains(file.pack) else { return nil }
+        let folder = store.packURL(id: file.pack)
+        let byPath = folder.appending(path: file.path)
+        if FileManager.default.fileExists(atPath: byPath.path) { return byPath }
+        let byEntry = folder.appending(path: file.entry)
+        return FileManager.default.fileExists(atPath: byEntry.path) ? byEntry : nil
+    }
+}

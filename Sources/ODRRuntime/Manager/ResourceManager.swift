@@ -1,0 +1,237 @@
+import Foundation
+import ODRFormat
+import Synchronization
+
+/// Downloads, installs, tracks and purges the packs of one catalog for the requests of an app.
+///
+/// Not a singleton: create as many managers as you have catalogs or stores. A manager follows one
+/// distribution of one catalog, keeps its packs in one store directory, ref-counts tags across all
+/// of its ``ResourceRequest``s, and purges least-recently-used packs that no request uses when the
+/// cache budget or the disk's free space requires it.
+///
+/// ```swift
+/// let manager = try ResourceManager(configuration: .init(catalogURL: catalogURL, storeDirectory: storeURL))
+/// try await manager.prepare()                       // catalog + initial-install tags
+/// let level = ResourceRequest(tags: ["level3"], manager: manager)
+/// try await level.beginAccessingResources()
+/// let map = level.url(forResource: "map", withExtension: "json", subdirectory: "Levels/Level3")
+/// ```
+public final class ResourceManager: Sendable {
+    /// The settings this manager was created with.
+    public let configuration: Configuration
+    /// The store that holds installed packs.
+    public let store: ResourceStore
+    let transport: ManagedTransport
+    let client: CatalogClient
+    let hub = EventHub()
+    let state: Mutex<State>
+    let lastUse: LastUseRecorder
+
+    /// What the manager knows right now; guarded by ``state``.
+    struct State {
+        var snapshot: CatalogSnapshot?
+        var ledger: Ledger?
+        /// Per pack of the ledger's catalog: installed or not (dense, for the fast paths).
+        var installed: [Bool] = []
+        /// Installed pack ids, including ones the current version does not list.
+        var installedIDs: Set<String> = []
+        var downloads: [String: PackDownload] = [:]
+        /// A newer version waiting for the requests of the current one to end.
+        var pendingSnapshot: CatalogSnapshot?
+        var prefetch: Task<Void, Never>?
+    }
+
+    /// Opens the store (repairing what a crash left) and, when it holds a copy of the catalog,
+    /// makes it usable at once, even with no network.
+    ///
+    /// - Throws: ``ResourceError`` `storage-failure` when the store cannot be opened.
+    public init(configuration: Configuration) throws(ResourceError) {
+        self.configuration = configuration
+        let clock = configuration.clock
+        store = try ResourceStore(directory: configuration.storeDirectory, clock: { clock.now() })
+        let base: any Transport
+        if let injected = configuration.transport {
+            base = injected
+        } else {
+            var engine = TransferEngine.Configuration()
+            engine.maximumConcurrentTransfers = max(1, configuration.maximumConcurrentTransfers)
+            base = try TransferEngine(configuration: engine)
+        }
+        transport = ManagedTransport(base: base, headers: configuration.extraHeaders)
+        client = CatalogClient(
+            catalogURL: configuration.catalogURL, distribution: configuration.distribution, store: store,
+            transport: transport, bundledCatalog: configuration.bundledCatalog)
+        lastUse = LastUseRecorder(store: store)
+        state = Mutex(State(installedIDs: try store.installedPackIDs()))
+        if let stored = try client.storedSnapshot() {
+            try adopt(stored)
+        }
+    }
+
+    deinit {
+        state.withLock { $0.prefetch?.cancel() }
+        hub.finish()
+    }
+
+    /// Events as they happen: installs, purges with their reasons, low disk space, catalog updates.
+    public func events() -> AsyncStream<ResourceManagerEvent> { hub.subscribe() }
+
+    /// The catalog version requests currently use, if the manager has one.
+    public var currentVersion: Int? { state.withLock { $0.snapshot?.version } }
+
+    /// Every tag of the current version.
+    public var tags: [TagRecord] { state.withLock { $0.snapshot?.manifest.tags ?? [] } }
+
+    // MARK: - Preparing
+
+    /// Fetches the catalog (or uses the stored copy when offline), installs the initial-install
+    /// tags, then starts fetching the prefetch tags in order, in the background, at low priority.
+    ///
+    /// The app is ready when it returns.
+    ///
+    /// - Parameter online: `false` uses only the stored catalog and installs nothing new.
+    /// - Throws: ``ResourceError``: `catalog-unavailable` when there is neither network nor a stored
+    ///   catalog, `catalog-rollback`, `invalid-catalog`, and any install error of the initial tags.
+    public func prepare(online: Bool = true) async throws(ResourceError) {
+        let snapshot = try await client.snapshot(online: online)
+        try adopt(snapshot)
+        let current = state.withLock { $0.snapshot } ?? snapshot
+        let initial = current.manifest.initialInstallTags
+        if !initial.isEmpty, online {
+            try await install(tags: initial, priority: .urgent, progress: nil)
+        }
+        let prefetch = current.manifest.prefetchOrder
+        guard online, !prefetch.isEmpty else { return }
+        let task = Task { [weak self] in
+            for tag in prefetch {
+                guard let self, !Task.isCancelled else { return }
+                try? await self.install(tags: [tag], priority: .loading(0), progress: nil)
+            }
+        }
+        state.withLock { state in
+            state.prefetch?.cancel()
+            state.prefetch = task
+        }
+    }
+
+    /// Waits until the background prefetch started by ``prepare(online:)`` has finished.
+    public func waitForPrefetch() async {
+        await state.withLock { $0.prefetch }?.value
+    }
+
+    /// Makes `snapshot` the current version, or keeps it pending while requests use the current one.
+    func adopt(_ snapshot: CatalogSnapshot) throws(ResourceError) {
+        let manifest = snapshot.manifest
+        let catalog = try LedgerCatalog(
+            tags: manifest.tags.map(\.name),
+            packs: manifest.packs.map { .init(id: $0.id, bytes: $0.installedBytes, tags: $0.tags) })
+        let changed: Bool = state.withLock { state in
+            if let current = state.snapshot, current.version == snapshot.version, current.catalogURL == snapshot.catalogURL {
+                return false
+            }
+            if let ledger = state.ledger, ledger.inUseBytes > 0 || ledger.packReferenceCounts.contains(where: { $0 > 0 }) {
+                state.pendingSnapshot = snapshot
+                return false
+            }
+            var ledger = Ledger(catalog: catalog, inUseLimit: configuration.inUseLimit)
+            ledger.inUseLimit = configuration.inUseLimit
+            state.snapshot = snapshot
+            state.ledger = ledger
+            state.installed = catalog.packIDs.map { state.installedIDs.contains($0) }
+            return true
+        }
+        if changed { hub.emit(.catalogUpdated(version: snapshot.version), from: self) }
+    }
+
+    /// Adopts a pending version once no request uses the current one.
+    func adoptPendingIfIdle() {
+        let pending: CatalogSnapshot? = state.withLock { state in
+            guard let pending = state.pendingSnapshot, let ledger = state.ledger,
+                  !ledger.packReferenceCounts.contains(where: { $0 > 0 }) else { return nil }
+            state.pendingSnapshot = nil
+            return pending
+        }
+        if let pending { try? adopt(pending) }
+    }
+
+    // MARK: - Queries
+
+    /// The bytes a request for `tags` would download now: packs already installed, or shared with
+    /// installed tags, cost nothing.
+    ///
+    /// - Throws: ``ResourceError`` `invalid-tag` for a tag the catalog does not define.
+    public func downloadSize(forTags tags: Set<String>) throws(ResourceError) -> Int64 {
+        try state.withLock { state throws(ResourceError) -> Int64 in
+            let snapshot = try Self.requireSnapshot(state)
+            let ids = try Self.packIDs(forTags: tags, in: snapshot)
+            return ids.reduce(Int64(0)) { sum, id in
+                state.installedIDs.contains(id) ? sum : sum + (snapshot.lookup.pack(id: id)?.archiveBytes ?? 0)
+            }
+        }
+    }
+
+    /// Sets the preservation priority (0...1) of tags; it persists across launches. Packs whose
+    /// tags have higher priority are purged later.
+    ///
+    /// - Throws: ``ResourceError`` `invalid-tag` for unknown tags or a priority outside 0...1;
+    ///   nothing changes then.
+    public func setPreservationPriority(_ priority: Double, forTags tags: Set<String>) throws(ResourceError) {
+        guard (0...1).contains(priority) else {
+            throw ResourceError(.invalidTag, "A preservation priority must be between 0 and 1; \(priority) is not.")
+        }
+        let snapshot = try state.withLock { state throws(ResourceError) in try Self.requireSnapshot(state) }
+        _ = try Self.packIDs(forTags: tags, in: snapshot)
+        for tag in tags.sorted() {
+            try store.setPreservationPriority(priority, forTag: tag, catalogURL: snapshot.catalogURL)
+        }
+    }
+
+    /// The preservation priority of a tag: the app's setting, or the catalog's default.
+    public func preservationPriority(forTag tag: String) throws(ResourceError) -> Double {
+        let snapshot = try state.withLock { state throws(ResourceError) in try Self.requireSnapshot(state) }
+        _ = try Self.packIDs(forTags: [tag], in: snapshot)
+        return snapshot.preservationPriority(ofTag: tag, overrides: try store.preservationPriorityOverrides(catalogURL: snapshot.catalogURL))
+    }
+
+    static func requireSnapshot(_ state: State) throws(ResourceError) -> CatalogSnapshot {
+        guard let snapshot = state.snapshot else {
+            throw ResourceError(.catalogUnavailable, "The manager has no catalog yet. Call prepare() first (with the network on the first time).")
+        }
+        return snapshot
+    }
+
+    /// The ids of the packs `tags` need, sorted.
+    static func packIDs(forTags tags: some Collection<String>, in snapshot: CatalogSnapshot) throws(ResourceError) -> [String] {
+        for tag in tags where snapshot.lookup.tag(named: tag) == nil {
+            throw ResourceError(.invalidTag, "The catalog (version \(snapshot.version)) has no tag '\(tag)'. Check the spelling, or rebuild the catalog with a rule for it.")
+        }
+        return snapshot.lookup.packs(forTags: tags)
+    }
+}
+
+/// Records last-use times off the hot path: begin and end note the packs, and one background
+/// write stores them (purging flushes first, so its order is always current).
+final class LastUseRecorder: Sendable {
+    private let store: ResourceStore
+    private let pending = Mutex<(ids: Set<String>, scheduled: Bool)>(([], false))
+
+    init(store: ResourceStore) { self.store = store }
+
+    func note(_ ids: some Sequence<String>) {
+        let schedule: Bool = pending.withLock { pending in
+            pending.ids.formUnion(ids)
+            guard !pending.scheduled, !pending.ids.isEmpty else { return false }
+            pending.scheduled = true
+            return true
+        }
+        if schedule { Task.detached { [self] in flush() } }
+    }
+
+    func flush() {
+        let ids: Set<String> = pending.withLock { pending in
+            defer { pending = ([], false) }
+            return pending.ids
+        }
+        if !ids.isEmpty { try? store.markUsed(ids) }
+    }
+}

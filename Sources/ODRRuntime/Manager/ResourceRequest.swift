@@ -1,0 +1,263 @@
+import Foundation
+import ODRFormat
+import Synchronization
+
+/// A request for the resources of some tags, as a game asks for a level.
+///
+/// Begin it to download (if needed) and hold its tags' packs; while it is accessing, its files are
+/// ordinary files that ``url(forResource:withExtension:subdirectory:)`` finds. End it (or let it
+/// go) when the level is over: its packs may then be purged when space is needed.
+///
+/// ```swift
+/// let level = ResourceRequest(tags: ["level3"], manager: manager)
+/// level.loadingPriority = .urgent
+/// if await !level.conditionallyBeginAccessingResources() {
+///     try await level.beginAccessingResources()      // downloads what is missing
+/// }
+/// let map = try Data(contentsOf: level.url(forResource: "map", withExtension: "json",
+///                                          subdirectory: "Levels/Level3")!)
+/// level.endAccessingResources()
+/// ```
+///
+/// States: `initial` --begin--> `requested` --(installed)--> `accessing` --end--> `ended`;
+/// a failed begin returns to `initial` with nothing held, so it may be begun again.
+public final class ResourceRequest: Sendable {
+    /// Where a request stands.
+    public enum State: String, Sendable {
+        case initial, requested, accessing, ended
+    }
+
+    /// The tags this request asks for.
+    public let tags: Set<String>
+    /// The manager that serves it.
+    public let manager: ResourceManager
+    /// Bytes to download; `completedUnitCount` reaches `totalUnitCount` only once the resources are
+    /// usable. Its `cancel()`, `pause()` and `resume()` act on the downloads.
+    public let progress: Progress
+
+    private let box: Mutex<Inner>
+    private let updates: (stream: AsyncStream<ProgressSnapshot>, continuation: AsyncStream<ProgressSnapshot>.Continuation)
+
+    private struct Inner {
+        var state: State = .initial
+        var priority: TransferPriority = .normal
+        var heldTags: [TagIndex] = []
+        var packIDs: Set<String> = []
+        var downloads: [PackDownload] = []
+        var waiter: Task<Void, any Error>?
+    }
+
+    /// A point-in-time view of a request's progress, for platforms without key-value observing.
+    public struct ProgressSnapshot: Sendable, Equatable {
+        public var completedBytes: Int64
+        public var totalBytes: Int64
+        /// 0...1; 1 only when the resources are usable.
+        public var fractionCompleted: Double
+    }
+
+    /// Creates a request; nothing happens until it begins.
+    public init(tags: Set<String>, manager: ResourceManager) {
+        self.tags = tags
+        self.manager = manager
+        progress = Progress(totalUnitCount: 1)
+        box = Mutex(Inner())
+        updates = AsyncStream<ProgressSnapshot>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        progress.isCancellable = true
+        progress.isPausable = true
+        progress.cancellationHandler = { [weak self] in self?.cancel() }
+        progress.pausingHandler = { [weak self] in self?.setPaused(true) }
+        progress.resumingHandler = { [weak self] in self?.setPaused(false) }
+    }
+
+    deinit {
+        let inner = box.withLock { $0 }
+        inner.waiter?.cancel()
+        if inner.state == .accessing || inner.state == .requested {
+            manager.release(tags: inner.heldTags, packIDs: inner.packIDs)
+        }
+        updates.continuation.finish()
+    }
+
+    /// The request's state.
+    public var state: State { box.withLock { $0.state } }
+
+    /// Progress snapshots as bytes arrive; finishes when the request is usable, fails or ends.
+    public var progressUpdates: AsyncStream<ProgressSnapshot> { updates.stream }
+
+    /// How urgently to download: `.urgent` takes the bandwidth; `.loading(0...1)` orders the rest.
+    /// Changing it while downloading reorders the transfers.
+    public var loadingPriority: TransferPriority {
+        get { box.withLock { $0.priority } }
+        set {
+            let downloads = box.withLock { inner in
+                inner.priority = newValue
+                return inner.downloads
+            }
+            manager.raisePriority(of: downloads, to: newValue)
+        }
+    }
+
+    // MARK: - Beginning and ending
+
+    /// Downloads what the tags need (joining downloads already running) and holds their packs.
+    ///
+    /// - Throws: ``ResourceError``: `begin-twice` while requested or accessing, `begin-after-end`,
+    ///   `invalid-tag`, `exceeded-maximum-in-use-size`, `out-of-space`, `cancelled`, and transfer or
+    ///   `integrity` errors. After an error nothing is held and the request can begin again.
+    public func beginAccessingResources() async throws(ResourceError) {
+        let (held, ids, downloads, priority) = try box.withLock { inner throws(ResourceError) in
+            try Self.checkCanBegin(inner.state)
+            let (held, ids, downloads) = try manager.beginTags(tags)
+            inner.state = .requested
+            inner.heldTags = held
+            inner.packIDs = ids
+            inner.downloads = downloads
+            return (held, ids, downloads, inner.priority)
+        }
+        let total = downloads.reduce(Int64(0)) { $0 + $1.bytes }
+        progress.totalUnitCount = total + 1
+        progress.completedUnitCount = 0
+        let waiter = Task { [manager, progress, updates] in
+            try await manager.wait(for: downloads, priority: priority) { received, total in
+                progress.completedUnitCount = min(received, total)
+                updates.continuation.yield(ProgressSnapshot(
+                    completedBytes: received, totalBytes: total,
+                    fractionCompleted: Double(min(received, total)) / Double(total + 1)))
+            }
+        }
+        box.withLock { $0.waiter = waiter }
+        do {
+            try await withTaskCancellationHandler {
+                try await waiter.value
+            } onCancel: {
+                waiter.cancel()
+            }
+        } catch {
+            let stillMine = box.withLock { inner -> Bool in
+                guard inner.state == .requested else { return false }
+                inner.state = .initial
+                inner.heldTags = []
+                inner.packIDs = []
+                inner.downloads = []
+                inner.waiter = nil
+                return true
+            }
+            if stillMine { manager.release(tags: held, packIDs: ids) }
+            throw (error as? ResourceError) ?? ResourceError(.cancelled, "The request was cancelled before its resources were ready.")
+        }
+        let accessing = box.withLock { inner -> Bool in
+            guard inner.state == .requested else { return false }
+            inner.state = .accessing
+            inner.downloads = []
+            inner.waiter = nil
+            return true
+        }
+        guard accessing else {
+            throw ResourceError(.cancelled, "The request was ended before its resources were ready.")
+        }
+        manager.noteUse(ids)
+        progress.completedUnitCount = progress.totalUnitCount
+        updates.continuation.yield(ProgressSnapshot(completedBytes: total, totalBytes: total, fractionCompleted: 1))
+    }
+
+    /// ``beginAccessingResources()`` with a completion handler, called with `nil` on success.
+    public func beginAccessingResources(completionHandler: @escaping @Sendable ((any Error)?) -> Void) {
+        Task {
+            do {
+                try await beginAccessingResources()
+                completionHandler(nil)
+            } catch {
+                completionHandler(error)
+            }
+        }
+    }
+
+    /// Begins accessing only if every pack the tags need is already installed; never downloads.
+    ///
+    /// - Returns: `true` when the request is now accessing; `false` (and nothing changed) when
+    ///   something would have to be downloaded, a tag is unknown, the in-use limit would be
+    ///   exceeded, or the request is not in its initial state.
+    public func conditionallyBeginAccessingResources() async -> Bool {
+        let ids: Set<String>? = box.withLock { inner in
+            guard inner.state == .initial, let (held, ids) = manager.beginTagsIfInstalled(tags) else { return nil }
+            inner.state = .accessing
+            inner.heldTags = held
+            inner.packIDs = ids
+            return ids
+        }
+        guard let ids else { return false }
+        manager.noteUse(ids)
+        return true
+    }
+
+    /// Stops accessing: the tags' packs may be purged once no other request holds them.
+    ///
+    /// Ending a request that is still downloading cancels its wait (downloads other requests
+    /// need go on).
+    ///
+    /// - Throws: ``ResourceError`` `end-before-begin` if the request never began, or already ended.
+    public func endAccessingResources() throws(ResourceError) {
+        let inner = try box.withLock { inner throws(ResourceError) -> Inner in
+            guard inner.state == .requested || inner.state == .accessing else {
+                throw ResourceError(
+                    .endBeforeBegin,
+                    inner.state == .ended ? "The request has already ended; end each request once."
+                                          : "The request was never begun; call beginAccessingResources() first.")
+            }
+            let copy = inner
+            inner.state = .ended
+            inner.heldTags = []
+            inner.downloads = []
+            inner.waiter = nil
+            return copy
+        }
+        inner.waiter?.cancel()
+        manager.release(tags: inner.heldTags, packIDs: inner.packIDs)
+        updates.continuation.finish()
+    }
+
+    // MARK: - Resources
+
+    /// The installed file of a resource this request holds, or `nil` when the request is not
+    /// accessing or the resource belongs to a tag it does not hold.
+    ///
+    /// - Parameters:
+    ///   - name: the file name, with or without extension.
+    ///   - ext: an extension to append (`json` for `map` -> `map.json`).
+    ///   - subdirectory: the folder inside the asset tree (`Levels/Level3`).
+    public func url(forResource name: String, withExtension ext: String? = nil, subdirectory: String? = nil) -> URL? {
+        var path = name
+        if let ext, !ext.isEmpty { path += ext.hasPrefix(".") ? ext : "." + ext }
+        if let subdirectory, !subdirectory.isEmpty {
+            path = subdirectory.hasSuffix("/") ? subdirectory + path : subdirectory + "/" + path
+        }
+        let packs = box.withLock { $0.state == .accessing ? $0.packIDs : [] }
+        guard !packs.isEmpty else { return nil }
+        return manager.installedURL(forResource: path, amongPacks: packs)
+    }
+
+    /// The path of a resource this request holds (a logical path such as `Levels/Level3/map.json`).
+    public func path(forResource path: String) -> String? {
+        url(forResource: path)?.path
+    }
+
+    // MARK: - Private
+
+    private static func checkCanBegin(_ state: State) throws(ResourceError) {
+        switch state {
+        case .initial: return
+        case .requested, .accessing:
+            throw ResourceError(.beginTwice, "The request has already begun; create another request to hold the tags twice.")
+        case .ended:
+            throw ResourceError(.beginAfterEnd, "The request has ended; create a new request to access the tags again.")
+        }
+    }
+
+    private func cancel() {
+        box.withLock { $0.waiter }?.cancel()
+    }
+
+    private func setPaused(_ paused: Bool) {
+        manager.setPaused(paused, downloads: box.withLock { $0.downloads })
+    }
+}
