@@ -107,6 +107,17 @@ struct CatalogMaintenanceTests {
         }
     }
 
+    @Test func verifyReportsTagTotalsThatDisagreeWithTheirPacks() async throws {
+        let fixture = try await twoVersions()
+        var manifest = try fixture.manifest(1)
+        manifest.tags[0].downloadBytes += 1
+        try manifest.encoded().write(to: fixture.output.appending(path: "versions/1.json"))
+        #expect { try CatalogVerifier(catalog: fixture.catalog).verify() } throws: { error in
+            let error = error as? BuildError
+            return error?.code == .danglingReference && error?.value == "a" && error?.file?.hasSuffix("versions/1.json") == true
+        }
+    }
+
     @Test func inspectShowsTheLiveVersionByDefault() async throws {
         let fixture = try await twoVersions()
         let live = try CatalogInspection(catalog: fixture.catalog)

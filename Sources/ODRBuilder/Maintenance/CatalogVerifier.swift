@@ -49,6 +49,7 @@ public struct CatalogVerifier: Sendable {
                     file: catalog.url(of: CatalogIndex.fileName).path, key: "versions", value: entry.manifest)
             }
             let manifest = try catalog.loadManifest(version: entry.number, in: index)
+            try checkTagTotals(of: manifest)
             summary.versions += 1
             summary.files += manifest.files.count
             for pack in manifest.packs where verifiedPacks.insert(pack.id).inserted {
@@ -58,6 +59,23 @@ public struct CatalogVerifier: Sendable {
             }
         }
         return summary
+    }
+
+    /// Checks that each tag's byte totals are the sums over its packs, which is what clients budget with.
+    func checkTagTotals(of manifest: VersionManifest) throws(BuildError) {
+        let index = manifest.makeIndex()
+        for tag in manifest.tags {
+            let packs = tag.packs.compactMap { index.pack(id: $0) }
+            let download = packs.reduce(Int64(0)) { $0 + $1.archiveBytes }
+            let installed = packs.reduce(Int64(0)) { $0 + $1.installedBytes }
+            guard download == tag.downloadBytes, installed == tag.installedBytes else {
+                throw BuildError(
+                    .danglingReference,
+                    "tag '\(tag.name)' declares \(tag.downloadBytes) download and \(tag.installedBytes) installed bytes, but its packs add up to \(download) and \(installed)",
+                    file: catalog.url(of: VersionManifest.manifestPath(forVersion: manifest.version)).path,
+                    key: "tags", value: tag.name)
+            }
+        }
     }
 
     /// Checks one pack against its manifest; returns the number of entries checked.
