@@ -42,7 +42,8 @@ public protocol TransferHandle: AnyObject, Sendable {
     func pause()
     /// Continues after ``pause()``.
     func resume()
-    /// Stops the transfer; ``result()`` fails with ``ResourceError/Code/cancelled`` and the slot frees.
+    /// Stops the transfer and frees its slot at once; ``result()`` fails with
+    /// ``ResourceError/Code/cancelled`` as soon as the sink returns from the call it is in.
     func cancel()
     /// Waits for the end of the transfer.
     func outcome() async -> Result<TransferResult, ResourceError>

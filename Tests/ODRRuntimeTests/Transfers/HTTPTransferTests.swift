@@ -259,7 +259,7 @@ struct HTTPTransferTests {
             // The blocker keeps the only slot: its sink does not accept bytes until the gate opens.
             let blockerSink = RecordingSink(name: "blocker", log: log, gated: true)
             let blocker = engine.transfer(request(server, "big.bin", body: big), into: blockerSink)
-            while !log.all.contains("blocker") { try await Task.sleep(for: .milliseconds(10)) }
+            try await blockerSink.waitForBegin()
 
             var handles: [any TransferHandle] = []
             for (name, priority) in [("low", 0.1), ("raised", 0.2), ("mid-1", 0.5), ("high", 0.9), ("mid-2", 0.5)] {
@@ -286,15 +286,21 @@ struct HTTPTransferTests {
             let engine = try engine(cap: 1, bufferLimit: 64 * 1024)
             let blockerSink = RecordingSink(gated: true)
             let blocker = engine.transfer(request(server, "big.bin"), into: blockerSink)
+            try await blockerSink.waitForBegin()
             let waitingSink = RecordingSink()
             let waiting = engine.transfer(request(server, "small.bin", body: small), into: waitingSink)
+            // The only slot is taken, so the second transfer cannot have started.
+            #expect(waitingSink.heads.isEmpty)
 
             blocker.cancel()
+            // The blocker's sink is still stuck in a write, yet its slot is free at once.
+            _ = try await waiting.result()
+            #expect(waitingSink.bytes == small)
+
+            blockerSink.openGate()
             let outcome = await blocker.outcome()
             #expect(throws: ResourceError.self) { try outcome.get() }
             if case .failure(let error) = outcome { #expect(error.code == .cancelled) }
-            _ = try await waiting.result()
-            #expect(waitingSink.bytes == small)
             #expect(blockerSink.failure?.code == .cancelled)
         }
     }
@@ -309,10 +315,10 @@ struct HTTPTransferTests {
             try await sink.waitForBytes(atLeast: 32 * 1024)
 
             handle.pause()
-            // Let bytes already on their way to the sink land, then watch that no more arrive.
-            try await Task.sleep(for: .milliseconds(500))
-            let whilePaused = sink.bytes.count
-            try await Task.sleep(for: .milliseconds(700))
+            // Let bytes already on their way to the sink land (the count holds still for a while;
+            // unpaused, 60 KiB would arrive in that time), then watch that no more arrive.
+            let whilePaused = try await sink.waitUntilSteady(for: .milliseconds(300))
+            try await Task.sleep(for: .seconds(1))
             #expect(sink.bytes.count == whilePaused)
             #expect(whilePaused < body.count)
 

@@ -56,6 +56,32 @@ final class RecordingSink: TransferSink {
         }
     }
 
+    /// Waits (polling, with a hang guard) until a response began.
+    func waitForBegin(timeout: Duration = .seconds(60)) async throws {
+        let deadline = ContinuousClock.now + timeout
+        while heads.isEmpty {
+            guard ContinuousClock.now < deadline else { throw HangGuard(what: "a response for \(name)") }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+    }
+
+    /// Waits until the byte count has not changed for `window`, and returns it.
+    func waitUntilSteady(for window: Duration, timeout: Duration = .seconds(60)) async throws -> Int {
+        let deadline = ContinuousClock.now + timeout
+        var count = bytes.count
+        var since = ContinuousClock.now
+        while ContinuousClock.now - since < window {
+            guard ContinuousClock.now < deadline else { throw HangGuard(what: "\(name) to stop receiving") }
+            try await Task.sleep(for: .milliseconds(20))
+            let now = bytes.count
+            if now != count {
+                count = now
+                since = ContinuousClock.now
+            }
+        }
+        return count
+    }
+
     func resumePoint() -> TransferResumePoint? { held }
 
     func readHeldBytes(count: Int64, _ consume: (UnsafeRawBufferPointer) throws -> Void) async throws {
