@@ -111,6 +111,16 @@ struct ConditionerTests {
         }
     }
 
+    @Test func scheduledDelayStillServesAndIsRecorded() async throws {
+        try await withTestServer(files: SampleCatalog.files) { server, _ in
+            server.injectFaults(.delay(.milliseconds(50)))
+            let response = try await CurlCommand.fetch(server.url(for: "catalog.json"))
+            #expect(response.status == 200)
+            await server.waitUntilIdle()
+            #expect(server.requests().first?.faults == [.delay(.milliseconds(50))])
+        }
+    }
+
     @Test func droppedConnectionGivesNoResponseAtAll() async throws {
         try await withTestServer(files: SampleCatalog.files) { server, _ in
             server.injectFaults(.dropConnection)

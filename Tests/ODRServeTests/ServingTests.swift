@@ -131,6 +131,17 @@ struct ServingTests {
         }
     }
 
+    @Test func failedIfMatchIsPreconditionFailed() async throws {
+        try await withTestServer(files: SampleCatalog.files) { server, _ in
+            let url = server.url(for: "catalog.json")
+            let etag = try #require(try await CurlCommand.fetch(url, ["-I"]).header("ETag"))
+            let failed = try await CurlCommand.fetch(url, ["-H", "If-Match: \"old\""])
+            #expect(failed.status == 412)
+            let matched = try await CurlCommand.fetch(url, ["-H", "If-Match: \(etag)"])
+            #expect(matched.status == 200)
+        }
+    }
+
     @Test func ifRangeWithAnotherETagSendsTheWholeFile() async throws {
         try await withTestServer(files: SampleCatalog.files) { server, _ in
             let url = server.url(for: SampleCatalog.packPath)

@@ -1,16 +1,10 @@
 import Foundation
+import ODRTestSupport
 
 /// `odrpack serve` running as a child process, as a developer or a script runs it.
 final class ServeProcess: Sendable {
     /// The built `odrpack` next to the test bundle, if the build made one.
-    static let executable: URL? = {
-        let candidates = [Bundle.main.executableURL, Bundle.main.bundleURL, URL(filePath: CommandLine.arguments[0])]
-        for candidate in candidates.compactMap({ $0 }) {
-            let url = candidate.deletingLastPathComponent().appending(path: "odrpack")
-            if FileManager.default.isExecutableFile(atPath: url.path) { return url }
-        }
-        return nil
-    }()
+    static let executable = builtExecutable(named: "odrpack")
 
     private let process: Process
     private let output: Pipe
