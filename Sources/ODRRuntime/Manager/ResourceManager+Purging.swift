@@ -77,23 +77,25 @@ extension ResourceManager {
     /// announces `lowDiskSpace` when even that is not enough.
     @discardableResult
     public func checkDiskSpace() async throws(ResourceError) -> PurgeProposal? {
-        try await makeRoom(forIncoming: 0, failWhenShort: false)
+        try await makeRoom(installing: 0, failWhenShort: false)
     }
 
-    /// Purges so that `incoming` more bytes fit the cache budget and leave the watermark free.
+    /// Purges so that `installing` more installed bytes fit the cache budget, and the free space
+    /// stays above the watermark while `staging` more bytes of archive sit beside them.
     ///
     /// - Throws: `out-of-space` when purging every pack not in use is not enough.
     @discardableResult
-    func makeRoom(forIncoming incoming: Int64, failWhenShort: Bool = true) async throws(ResourceError) -> PurgeProposal? {
+    func makeRoom(installing: Int64, staging: Int64 = 0, failWhenShort: Bool = true) async throws(ResourceError) -> PurgeProposal? {
         var need: Int64 = 0
         if let budget = configuration.cacheBudget {
             let used = try store.usage().installedBytes
-            need = max(need, used + incoming - budget)
+            need = max(need, used + installing - budget)
         }
         let free = configuration.diskSpace.freeBytes(at: store.directory)
         if let free {
-            need = max(need, configuration.freeSpaceWatermark - (free - incoming))
+            need = max(need, configuration.freeSpaceWatermark - (free - installing - staging))
         }
+        let incoming = installing
         guard need > 0 else { return nil }
         let done = try await purge(bytes: need)
         if done.shortfall > 0 {
