@@ -28,6 +28,7 @@ let package = Package(
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
     ],
     targets: [
         // C libraries, wrapped with typed `static inline` shims for what Swift cannot call directly.
@@ -75,6 +76,7 @@ let package = Package(
             name: "ODRServe",
             dependencies: [
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
@@ -86,6 +88,7 @@ let package = Package(
             dependencies: [
                 "ODRBuilder", "ODRFormat", "ODRServe",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             path: "Tools/odrpack",
             swiftSettings: swiftSettings
@@ -113,6 +116,7 @@ let package = Package(
             dependencies: [
                 "ODRFormat", "ODRBuilder", "ODRRuntime", "ODRSimulation", "ODRServe",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             path: "Tools/odrbench",
             swiftSettings: swiftSettings
@@ -121,7 +125,10 @@ let package = Package(
         // Tests. Fixtures shared between test targets live in ODRTestSupport, never copied.
         .target(
             name: "ODRTestSupport",
-            dependencies: ["ODRFormat", "ODRServe"],
+            dependencies: [
+                "ODRFormat", "ODRBuilder", "ODRServe",
+                .product(name: "Logging", package: "swift-log"),
+            ],
             path: "Tests/ODRTestSupport",
             swiftSettings: swiftSettings
         ),
@@ -137,7 +144,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ODRRuntimeTests",
-            dependencies: ["ODRRuntime", "ODRFormat", "ODRServe", "ODRTestSupport"],
+            dependencies: ["ODRRuntime", "ODRFormat", "ODRServe", "ODRTestSupport", "CCurl"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

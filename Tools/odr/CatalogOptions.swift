@@ -19,6 +19,9 @@ struct CatalogOptions: ParsableArguments {
     @Flag(help: "Do not contact the server; use the catalog stored by an earlier run.")
     var offline = false
 
+    @Flag(name: .customLong("no-sync"), help: "Do not flush installed files to disk before recording them (faster; a power loss may then lose recently installed packs, which the next open repairs).")
+    var noSync = false
+
     var catalogURL: URL {
         if let url = URL(string: catalog), let scheme = url.scheme, ["http", "https", "file"].contains(scheme) { return url }
         return URL(filePath: catalog, directoryHint: .isDirectory).standardizedFileURL
@@ -31,7 +34,7 @@ struct CatalogOptions: ParsableArguments {
 
     /// Opens the store and a client for the catalog.
     func open() throws(ResourceError) -> (ResourceStore, CatalogClient, TransferEngine) {
-        let store = try ResourceStore(directory: URL(filePath: store, directoryHint: .isDirectory))
+        let store = try ResourceStore(directory: URL(filePath: store, directoryHint: .isDirectory), synchronousWrites: !noSync)
         let engine = try TransferEngine()
         let client = CatalogClient(catalogURL: catalogURL, distribution: distribution, store: store, transport: engine,
                                    bundledCatalog: bundled.map { URL(filePath: $0, directoryHint: .isDirectory) })

@@ -9,7 +9,8 @@ import Foundation
 /// process kills itself with `SIGKILL` the first time an install reaches it, as a power cut or an
 /// out-of-memory kill would, with no chance to clean up.
 ///
-/// Points: `download` (half of a pack's bytes arrived), `unpack` (every entry extracted and verified
+/// Points: `download` (half of a pack's bytes arrived, and at least ``downloadMinimumBytes``, so the
+/// partial download is resumable), `unpack` (every entry extracted and verified
 /// in `staging/`, before the rename), `after-rename` (the pack is in `packs/`, its row not committed).
 enum CrashPoint: String {
     case download
@@ -25,4 +26,8 @@ enum CrashPoint: String {
     }
 
     static var isArmed: Bool { armed != nil }
+
+    /// The bytes a download must hold before `download` fires: past the point where a ``FileSink``
+    /// writes its resume validators.
+    static let downloadMinimumBytes: Int64 = 2 << 20
 }

@@ -68,7 +68,7 @@ final class PackInstallSink: TransferSink, @unchecked Sendable {
         try wrap { try reader.consume(bytes) }
         received += Int64(bytes.count)
         progress(received)
-        if crashArmed, received * 2 >= pack.archiveBytes {
+        if crashArmed, received * 2 >= pack.archiveBytes, received >= CrashPoint.downloadMinimumBytes {
             crashArmed = false
             CrashPoint.download.reached()
         }

@@ -1,0 +1,111 @@
+import Foundation
+import ODRFormat
+import ODRRuntime
+import ODRServe
+import ODRTestSupport
+import Testing
+
+/// The built `odr` executable, run as a child process as a script would.
+enum ODRExecutable {
+    static let url: URL? = {
+        let candidates = [Bundle.main.executableURL, Bundle.main.bundleURL, URL(filePath: CommandLine.arguments[0])]
+        for candidate in candidates.compactMap({ $0 }) {
+            let url = candidate.deletingLastPathComponent().appending(path: "odr")
+            if FileManager.default.isExecutableFile(atPath: url.path) { return url }
+        }
+        return nil
+    }()
+
+    struct Outcome {
+        var status: Int32
+        var killedBySignal: Bool
+        var stdout: String
+        var stderr: String
+    }
+
+    /// Runs `odr` on its own thread: waiting for it must not block the concurrency pool, which the
+    /// in-process test server needs to answer the child.
+    static func run(_ arguments: [String], environment: [String: String] = [:]) async throws -> Outcome {
+        let executable = try #require(url, "odr is not built; run swift build first")
+        return try await withCheckedThrowingContinuation { continuation in
+            Thread {
+                continuation.resume(with: Result { try runBlocking(executable, arguments, environment: environment) })
+            }.start()
+        }
+    }
+
+    private static func runBlocking(_ executable: URL, _ arguments: [String], environment: [String: String]) throws -> Outcome {
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        let errData = err.fileHandleForReading.readDataToEndOfFile()
+        let outData = out.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return Outcome(status: process.terminationStatus, killedBySignal: process.terminationReason == .uncaughtSignal,
+                       stdout: String(decoding: outData, as: UTF8.self), stderr: String(decoding: errData, as: UTF8.self))
+    }
+}
+
+struct ODRCommandTests {
+    @Test(arguments: ["download", "unpack", "after-rename"])
+    func aFetchKilledMidwayIsRepairedAndTheNextFetchCompletes(_ point: String) async throws {
+        let fixture = try CatalogFixture.game(bigBytes: 4 << 20)
+        try await fixture.build()
+        let storeDirectory = try TemporaryDirectory(prefix: "odr-store")
+        try await withTestServer(root: fixture.catalog) { server in
+            let arguments = ["fetch", "--catalog", server.baseURL.absoluteString, "--store", storeDirectory.url.path, "big", "small"]
+            let crashed = try await ODRExecutable.run(arguments, environment: ["ODR_CRASH_AT": point])
+            #expect(crashed.killedBySignal && crashed.status == SIGKILL)
+
+            let store = try ResourceStore(directory: storeDirectory.url)
+            let report = store.repairReport
+            switch point {
+            case "download": #expect(!report.keptPartialDownloads.isEmpty)
+            case "unpack": #expect(report.removedStagingItems.contains { $0.hasSuffix(".d") })
+            default: #expect(!report.removedPackFolders.isEmpty)  // packs install two at a time
+            }
+            #expect(try store.verify().isEmpty)
+
+            server.clearRequests()
+            let second = try await ODRExecutable.run(arguments)
+            #expect(second.status == 0, "\(second.stderr)")
+            await server.waitUntilIdle()
+            if point == "download" {
+                // The partial download was resumed, not started over.
+                #expect(server.requests().contains { $0.path.hasPrefix("/packs/") && $0.range != nil })
+            }
+            let verify = try await ODRExecutable.run(["verify", "--store", storeDirectory.url.path])
+            #expect(verify.status == 0, "\(verify.stdout)")
+            let path = try await ODRExecutable.run(["path", "--catalog", server.baseURL.absoluteString, "--store", storeDirectory.url.path, "big/music.bin"])
+            #expect(path.status == 0)
+            let installed = URL(filePath: path.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
+            #expect(try Data(contentsOf: installed) == fixture.contents(of: "big/music.bin"))
+            #expect(storeDirectory.allFiles().filter { $0.hasPrefix("staging/") }.isEmpty)
+        }
+    }
+
+    @Test func fetchReportsErrorsWithTheirCodeAndStatusShowsStates() async throws {
+        let fixture = try CatalogFixture.game(bigBytes: 1000)
+        try await fixture.build()
+        let storeDirectory = try TemporaryDirectory(prefix: "odr-store")
+        let common = ["--catalog", fixture.catalog.path, "--store", storeDirectory.url.path]
+        let unknown = try await ODRExecutable.run(["fetch"] + common + ["small", "level9"])
+        #expect(unknown.status == 1)
+        #expect(unknown.stderr.hasPrefix("error[invalid-tag]:") && unknown.stderr.contains("level9"))
+
+        #expect(try await ODRExecutable.run(["fetch"] + common + ["small"]).status == 0)
+        let status = try await ODRExecutable.run(["status"] + common + ["--json"])
+        #expect(status.status == 0)
+        struct Report: Decodable { struct Tag: Decodable { var name: String; var state: String }; var tags: [Tag] }
+        let report = try JSONDecoder().decode(Report.self, from: Data(status.stdout.utf8))
+        #expect(Dictionary(uniqueKeysWithValues: report.tags.map { ($0.name, $0.state) }) == ["small": "downloaded", "big": "not downloaded"])
+
+        let missing = try await ODRExecutable.run(["path"] + common + ["big/music.bin"])
+        #expect(missing.status == 1 && missing.stderr.hasPrefix("error[resource-not-installed]:"))
+    }
+}

@@ -1,0 +1,67 @@
+import Foundation
+import ODRFormat
+import ODRRuntime
+import ODRTestSupport
+import Testing
+
+struct ResourceStoreTests {
+    @Test func openingRepairsWhatACrashLeftBehind() async throws {
+        let fixture = try CatalogFixture.game(bigBytes: 1000)
+        try await fixture.build()
+        let directory = try TemporaryDirectory(prefix: "odr-store")
+        let (store, snapshot, _) = try await InstallerTests.install(["small", "big"], from: fixture.catalog, store: directory.url)
+        let packs = snapshot.manifest.packs.map(\.id)
+        let missing = packs[0], incomplete = packs[1]
+        try FileManager.default.removeItem(at: store.packURL(id: missing))
+        let someEntry = try #require(snapshot.manifest.expectedEntries(inPack: incomplete).first)
+        let victim = store.packURL(id: incomplete).appending(path: someEntry.name)
+        try FileManager.default.removeItem(at: victim)
+        let orphan = String(repeating: "a", count: 64)
+        try FileManager.default.createDirectory(at: directory.appending("packs/\(orphan)"), withIntermediateDirectories: true)
+        try Data("x".utf8).write(to: directory.appending("staging/\(orphan).d"))
+        try Data("partial".utf8).write(to: directory.appending("staging/\(orphan).zip"))
+        try Data(#"{"entityTag":"\"e\""}"#.utf8).write(to: directory.appending("staging/\(orphan).zip.resume"))
+
+        let reopened = try ResourceStore(directory: directory.url)
+        let report = reopened.repairReport
+        #expect(report.removedPackFolders == [orphan])
+        #expect(Set(report.packsMarkedNotInstalled) == [missing, incomplete])
+        #expect(report.removedStagingItems == ["\(orphan).d"])
+        #expect(report.keptPartialDownloads == [orphan])
+        #expect(!FileManager.default.fileExists(atPath: reopened.packURL(id: incomplete).path))
+        #expect(try reopened.installedPackIDs() == Set(packs).subtracting([missing, incomplete]))
+        #expect(try reopened.events().filter { $0.kind == .repair }.count == 2)
+        #expect(try reopened.verify().isEmpty)
+    }
+
+    @Test func verifyFindsACorruptedFile() async throws {
+        let fixture = try CatalogFixture.game(bigBytes: 1000)
+        try await fixture.build()
+        let directory = try TemporaryDirectory(prefix: "odr-store")
+        let (store, snapshot, _) = try await InstallerTests.install(["small"], from: fixture.catalog, store: directory.url)
+        let url = try store.url(forResource: "small/notes.txt", in: snapshot)
+        chmod(url.path, 0o644)
+        try Data("NOTES\n".utf8).write(to: url)
+        let problems = try store.verify()
+        #expect(problems.map(\.path) == ["small/notes.txt"])
+    }
+
+    @Test func prioritiesPurgesAndTheEventLogPersist() async throws {
+        let fixture = try CatalogFixture.game(bigBytes: 1000)
+        try await fixture.build()
+        let directory = try TemporaryDirectory(prefix: "odr-store")
+        let (store, snapshot, _) = try await InstallerTests.install(["big"], from: fixture.catalog, store: directory.url)
+        try store.setPreservationPriority(0.95, forTag: "big", catalogURL: fixture.catalog)
+        let pack = try #require(snapshot.lookup.tag(named: "big")?.packs.first)
+        try await store.removePack(id: pack, reason: .leastRecentlyUsed)
+
+        let reopened = try ResourceStore(directory: directory.url)
+        #expect(try reopened.preservationPriorityOverrides(catalogURL: fixture.catalog) == ["big": 0.95])
+        #expect(snapshot.preservationPriority(ofTag: "small", overrides: [:]) == 0.3)
+        #expect(try reopened.pack(id: pack)?.isInstalled == false)
+        #expect(!FileManager.default.fileExists(atPath: reopened.packURL(id: pack).path))
+        let last = try #require(try reopened.events().last)
+        #expect(last.kind == .purge && last.packID == pack && last.reason == "least-recently-used")
+        #expect(try reopened.usage().installedPacks == snapshot.lookup.packs(forTags: ["big"]).count - 1)
+    }
+}

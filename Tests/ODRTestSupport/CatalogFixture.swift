@@ -1,0 +1,76 @@
+import Foundation
+import ODRBuilder
+import ODRFormat
+
+/// A small game built into a real catalog with ``CatalogBuilder``: an assets folder with tag rules,
+/// and the catalog folder `odrpack build` makes of it, in one temporary directory.
+///
+/// ```swift
+/// let fixture = try CatalogFixture()
+/// try fixture.write("small/a.txt", Data("hello".utf8))
+/// try await fixture.build()                      // version 1; change files and build again for 2
+/// try await withTestServer(root: fixture.catalog) { server in ... }
+/// ```
+public struct CatalogFixture: Sendable {
+    public let directory: TemporaryDirectory
+    public var assets: URL { directory.appending("assets") }
+    public var catalog: URL { directory.appending("catalog") }
+
+    /// The default rules: tags `small`, `big` and `both`, whose folders share `shared/`.
+    public static let defaultRules = """
+        {
+          "catalogID": "fixture-game",
+          "tags": {
+            "small": { "include": ["small", "shared"], "preservationPriority": 0.3 },
+            "big": { "include": ["big", "shared"], "preservationPriority": 0.7 }
+          }
+        }
+        """
+
+    public init(rules: String = CatalogFixture.defaultRules) throws {
+        directory = try TemporaryDirectory(prefix: "odr-catalog-fixture")
+        try FileManager.default.createDirectory(at: directory.appending("assets"), withIntermediateDirectories: true)
+        try Data(rules.utf8).write(to: directory.appending("assets/odr.json"))
+    }
+
+    /// A fixture with the default rules and files: text in `small/` (with a duplicate), a shared
+    /// file, and `bigBytes` of incompressible data in `big/`.
+    public static func game(bigBytes: Int = 3 << 20) throws -> CatalogFixture {
+        let fixture = try CatalogFixture()
+        let text = Data(String(repeating: "small level data\n", count: 2000).utf8)
+        try fixture.write("small/map.json", text)
+        try fixture.write("small/copy/map-again.json", text)
+        try fixture.write("small/notes.txt", Data("notes\n".utf8))
+        try fixture.write("shared/palette.bin", deterministicBytes(count: 50_000, seed: 7))
+        try fixture.write("big/music.bin", deterministicBytes(count: bigBytes, seed: 8))
+        try fixture.write("big/level.json", Data(String(repeating: "{\"tile\": 1}\n", count: 5000).utf8))
+        return fixture
+    }
+
+    /// Writes an asset file (creating folders).
+    public func write(_ path: String, _ data: Data) throws {
+        let url = assets.appending(path: path)
+        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try data.write(to: url)
+    }
+
+    /// Builds the assets into the catalog: version 1, or the next version when files changed.
+    @discardableResult
+    public func build() async throws -> BuildReport {
+        var options = BuildOptions(assets: assets, output: catalog)
+        options.concurrency = 2
+        return try await CatalogBuilder(options: options).build()
+    }
+
+    /// The current `catalog.json`.
+    public func index() throws -> CatalogIndex { try CatalogDirectory(root: catalog).loadIndex() }
+
+    /// The manifest of version `number`.
+    public func manifest(_ number: Int) throws -> VersionManifest {
+        let directory = CatalogDirectory(root: catalog)
+        return try directory.loadManifest(version: number, in: directory.loadIndex())
+    }
+
+    /// The bytes of asset `path`.
+    public func contents(of path: String) throws -> Data { try Data(contentsOf: assets.appending(path: path)) }
+}
