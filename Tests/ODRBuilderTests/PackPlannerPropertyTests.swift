@@ -1,3 +1,4 @@
+import ODRTestSupport
 import Foundation
 import ODRBuilder
 import Testing

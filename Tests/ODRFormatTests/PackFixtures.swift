@@ -4,20 +4,8 @@ import ODRTestSupport
 
 /// Deterministic content for packs: compressible text, incompressible "media", empty files.
 enum PackFixtures {
-    /// Pseudo-random bytes from a fixed seed (splitmix64), which deflate cannot shrink.
-    static func noise(count: Int, seed: UInt64) -> Data {
-        var state = seed
-        var data = Data(capacity: count + 8)
-        while data.count < count {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            z ^= z >> 31
-            withUnsafeBytes(of: z.littleEndian) { data.append(contentsOf: $0) }
-        }
-        return data.prefix(count)
-    }
+    /// Pseudo-random bytes from a fixed seed, which deflate cannot shrink.
+    static func noise(count: Int, seed: UInt64) -> Data { deterministicBytes(count: count, seed: seed) }
 
     /// Repetitive JSON-like text, which deflate shrinks a lot.
     static func text(count: Int, seed: Int) -> Data {

@@ -72,15 +72,11 @@ public func testServerLogger() -> Logger {
 /// `count` bytes that look random but are the same for the same `seed`: file contents whose
 /// corruption or truncation a test can detect, reproducible across runs.
 public func deterministicBytes(count: Int, seed: UInt64) -> Data {
-    var state = seed &+ 0x9e37_79b9_7f4a_7c15
+    var generator = SeededGenerator(seed: seed)
     var bytes: [UInt8] = []
     bytes.reserveCapacity(count + 8)
     while bytes.count < count {
-        // xorshift64*: cheap, and good enough that no two nearby blocks repeat.
-        state ^= state >> 12
-        state ^= state << 25
-        state ^= state >> 27
-        let word = state &* 0x2545_f491_4f6c_dd1d
+        let word = generator.next()
         for shift in stride(from: 0, to: 64, by: 8) { bytes.append(UInt8(truncatingIfNeeded: word >> UInt64(shift))) }
     }
     return Data(bytes.prefix(count))
