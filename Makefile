@@ -36,6 +36,7 @@ test: deps
 
 demo: deps
 	$(SWIFT) build --product odrpack
+	$(SWIFT) build --product odr
 	@scripts/demo.sh "$(DEMO_DIR)"
 
 bench: deps

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # `make demo`: build the sample game's catalog, check it, serve it over a slowed-down loopback
-# network, and fetch a level's packs the way a client would, checking them with standard tools.
-# (The game-like client of the runtime replaces the curl part once the ResourceRequest API lands.)
+# network, and install levels into a store with the runtime, as a game would.
+# (A game-like client over ResourceRequest replaces the odr steps once the demo client lands.)
 set -euo pipefail
 
 out="${1:-.build/demo}"
 bin="$(swift build --show-bin-path)"
 odrpack="$bin/odrpack"
+odr="$bin/odr"
 catalog="$out/catalog"
 
 rm -rf "$out"
@@ -36,18 +37,25 @@ done
 url="${url%/}"
 echo "serving at $url"
 
-step "Fetch what a request for tag 'level3' needs: catalog.json, the live manifest, its packs"
-mkdir -p "$out/client"
-curl -fsS "$url/catalog.json" -o "$out/client/catalog.json"
-manifest="$(python3 -c 'import json,sys; c=json.load(open(sys.argv[1])); n=c["distributions"]["live"]; print([v["manifest"] for v in c["versions"] if v["number"]==n][0])' "$out/client/catalog.json")"
-curl -fsS "$url/$manifest" -o "$out/client/manifest.json"
-packs="$(python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); print(" ".join(next(t["packs"] for t in m["tags"] if t["name"]=="level3")))' "$out/client/manifest.json")"
-for id in $packs; do
-  curl -fsS "$url/packs/$id.zip" -o "$out/client/$id.zip"
-  echo "$id.zip: $(stat -c %s "$out/client/$id.zip") bytes, sha256 $(sha256sum "$out/client/$id.zip" | cut -c1-16)..."
-  [ "$(sha256sum "$out/client/$id.zip" | cut -d' ' -f1)" = "$id" ] || { echo "hash mismatch for $id"; exit 1; }
-  unzip -tq "$out/client/$id.zip"
-done
+step "Install the tutorial and level 1 into a store with the runtime (odr fetch)"
+store="$out/store"
+"$odr" fetch --catalog "$url" --store "$store" tutorial level1
+
+step "The store's gauge (odr status)"
+"$odr" status --catalog "$url" --store "$store"
+
+step "Resolve a resource to its installed file (odr path)"
+map="$("$odr" path --catalog "$url" --store "$store" Levels/Level1/map.json)"
+echo "$map: $(stat -c %s "$map") bytes"
+
+step "Check every installed pack against its manifest (odr verify)"
+"$odr" verify --store "$store"
+
+step "A request for a tag the catalog does not have fails with a typed error"
+if "$odr" fetch --catalog "$url" --store "$store" level9 2>"$out/error.txt"; then
+  echo "expected a failure"; exit 1
+fi
+cat "$out/error.txt"
 
 step "Server log"
 cat "$out/serve.log"
