@@ -73,7 +73,8 @@ extension ResourceManager {
 
     /// Makes room, then downloads, verifies and installs one pack.
     private func installPack(_ pack: PackRecord, snapshot: CatalogSnapshot, download: PackDownload) async throws(ResourceError) {
-        try await makeRoom(installing: pack.installedBytes, staging: pack.archiveBytes)
+        try await makeRoom(installing: pack.installedBytes, staging: pack.archiveBytes, reserve: true)
+        defer { releaseReservation(pack.installedBytes) }
         var installer = PackInstaller(store: store, transport: transport, bundledCatalog: configuration.bundledCatalog)
         installer.maximumConcurrentInstalls = 1
         _ = try await installer.install([pack], from: snapshot) { progress in

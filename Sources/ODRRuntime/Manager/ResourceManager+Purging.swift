@@ -81,31 +81,48 @@ extension ResourceManager {
     }
 
     /// Purges so that `installing` more installed bytes fit the cache budget, and the free space
-    /// stays above the watermark while `staging` more bytes of archive sit beside them.
+    /// stays above the watermark while `staging` more bytes of archive sit beside them. With
+    /// `reserve`, the bytes are then promised to the caller (see ``releaseReservation(_:)``), so
+    /// that concurrent installs cannot together overrun the budget.
     ///
     /// - Throws: `out-of-space` when purging every pack not in use is not enough.
     @discardableResult
-    func makeRoom(installing: Int64, staging: Int64 = 0, failWhenShort: Bool = true) async throws(ResourceError) -> PurgeProposal? {
-        var need: Int64 = 0
-        if let budget = configuration.cacheBudget {
-            let used = try store.usage().installedBytes
-            need = max(need, used + installing - budget)
-        }
-        let free = configuration.diskSpace.freeBytes(at: store.directory)
-        if let free {
-            need = max(need, configuration.freeSpaceWatermark - (free - installing - staging))
-        }
-        let incoming = installing
-        guard need > 0 else { return nil }
-        let done = try await purge(bytes: need)
-        if done.shortfall > 0 {
-            if let free { hub.emit(.lowDiskSpace(freeBytes: free + done.bytesFreed), from: self) }
-            if failWhenShort {
+    func makeRoom(installing: Int64, staging: Int64 = 0, reserve: Bool = false, failWhenShort: Bool = true) async throws(ResourceError) -> PurgeProposal? {
+        var purged: PurgeProposal?
+        for _ in 0..<3 {
+            let free = configuration.diskSpace.freeBytes(at: store.directory)
+            // Read usage, decide and reserve in one step: an install that finishes meanwhile
+            // moves its bytes from reserved to used, and must be counted once, not zero times.
+            let need: Int64 = try state.withLock { state throws(ResourceError) in
+                var need: Int64 = 0
+                if let budget = configuration.cacheBudget {
+                    let used = try store.usage().installedBytes
+                    need = max(need, used + state.reservedBytes + installing - budget)
+                }
+                if let free {
+                    need = max(need, configuration.freeSpaceWatermark - (free - state.reservedBytes - installing - staging))
+                }
+                if need <= 0, reserve { state.reservedBytes += installing }
+                return need
+            }
+            guard need > 0 else { return purged }
+            let done = try await purge(bytes: need)
+            purged = done
+            if done.shortfall > 0 {
+                if let free { hub.emit(.lowDiskSpace(freeBytes: free + done.bytesFreed), from: self) }
+                guard failWhenShort else { return done }
                 throw ResourceError(
                     .outOfSpace,
-                    "Not enough space for \(incoming) more bytes even after purging every pack not in use (\(done.shortfall) bytes short). End requests you no longer need, or free disk space.")
+                    "Not enough space for \(installing) more bytes even after purging every pack not in use (\(done.shortfall) bytes short). End requests you no longer need, or free disk space.")
             }
         }
-        return done
+        // Others kept taking the room freed for this install; proceed and let the next check catch up.
+        if reserve { state.withLock { $0.reservedBytes += installing } }
+        return purged
+    }
+
+    /// Returns bytes promised by ``makeRoom(installing:staging:reserve:failWhenShort:)``.
+    func releaseReservation(_ bytes: Int64) {
+        state.withLock { $0.reservedBytes = max(0, $0.reservedBytes - bytes) }
     }
 }

@@ -36,6 +36,9 @@ public final class ResourceManager: Sendable {
         /// Installed pack ids, including ones the current version does not list.
         var installedIDs: Set<String> = []
         var downloads: [String: PackDownload] = [:]
+        /// Installed bytes promised to installs in progress, so concurrent installs cannot
+        /// together overrun the cache budget.
+        var reservedBytes: Int64 = 0
         /// A newer version waiting for the requests of the current one to end.
         var pendingSnapshot: CatalogSnapshot?
         var prefetch: Task<Void, Never>?

@@ -189,6 +189,38 @@ struct ResourceRequestTests {
         }
     }
 
+    @Test func concurrentInstallsNeverOverrunTheCacheBudget() async throws {
+        let fixture = try await ManagerFixture.make(bigBytes: 1 << 20)
+        let manifest = try fixture.game.manifest(1)
+        let sizes = manifest.tags.reduce(into: [String: Int64]()) { $0[$1.name] = $1.installedBytes }
+        let budget = try #require(sizes["big"]) + 1000
+        try await withTestServer(root: fixture.game.catalog) { server in
+            let manager = try fixture.manager(url: server.baseURL) { $0.cacheBudget = budget }
+            try await manager.prepare()
+            // On an empty store, small's and big's packs (three, one shared) start installing at
+            // once; each fits the budget alone, not all together. Reservations must stop the
+            // installs that would overrun it, which fail with out-of-space, instead of all three
+            // passing the check.
+            let outcomes = try await withThrowingTaskGroup(of: ResourceError.Code?.self) { group in
+                for tags: Set<String> in [["small"], ["big"]] {
+                    group.addTask {
+                        let request = ResourceRequest(tags: tags, manager: manager)
+                        do throws(ResourceError) {
+                            try await request.beginAccessingResources()
+                            return nil
+                        } catch {
+                            return error.code
+                        }
+                    }
+                }
+                return try await group.reduce(into: [ResourceError.Code?]()) { $0.append($1) }
+            }
+            let packs = try manager.store.packs().map { "\($0.id.prefix(6)) \($0.installedBytes) \($0.isInstalled)" }
+            #expect(try manager.store.usage().installedBytes <= budget, "\(outcomes) \(packs) budget \(budget) sizes \(sizes)")
+            #expect(outcomes.allSatisfy { $0 == nil || $0 == .outOfSpace }, "\(outcomes)")
+        }
+    }
+
     @Test func offlineStartUsesTheStoredCatalog() async throws {
         let fixture = try await ManagerFixture.make(bigBytes: 10_000)
         var catalogURL: URL?
