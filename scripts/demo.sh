@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `make demo`: build the sample game's catalog, check it, serve it over a slowed-down loopback
 # network, and install levels into a store with the runtime, as a game would.
-# (A game-like client over ResourceRequest replaces the odr steps once the demo client lands.)
+# Then `odr demo` plays levels 1-5 through ResourceRequest, the way a game would.
 set -euo pipefail
 
 out="${1:-.build/demo}"
@@ -57,7 +57,10 @@ if "$odr" fetch --catalog "$url" --store "$store" level9 2>"$out/error.txt"; the
 fi
 cat "$out/error.txt"
 
-step "Server log"
-cat "$out/serve.log"
+step "Play levels 1-5 like a game: prefetch the next level, urgent when the player waits, purge old levels"
+"$odr" demo --catalog "$url" --store "$out/game-store" --cache-budget 819200 --play-seconds 0.15
+
+step "Server log (last 15 requests)"
+tail -n 15 "$out/serve.log"
 echo
 echo "Demo finished: catalog in $catalog"

@@ -21,13 +21,27 @@ final class FetchProgressBar: Sendable {
             return true
         }
         guard due else { return }
-        let width = 30, filled = Int(progress.fraction * Double(width))
-        let bar = String(repeating: "=", count: filled) + String(repeating: " ", count: width - filled)
-        let line = "\r[\(bar)] \(Int(progress.fraction * 100))%  \(byteText(progress.completedBytes)) of \(byteText(progress.totalBytes))  packs \(progress.completedPacks)/\(progress.totalPacks)\u{1B}[K"
+        let bar = progressBarText(fraction: progress.fraction, completed: progress.completedBytes, total: progress.totalBytes)
+        let line = "\r\(bar)  packs \(progress.completedPacks)/\(progress.totalPacks)\u{1B}[K"
         FileHandle.standardError.write(Data(line.utf8))
     }
 
     func finish() {
         if enabled { FileHandle.standardError.write(Data("\r\u{1B}[2K".utf8)) }
+    }
+}
+
+/// One progress line for people: `[=========           ]  31%  1.2 MiB of 3.9 MiB`.
+func progressBarText(fraction: Double, completed: Int64, total: Int64, width: Int = 30) -> String {
+    let clamped = min(max(fraction, 0), 1)
+    let filled = Int(clamped * Double(width))
+    let bar = String(repeating: "=", count: filled) + String(repeating: " ", count: width - filled)
+    let percent = String(Int(clamped * 100)).leftPadded(to: 3)
+    return "[\(bar)] \(percent)%  \(byteText(completed)) of \(byteText(total))"
+}
+
+extension String {
+    fileprivate func leftPadded(to width: Int) -> String {
+        count >= width ? self : String(repeating: " ", count: width - count) + self
     }
 }

@@ -18,6 +18,6 @@ struct ODR: AsyncParsableCommand {
               odr update --catalog http://127.0.0.1:8080/ --store ~/odr-store
               odr verify --store ~/odr-store
             """,
-        subcommands: [FetchCommand.self, StatusCommand.self, PathCommand.self, VerifyCommand.self, UpdateCommand.self]
+        subcommands: [FetchCommand.self, StatusCommand.self, PathCommand.self, VerifyCommand.self, UpdateCommand.self, DemoCommand.self]
     )
 }

@@ -1,0 +1,50 @@
+import Foundation
+import ODRFormat
+import Synchronization
+
+/// One tag as the manager sees it now: the gauge Xcode shows for on-demand resources.
+public struct TagGauge: Sendable, Equatable {
+    /// Where a tag stands.
+    public enum State: String, Sendable {
+        case notDownloaded = "not downloaded"
+        case downloading
+        case downloaded
+        case inUse = "in use"
+    }
+
+    public var name: String
+    public var state: State
+    /// The bytes its packs take once installed.
+    public var installedBytes: Int64
+    /// The bytes a request for it would download now.
+    public var downloadBytes: Int64
+    /// Its preservation priority (the app's setting or the catalog's default).
+    public var preservationPriority: Double
+}
+
+extension ResourceManager {
+    /// Every tag of the current version with its state and sizes.
+    public func gauge() -> [TagGauge] {
+        let overrides = (state.withLock { $0.snapshot }).flatMap { try? store.preservationPriorityOverrides(catalogURL: $0.catalogURL) } ?? [:]
+        return state.withLock { state -> [TagGauge] in
+            guard let snapshot = state.snapshot, let ledger = state.ledger else { return [] }
+            return snapshot.manifest.tags.map { tag in
+                let missing = tag.packs.filter { !state.installedIDs.contains($0) }
+                let gaugeState: TagGauge.State
+                if let index = ledger.catalog.tag(named: tag.name), ledger.isInUse(index), missing.isEmpty {
+                    gaugeState = .inUse
+                } else if missing.isEmpty {
+                    gaugeState = .downloaded
+                } else if missing.contains(where: { state.downloads[$0] != nil }) {
+                    gaugeState = .downloading
+                } else {
+                    gaugeState = .notDownloaded
+                }
+                let download = missing.reduce(Int64(0)) { $0 + (snapshot.lookup.pack(id: $1)?.archiveBytes ?? 0) }
+                return TagGauge(
+                    name: tag.name, state: gaugeState, installedBytes: tag.installedBytes, downloadBytes: download,
+                    preservationPriority: snapshot.preservationPriority(ofTag: tag.name, overrides: overrides))
+            }
+        }
+    }
+}

@@ -1,0 +1,175 @@
+import ArgumentParser
+import Foundation
+import ODRRuntime
+
+/// `odr demo`: a small game-like client that plays levels in order through `ResourceRequest`.
+struct DemoCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "demo",
+        abstract: "Play the sample game's levels in order, the way a game uses the runtime.",
+        discussion: """
+            For each level it prefetches the next level at low priority while "playing" the
+            current one, asks for the current level as urgent when the player arrives before the
+            prefetch finished (with a progress bar), ends the previous level's request, and prints
+            the gauge: each tag's state and size. The cache budget is small enough that old levels
+            are purged; each purge is printed with its reason. It ends with a summary.
+
+            Example (with `odrpack serve SampleAssets-catalog --rate 2000000`):
+              odr demo --catalog http://127.0.0.1:8080/ --store /tmp/game-store --cache-budget 819200
+            """
+    )
+
+    @OptionGroup var options: CatalogOptions
+
+    @Option(help: "How many levels to play (tags level1 ... levelN).")
+    var levels = 5
+
+    @Option(name: .customLong("cache-budget"), help: "Bytes of installed packs the store may hold.")
+    var cacheBudget: Int64 = 800 << 10
+
+    @Option(name: .customLong("play-seconds"), help: "How long the player spends in each level.")
+    var playSeconds = 0.05
+
+    func validate() throws {
+        guard levels >= 1 else { throw ValidationError("--levels must be at least 1.") }
+        guard cacheBudget > 0 else { throw ValidationError("--cache-budget must be a positive number of bytes.") }
+        guard playSeconds >= 0 else { throw ValidationError("--play-seconds cannot be negative.") }
+    }
+
+    func run() async throws {
+        try await reportingResourceErrors {
+            var configuration = ResourceManager.Configuration(
+                catalogURL: options.catalogURL, storeDirectory: URL(filePath: options.store, directoryHint: .isDirectory))
+            configuration.distribution = options.distribution
+            configuration.cacheBudget = cacheBudget
+            configuration.bundledCatalog = options.bundled.map { URL(filePath: $0, directoryHint: .isDirectory) }
+            let manager = try ResourceManager(configuration: configuration)
+            let log = DemoLog()
+            let events = manager.events()
+            let listener = Task {
+                for await event in events { log.record(event) }
+            }
+            print("Preparing: catalog and initial-install tags...")
+            try await manager.prepare(online: !options.offline)
+            print("Ready: catalog version \(manager.currentVersion ?? 0), cache budget \(byteText(cacheBudget)).")
+
+            var current: ResourceRequest?
+            var next: (request: ResourceRequest, task: Task<Void, any Error>)?
+            var waits = 0
+            for level in 1...levels {
+                let tag = "level\(level)"
+                print("\n== Level \(level) ==")
+                let request: ResourceRequest
+                if let prefetched = next {
+                    request = prefetched.request
+                    if request.state != .accessing {
+                        waits += 1
+                        print("The player arrived before \(tag) finished downloading: now urgent.")
+                        request.loadingPriority = .urgent
+                        try await wait(for: prefetched.task, showing: request)
+                    }
+                } else {
+                    request = ResourceRequest(tags: [tag], manager: manager)
+                    if await !request.conditionallyBeginAccessingResources() {
+                        waits += 1
+                        request.loadingPriority = .urgent
+                        print("Downloading \(tag) (\(byteText(try manager.downloadSize(forTags: [tag])))) as urgent.")
+                        let task = Task { try await request.beginAccessingResources() }
+                        try await wait(for: task, showing: request)
+                    }
+                }
+                try current?.endAccessingResources()
+                current = request
+
+                if level < levels {
+                    let upcoming = ResourceRequest(tags: ["level\(level + 1)"], manager: manager)
+                    upcoming.loadingPriority = .loading(0.1)
+                    next = (upcoming, Task { try await upcoming.beginAccessingResources() })
+                } else {
+                    next = nil
+                }
+
+                guard let map = request.url(forResource: "map", withExtension: "json", subdirectory: "Levels/Level\(level)") else {
+                    throw ResourceError(.resourceNotInstalled, "Levels/Level\(level)/map.json is not in the installed packs of \(tag).")
+                }
+                let bytes = try Data(contentsOf: map).count
+                print("Playing \(tag): read \(map.lastPathComponent) (\(bytes) bytes) from \(map.deletingLastPathComponent().path)")
+                try await Task.sleep(for: .seconds(playSeconds))
+                printGauge(manager.gauge())
+                log.flush()
+            }
+            try current?.endAccessingResources()
+            if let next { next.task.cancel() }
+            try await Task.sleep(for: .milliseconds(50))
+            listener.cancel()
+            log.flush()
+            let usage = try manager.store.usage()
+            print("\n== Summary ==")
+            print("levels played: \(levels); waited for downloads \(waits) time(s)")
+            print("packs installed: \(log.installs) (\(byteText(log.installedBytes))); purged: \(log.purges) (\(byteText(log.purgedBytes)))")
+            print("store now: \(usage.installedPacks) pack(s), \(byteText(usage.installedBytes)) of a \(byteText(cacheBudget)) budget")
+        }
+    }
+
+    private func wait(for task: Task<Void, any Error>, showing request: ResourceRequest) async throws {
+        let updates = request.progressUpdates
+        // Output here is usually a log, not a terminal: print a line whenever the bar changes.
+        let bar = Task {
+            var last = ""
+            for await update in updates {
+                let line = progressBarText(fraction: update.fractionCompleted, completed: update.completedBytes, total: update.totalBytes)
+                if line != last { print("  " + line) }
+                last = line
+                if update.fractionCompleted >= 1 { break }
+            }
+        }
+        defer { bar.cancel() }
+        try await task.value
+    }
+
+    private func printGauge(_ gauge: [TagGauge]) {
+        for tag in gauge {
+            let name = tag.name.padding(toLength: 10, withPad: " ", startingAt: 0)
+            let state = tag.state.rawValue.padding(toLength: 15, withPad: " ", startingAt: 0)
+            print("  \(name) \(state) \(byteText(tag.installedBytes)) installed, priority \(tag.preservationPriority)")
+        }
+    }
+}
+
+/// Collects manager events for printing between levels.
+final class DemoLog: @unchecked Sendable {
+    // @unchecked Sendable: every access goes through `lock`.
+    private let lock = NSLock()
+    private var pending: [String] = []
+    private(set) var installs = 0
+    private(set) var installedBytes: Int64 = 0
+    private(set) var purges = 0
+    private(set) var purgedBytes: Int64 = 0
+
+    func record(_ event: ResourceManagerEvent) {
+        lock.withLock {
+            switch event {
+            case .packInstalled(let id, let bytes):
+                installs += 1
+                installedBytes += bytes
+                pending.append("  installed pack \(id.prefix(12)) (\(byteText(bytes)))")
+            case .packPurged(let id, let bytes, let reason):
+                purges += 1
+                purgedBytes += bytes
+                pending.append("  purged pack \(id.prefix(12)) (\(byteText(bytes))): \(reason)")
+            case .lowDiskSpace(let free):
+                pending.append("  low disk space: \(byteText(free)) free")
+            case .catalogUpdated(let version):
+                pending.append("  catalog now at version \(version)")
+            }
+        }
+    }
+
+    func flush() {
+        let lines = lock.withLock {
+            defer { pending.removeAll() }
+            return pending
+        }
+        for line in lines { print(line) }
+    }
+}
