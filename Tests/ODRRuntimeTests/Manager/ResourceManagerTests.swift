@@ -1,0 +1,235 @@
+import Foundation
+import ODRFormat
+@testable import ODRRuntime
+import ODRServe
+import ODRTestSupport
+import Synchronization
+import Testing
+
+/// The manager's own API over a real catalog on loopback: sizes, priorities, the gauge, prepare,
+/// events, and the request controls (priority, pause, resume) as the server sees them.
+struct ResourceManagerTests {
+    @Test func downloadSizeCountsOnlyPacksNotInstalled() async throws {
+        let fixture = try await ManagerFixture.make(bigBytes: 100_000)
+        let manifest = try fixture.game.manifest(1)
+        func archiveBytes(_ tag: String) -> Int64 {
+            manifest.packs.filter { $0.tags.contains(tag) }.reduce(0) { $0 + $1.archiveBytes }
+        }
+        let shared = manifest.packs.filter { $0.tags == ["big", "small"] }.reduce(Int64(0)) { $0 + $1.archiveBytes }
+        #expect(shared > 0, "the fixture's small and big share a pack")
+        try await withTestServer(root: fixture.game.catalog) { server in
+            let manager = try fixture.manager(url: server.baseURL)
+            try await manager.prepare()
+            #expect(try manager.downloadSize(forTags: ["small"]) == archiveBytes("small"))
+            #expect(try manager.downloadSize(forTags: ["small", "big"]) == archiveBytes("small") + archiveBytes("big") - shared)
+
+            let small = ResourceRequest(tags: ["small"], manager: manager)
+            try await small.beginAccessingResources()
+            #expect(try manager.downloadSize(forTags: ["small"]) == 0)
+            #expect(try manager.downloadSize(forTags: ["big"]) == archiveBytes("big") - shared, "the shared pack is already here")
+            do throws(ResourceError) { _ = try manager.downloadSize(forTags: ["big", "level9"]); Issue.record("unknown tag sized") } catch {
+                #expect(error.code == .invalidTag)
+            }
+        }
+    }
+
+    @Test func preservationPriorityPersistsAndRejectsBadInput() async throws {
+        let fixture = try await ManagerFixture.make(bigBytes: 10_000)
+        var catalogURL: URL?
+        try await withTestServer(root: fixture.game.catalog) { server in
+            catalogURL = server.baseURL
+            let manager = try fixture.manager(url: server.baseURL)
+            try await manager.prepare()
+            #expect(try manager.preservationPriority(forTag: "small") == 0.3, "the catalog's default")
+            try manager.setPreservationPriority(0.9, forTags: ["small"])
+            #expect(try manager.preservationPriority(forTag: "small") == 0.9)
+
+            for (priority, tags) in [(0.5, Set(["small", "nope"])), (1.5, Set(["big"])), (-0.1, Set(["big"]))] {
+                do throws(ResourceError) {
+                    try manager.setPreservationPriority(priority, forTags: tags)
+                    Issue.record("accepted \(priority) for \(tags)")
+                } catch {
+                    #expect(error.code == .invalidTag)
+                }
+            }
+            #expect(try manager.preservationPriority(forTag: "small") == 0.9, "a refused call changes nothing")
+            #expect(try manager.preservationPriority(forTag: "big") == 0.7)
+        }
+        // A new manager on the same store, with the server gone, remembers the app's setting.
+        let again = try fixture.manager(url: try #require(catalogURL))
+        #expect(try again.preservationPriority(forTag: "small") == 0.9)
+    }
+
+    @Test func gaugeShowsEachTagsStateAndSizes() async throws {
+        let fixture = try await ManagerFixture.make(bigBytes: 100_000)
+        let manifest = try fixture.game.manifest(1)
+        try await withTestServer(root: fixture.game.catalog) { server in
+            let manager = try fixture.manager(url: server.baseURL)
+            try await manager.prepare()
+            func gauge(_ tag: String) throws -> TagGauge { try #require(manager.gauge().first { $0.name == tag }) }
+            #expect(try gauge("small").state == .notDownloaded)
+            #expect(try gauge("small").downloadBytes == manager.downloadSize(forTags: ["small"]))
+            #expect(try gauge("small").installedBytes == manifest.tags.first { $0.name == "small" }?.installedBytes)
+
+            let small = ResourceRequest(tags: ["small"], manager: manager)
+            try await small.beginAccessingResources()
+            #expect(try gauge("small").state == .inUse)
+            #expect(try gauge("small").downloadBytes == 0)
+            #expect(try gauge("big").state == .notDownloaded)
+            #expect(try gauge("big").downloadBytes == manager.downloadSize(forTags: ["big"]))
+
+            try small.endAccessingResources()
+            #expect(try gauge("small").state == .downloaded)
+            try manager.setPreservationPriority(0.25, forTags: ["big"])
+            #expect(try gauge("big").preservationPriority == 0.25)
+        }
+    }
+
+    @Test func prepareInstallsInitialTagsThenPrefetchesInOrder() async throws {
+        let game = try CatalogFixture(rules: """
+            {
+              "tags": {
+                "boot": { "include": ["boot"] },
+                "first": { "include": ["first"] },
+                "second": { "include": ["second"] },
+                "later": { "include": ["later"] }
+              },
+              "initialInstall": ["boot"],
+              "prefetchOrder": ["second", "first"]
+            }
+            """)
+        for (index, name) in ["boot", "first", "second", "later"].enumerated() {
+            try game.write("\(name)/data.bin", deterministicBytes(count: 20_000, seed: UInt64(index + 1)))
+        }
+        try await game.build()
+        let manifest = try game.manifest(1)
+        func packURL(_ tag: String) -> String { "/packs/\(manifest.packs.first { $0.tags == [tag] }!.id).zip" }
+        let stores = try TemporaryDirectory(prefix: "odr-prepare")
+        try await withTestServer(root: game.catalog) { server in
+            var configuration = ResourceManager.Configuration(catalogURL: server.baseURL, storeDirectory: stores.appending("store"))
+            configuration.freeSpaceWatermark = 0
+            configuration.maximumConcurrentTransfers = 1
+            let manager = try ResourceManager(configuration: configuration)
+            try await manager.prepare()
+            // Ready: the initial-install tag is local the moment prepare returns.
+            #expect(await ResourceRequest(tags: ["boot"], manager: manager).conditionallyBeginAccessingResources())
+            await manager.waitForPrefetch()
+            #expect(await ResourceRequest(tags: ["second"], manager: manager).conditionallyBeginAccessingResources())
+            #expect(await ResourceRequest(tags: ["first"], manager: manager).conditionallyBeginAccessingResources())
+            #expect(await !ResourceRequest(tags: ["later"], manager: manager).conditionallyBeginAccessingResources(), "not in the prefetch order")
+            let packs = ManagerFixture.packRequests(server)
+            #expect(packs == [packURL("boot"), packURL("second"), packURL("first")])
+        }
+    }
+
+    @Test func raisingAQueuedRequestToUrgentMovesItAhead() async throws {
+        let game = try CatalogFixture(rules: """
+            { "tags": { "a": { "include": ["a"] }, "b": { "include": ["b"] }, "c": { "include": ["c"] }, "d": { "include": ["d"] } } }
+            """)
+        for (index, name) in ["a", "b", "c", "d"].enumerated() {
+            try game.write("\(name)/data.bin", deterministicBytes(count: 300_000, seed: UInt64(index + 1)))
+        }
+        try await game.build()
+        let manifest = try game.manifest(1)
+        func packURL(_ tag: String) -> String { "/packs/\(manifest.packs.first { $0.tags == [tag] }!.id).zip" }
+        let stores = try TemporaryDirectory(prefix: "odr-priority")
+        // One transfer at a time, and `a` takes about a second: the rest wait in the queue.
+        try await withTestServer(root: game.catalog, conditions: NetworkConditions(bytesPerSecond: 300_000)) { server in
+            var configuration = ResourceManager.Configuration(catalogURL: server.baseURL, storeDirectory: stores.appending("store"))
+            configuration.freeSpaceWatermark = 0
+            configuration.maximumConcurrentTransfers = 1
+            let manager = try ResourceManager(configuration: configuration)
+            try await manager.prepare()
+
+            let first = ResourceRequest(tags: ["a"], manager: manager)
+            let updates = first.progressUpdates
+            let running = Task { try await first.beginAccessingResources() }
+            for await update in updates where update.completedBytes > 0 { break }
+
+            var queued: [ResourceRequest] = []
+            var tasks: [Task<Void, any Error>] = [running]
+            for (tag, priority) in [("b", 0.1), ("c", 0.6), ("d", 0.3)] {
+                let request = ResourceRequest(tags: [tag], manager: manager)
+                request.loadingPriority = .loading(priority)
+                queued.append(request)
+                tasks.append(Task { try await request.beginAccessingResources() })
+            }
+            // Let every begin reach the queue, then make the lowest one urgent.
+            try await Task.sleep(for: .milliseconds(200))
+            queued[0].loadingPriority = .urgent
+            for task in tasks { try await task.value }
+            #expect(ManagerFixture.packRequests(server) == [packURL("a"), packURL("b"), packURL("c"), packURL("d")])
+        }
+    }
+
+    @Test func pausingProgressStopsBytesAndResumingFinishes() async throws {
+        let fixture = try await ManagerFixture.make(bigBytes: 1 << 20)
+        try await withTestServer(root: fixture.game.catalog, conditions: NetworkConditions(bytesPerSecond: 512 << 10)) { server in
+            let manager = try fixture.manager(url: server.baseURL)
+            try await manager.prepare()
+            let request = ResourceRequest(tags: ["big"], manager: manager)
+            let updates = request.progressUpdates
+            let begin = Task { try await request.beginAccessingResources() }
+            for await update in updates where update.completedBytes > 0 { break }
+            request.progress.pause()
+            #expect(request.progress.isPaused)
+            // Bytes already in flight may still land; after that, nothing moves while paused.
+            try await Task.sleep(for: .milliseconds(400))
+            let paused = request.progress.completedUnitCount
+            try await Task.sleep(for: .milliseconds(800))
+            #expect(request.progress.completedUnitCount == paused, "no bytes arrive while paused")
+            #expect(paused < request.progress.totalUnitCount - 1, "paused part way")
+            #expect(request.state == .requested)
+
+            request.progress.resume()
+            try await begin.value
+            #expect(request.state == .accessing)
+            #expect(request.progress.fractionCompleted == 1)
+            #expect(try Data(contentsOf: #require(request.url(forResource: "big/music.bin"))) == fixture.game.contents(of: "big/music.bin"))
+        }
+    }
+
+    @Test func completionHandlerFormReportsSuccessAndErrors() async throws {
+        let fixture = try await ManagerFixture.make(bigBytes: 10_000)
+        try await withTestServer(root: fixture.game.catalog) { server in
+            let manager = try fixture.manager(url: server.baseURL)
+            try await manager.prepare()
+            let good = ResourceRequest(tags: ["small"], manager: manager)
+            let goodError: (any Error)? = await withCheckedContinuation { continuation in
+                good.beginAccessingResources { continuation.resume(returning: $0) }
+            }
+            #expect(goodError == nil)
+            #expect(good.state == .accessing)
+
+            let bad = ResourceRequest(tags: ["nope"], manager: manager)
+            let badError: (any Error)? = await withCheckedContinuation { continuation in
+                bad.beginAccessingResources { continuation.resume(returning: $0) }
+            }
+            #expect((badError as? ResourceError)?.code == .invalidTag)
+        }
+    }
+
+    @Test func installsArePostedToNotificationCenter() async throws {
+        let fixture = try await ManagerFixture.make(bigBytes: 10_000)
+        try await withTestServer(root: fixture.game.catalog) { server in
+            let manager = try fixture.manager(url: server.baseURL)
+            try await manager.prepare()
+            let seen = NotificationRecorder()
+            let observer = NotificationCenter.default.addObserver(forName: ResourceManager.packInstalledNotification, object: manager, queue: nil) { note in
+                if case .packInstalled(let id, _)? = note.userInfo?["event"] as? ResourceManagerEvent { seen.add(id) }
+            }
+            defer { NotificationCenter.default.removeObserver(observer) }
+            let request = ResourceRequest(tags: ["small"], manager: manager)
+            try await request.beginAccessingResources()
+            let expected = Set(try fixture.game.manifest(1).packs.filter { $0.tags.contains("small") }.map(\.id))
+            #expect(seen.ids == expected)
+        }
+    }
+}
+
+/// Pack ids seen by a notification observer, which runs on the posting thread.
+private final class NotificationRecorder: Sendable {
+    private let seen = Mutex<Set<String>>([])
+    func add(_ id: String) { seen.withLock { _ = $0.insert(id) } }
+    var ids: Set<String> { seen.withLock { $0 } }
+}
