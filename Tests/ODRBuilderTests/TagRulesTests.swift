@@ -84,4 +84,42 @@ struct TagRulesTests {
             (error as? BuildError)?.code == .rulesUnreadable
         }
     }
+
+    @Test func matcherTagsEveryPathAsTheRulesDo() throws {
+        let rules = try TagRules.parse(Data("""
+            {
+              "tags": {
+                "level1": ["Levels/Level1", "Shared/forest"],
+                "level2": { "include": ["Levels/Level2/**"], "exclude": ["Levels/Level2/*.tmp"] },
+                "early": ["Levels/Level[12]/map.json"],
+                "music": ["**/*.ogg"],
+                "readme": ["README.md"],
+                "wild": ["*/icons/*.png"],
+                "escaped": ["Odd\\\\*Name/file.txt"]
+              },
+              "untagged": "warn"
+            }
+            """.utf8))
+        let paths = [
+            "Levels/Level1/map.json", "Levels/Level1/theme.ogg", "Levels/Level2/map.json", "Levels/Level2/x.tmp",
+            "Levels/Level3/map.json", "Shared/forest/tree.png", "Shared/desert/sand.png", "README.md", "readme.md",
+            "UI/icons/play.png", "UI/icons/deep/play.png", "Odd*Name/file.txt", "OddXName/file.txt", "music.ogg",
+        ]
+        let matcher = rules.matcher()
+        for path in paths {
+            #expect(matcher.tags(forPath: path) == rules.tags(forPath: path), "\(path)")
+        }
+        #expect(matcher.tags(forPath: "Levels/Level1/map.json") == ["early", "level1"])
+        #expect(matcher.tags(forPath: "Odd*Name/file.txt") == ["escaped"])
+        #expect(matcher.tags(forPath: "OddXName/file.txt").isEmpty)
+        #expect(matcher.tags(forPath: "UI/icons/play.png") == ["wild"])
+    }
+
+    @Test func firstComponentIsKnownOnlyWithoutWildcards() throws {
+        #expect(try GlobPattern("Levels/Level[1-3]/**").firstComponent == "Levels")
+        #expect(try GlobPattern("README.md").firstComponent == "README.md")
+        #expect(try GlobPattern("Lev*/map.json").firstComponent == nil)
+        #expect(try GlobPattern("**/*.ogg").firstComponent == nil)
+        #expect(try GlobPattern("[LM]evels/x").firstComponent == nil)
+    }
 }

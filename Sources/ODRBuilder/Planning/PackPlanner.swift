@@ -30,8 +30,9 @@ public struct PackPlanner: Sendable {
         var warnings: [BuildWarning] = []
         var pathTags: [String: [String]] = [:]
         var untagged: [String] = []
+        let matcher = rules.matcher()
         for asset in assets.sorted(by: { $0.path < $1.path }) {
-            var tags = rules.tags(forPath: asset.path)
+            var tags = matcher.tags(forPath: asset.path)
             if tags.isEmpty {
                 untagged.append(asset.path)
                 guard rules.untagged == .base else { continue }

@@ -159,6 +159,19 @@ public struct GlobPattern: Sendable, Hashable, CustomStringConvertible {
 
     public var description: String { source }
 
+    /// The first path component every match starts with, when the pattern's first segment has no
+    /// wildcard (`Levels` for `Levels/Level[1-3]/**`); `nil` when the first component can vary.
+    /// Lets a rule set look only at the rules that can match a path.
+    public var firstComponent: String? {
+        guard case .tokens(let tokens)? = segments.first else { return nil }
+        var name = ""
+        for token in tokens {
+            guard case .literal(let character) = token else { return nil }
+            name.append(character)
+        }
+        return name
+    }
+
     /// Whether the pattern matches the file at `path` or one of the folders that contain it.
     ///
     /// - Parameter path: a clean relative path with `/` separators, such as `Levels/Level1/map.json`.

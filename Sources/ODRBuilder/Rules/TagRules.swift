@@ -102,8 +102,51 @@ public struct TagRules: Sendable, Equatable {
     }
 
     /// The tags that need the file at `path`, sorted; empty for an untagged file.
+    ///
+    /// To tag many paths, make a ``Matcher`` once with ``matcher()``: it checks only the rules
+    /// that can match each path.
     public func tags(forPath path: String) -> [String] {
         tags.filter { $0.matches(path) }.map(\.name)
+    }
+
+    /// An index of the rules by the first path component their patterns name, for tagging many
+    /// paths: with thousands of tags (one folder each), each path is checked against a handful of
+    /// rules instead of all of them.
+    public func matcher() -> Matcher { Matcher(rules: tags) }
+
+    /// The tag rules indexed by first path component; gives the same answers as
+    /// ``TagRules/tags(forPath:)``.
+    public struct Matcher: Sendable {
+        private let rules: [TagRule]
+        /// Rules (by position in `rules`) whose every include pattern starts with a fixed component.
+        private let byFirstComponent: [String: [Int]]
+        /// Rules with an include pattern that may start anywhere; checked for every path.
+        private let anywhere: [Int]
+
+        init(rules: [TagRule]) {
+            self.rules = rules
+            var byFirstComponent: [String: [Int]] = [:]
+            var anywhere: [Int] = []
+            for (index, rule) in rules.enumerated() {
+                let firsts = rule.include.map(\.firstComponent)
+                if firsts.contains(nil) {
+                    anywhere.append(index)
+                } else {
+                    for first in Set(firsts.compactMap { $0 }) { byFirstComponent[first, default: []].append(index) }
+                }
+            }
+            self.byFirstComponent = byFirstComponent
+            self.anywhere = anywhere
+        }
+
+        /// The tags that need the file at `path`, sorted; empty for an untagged file.
+        public func tags(forPath path: String) -> [String] {
+            let first = path.prefix { $0 != "/" }
+            var candidates = anywhere
+            if let keyed = byFirstComponent[String(first)] { candidates += keyed }
+            candidates.sort()
+            return candidates.compactMap { rules[$0].matches(path) ? rules[$0].name : nil }
+        }
     }
 
     /// Every tag name a build can produce: the rules' tags, plus `base` when untagged files go there.
