@@ -52,8 +52,9 @@ public struct CatalogVerifier: Sendable {
             try checkTagTotals(of: manifest)
             summary.versions += 1
             summary.files += manifest.files.count
+            let lookup = manifest.makeIndex()
             for pack in manifest.packs where verifiedPacks.insert(pack.id).inserted {
-                summary.entries += try verify(pack, of: manifest)
+                summary.entries += try verify(pack, of: lookup)
                 summary.packs += 1
                 summary.bytes += pack.archiveBytes
             }
@@ -79,7 +80,8 @@ public struct CatalogVerifier: Sendable {
     }
 
     /// Checks one pack against its manifest; returns the number of entries checked.
-    func verify(_ pack: PackRecord, of manifest: VersionManifest) throws(BuildError) -> Int {
+    func verify(_ pack: PackRecord, of lookup: ManifestIndex) throws(BuildError) -> Int {
+        let manifest = lookup.manifest
         let location = catalog.packURL(id: pack.id)
         let manifestPath = catalog.url(of: VersionManifest.manifestPath(forVersion: manifest.version)).path
         guard FileManager.default.fileExists(atPath: location.path) else {
@@ -87,7 +89,7 @@ public struct CatalogVerifier: Sendable {
                 .missingFile, "version \(manifest.version) needs this pack but it is missing; rebuild or restore it",
                 file: location.path)
         }
-        let expected = manifest.expectedEntries(inPack: pack.id)
+        let expected = lookup.expectedEntries(inPack: pack.id)
         guard expected.count == pack.entryCount,
               expected.reduce(Int64(0), { $0 + $1.size }) == pack.installedBytes
         else {

@@ -73,13 +73,8 @@ public struct VersionManifest: Codable, Sendable, Equatable {
     /// The distinct entries of pack `id`, ordered by their position in the archive.
     ///
     /// Several files may share one entry (identical content); the entry appears once.
+    /// Reads every file record; to ask for many packs, use ``ManifestIndex/expectedEntries(inPack:)``.
     public func expectedEntries(inPack id: String) -> [PackEntryExpectation] {
-        var byName: [String: PackEntryExpectation] = [:]
-        for file in files where file.pack == id && byName[file.entry] == nil {
-            byName[file.entry] = PackEntryExpectation(
-                name: file.entry, method: file.method, storedSize: file.storedSize,
-                size: file.size, headerOffset: file.headerOffset, sha256: file.sha256)
-        }
-        return byName.values.sorted { $0.headerOffset < $1.headerOffset }
+        PackEntryExpectation.distinctEntries(of: files.lazy.filter { $0.pack == id })
     }
 }

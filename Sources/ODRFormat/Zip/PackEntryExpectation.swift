@@ -22,3 +22,17 @@ public struct PackEntryExpectation: Sendable, Equatable {
         self.sha256 = sha256
     }
 }
+
+extension PackEntryExpectation {
+    /// The distinct entries of one pack's files (several files may share one entry, for identical
+    /// content), ordered by their position in the archive.
+    public static func distinctEntries(of files: some Sequence<FileRecord>) -> [PackEntryExpectation] {
+        var byName: [String: PackEntryExpectation] = [:]
+        for file in files where byName[file.entry] == nil {
+            byName[file.entry] = PackEntryExpectation(
+                name: file.entry, method: file.method, storedSize: file.storedSize,
+                size: file.size, headerOffset: file.headerOffset, sha256: file.sha256)
+        }
+        return byName.values.sorted { $0.headerOffset < $1.headerOffset }
+    }
+}

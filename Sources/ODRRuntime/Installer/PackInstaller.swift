@@ -95,7 +95,7 @@ public struct PackInstaller: Sendable {
         let source = bundled ?? snapshot.packURL(id: pack.id)
         let rawURL = store.stagingURL.appending(path: "\(pack.id).zip")
         let sink = PackInstallSink(
-            pack: pack, entries: snapshot.manifest.expectedEntries(inPack: pack.id), source: source,
+            pack: pack, entries: snapshot.lookup.expectedEntries(inPack: pack.id), source: source,
             extraction: store.stagingURL.appending(path: "\(pack.id).d", directoryHint: .isDirectory),
             raw: source.isFileURL ? nil : rawURL, syncFiles: store.synchronousWrites,
             progress: { tracker.received($0, of: pack) })

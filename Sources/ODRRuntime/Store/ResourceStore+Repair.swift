@@ -99,28 +99,34 @@ extension ResourceStore {
     }
 }
 
-/// Decoded manifests by (catalog, version), so repair and verification decode each one once.
+/// Decoded, indexed manifests by (catalog, version), so repair and verification decode each one once.
 struct ManifestCache {
     let database: DatabasePool
-    private var decoded: [String: VersionManifest] = [:]
+    private var decoded: [String: ManifestIndex] = [:]
 
     init(database: DatabasePool) { self.database = database }
 
-    /// The newest stored manifest that lists pack `id`, if any.
-    mutating func manifest(containingPack id: String) -> VersionManifest? {
+    /// The newest stored manifest that lists pack `id`, if any, indexed.
+    mutating func manifest(containingPack id: String) -> ManifestIndex? {
+        // Find the version first and read its (large) JSON only once per version.
         let row = try? database.read { db in
             try Row.fetchOne(db, sql: """
-                SELECT m.catalogURL, m.version, m.json FROM packVersion pv
+                SELECT m.catalogURL, m.version FROM packVersion pv
                 JOIN manifest m ON m.catalogURL = pv.catalogURL AND m.version = pv.version
                 WHERE pv.packID = ? ORDER BY m.fetchedAt DESC, m.version DESC LIMIT 1
                 """, arguments: [id])
         }
         guard let row else { return nil }
-        let key = "\(row["catalogURL"] as String)#\(row["version"] as Int)"
-        if let manifest = decoded[key] { return manifest }
-        guard let manifest = try? VersionManifest.decode(from: row["json"] as Data) else { return nil }
-        decoded[key] = manifest
-        return manifest
+        let catalogURL: String = row["catalogURL"], version: Int = row["version"]
+        let key = "\(catalogURL)#\(version)"
+        if let index = decoded[key] { return index }
+        let json = try? database.read { db in
+            try Data.fetchOne(db, sql: "SELECT json FROM manifest WHERE catalogURL = ? AND version = ?", arguments: [catalogURL, version])
+        }
+        guard let json = json ?? nil, let manifest = try? VersionManifest.decode(from: json) else { return nil }
+        let index = manifest.makeIndex()
+        decoded[key] = index
+        return index
     }
 
     /// The entries of pack `id` as the newest manifest listing it says.

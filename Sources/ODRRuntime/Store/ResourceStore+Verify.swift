@@ -26,7 +26,7 @@ extension ResourceStore {
             }
             let folder = packURL(id: pack.id)
             var expectedPaths = Set<String>()
-            for file in manifest.files where file.pack == pack.id {
+            for file in manifest.files(inPack: pack.id) {
                 for path in Set([file.entry, file.path]) {
                     guard expectedPaths.insert(path).inserted else { continue }
                     let url = folder.appending(path: path)
