@@ -111,7 +111,8 @@ private final class PhaseClock: Sendable {
 }
 
 extension Duration {
-    fileprivate var seconds: Double {
+    /// The duration in seconds, for printing figures.
+    var seconds: Double {
         Double(components.seconds) + Double(components.attoseconds) / 1e18
     }
 }

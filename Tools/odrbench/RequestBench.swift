@@ -1,0 +1,198 @@
+import ArgumentParser
+import Foundation
+import ODRBuilder
+import ODRFormat
+import ODRRuntime
+import ODRSimulation
+
+/// `odrbench request`: the cost of a request on installed tags, and of opening a manager.
+///
+/// 1. `conditionallyBeginAccessingResources()` + `endAccessingResources()` on installed tags of a
+///    catalog of --tags tags and --tags x --files-per-tag files: median and 99th percentile per
+///    pair (targets: under 20 µs and under 200 µs), next to the same begin/end on a bare `Ledger`,
+///    the least any request must do.
+/// 2. Opening a `ResourceManager` on a store with --installed installed packs (target: under
+///    50 ms), next to opening the bare `ResourceStore` and listing its packs.
+struct RequestBench: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "request",
+        abstract: "Conditional begin + end on installed tags (10,000-tag catalog), and opening a manager.",
+        discussion: """
+            Generates an assets tree (one folder per tag, --files-per-tag small files in each),
+            builds it with the builder into a file:// catalog, installs the packs of the first
+            --installed tags into a store, then times:
+              - --pairs conditional begin + end pairs on random installed tags, each timed alone;
+                a bare Ledger begin/end of the same tags is the baseline;
+              - opening a ResourceManager on the store (--opens times; median and best), against
+                opening the ResourceStore alone and listing its installed packs.
+
+            Targets: median pair < 20 us, 99th percentile < 200 us; opening < 50 ms.
+
+            Example: swift run -c release odrbench request --tags 10000 --installed 1000
+            """
+    )
+
+    @Option(help: "Tags in the generated catalog.")
+    var tags = 10_000
+
+    @Option(name: .customLong("files-per-tag"), help: "Files in each tag's folder.")
+    var filesPerTag = 10
+
+    @Option(help: "Tags whose packs are installed before timing (one pack each).")
+    var installed = 1_000
+
+    @Option(help: "Conditional begin + end pairs to time.")
+    var pairs = 200_000
+
+    @Option(help: "Times to open a manager on the store.")
+    var opens = 7
+
+    func validate() throws {
+        guard tags > 0, filesPerTag > 0, pairs > 0, opens > 0 else {
+            throw ValidationError("--tags, --files-per-tag, --pairs and --opens must be positive.")
+        }
+        guard (1...tags).contains(installed) else { throw ValidationError("--installed must be between 1 and --tags.") }
+    }
+
+    func run() async throws {
+        let work = FileManager.default.temporaryDirectory.appending(path: "odrbench-request-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: work) }
+        let names = (0..<tags).map { String(format: "t%05d", $0) }
+        let clock = ContinuousClock()
+
+        print("== odrbench request: \(tags) tags, \(tags * filesPerTag) files, \(installed) installed ==")
+        let assets = work.appending(path: "assets"), catalog = work.appending(path: "catalog")
+        let generate = try clock.measure { try generateAssets(at: assets, names: names) }
+        print("generated the assets in \(format(generate.seconds))")
+        var options = BuildOptions(assets: assets, output: catalog)
+        options.concurrency = 2
+        let report = try await measuring("built the catalog (\(tags) packs)") {
+            try await CatalogBuilder(options: options).build()
+        }
+        guard report.packs.count >= tags else { throw ValidationFailure("expected one pack per tag, got \(report.packs.count)") }
+
+        let storeURL = work.appending(path: "store")
+        let catalogURL = URL(filePath: catalog.path, directoryHint: .isDirectory)
+        try await measuring("installed \(installed) packs from file://") {
+            try await install(tags: Array(names.prefix(installed)), catalog: catalogURL, store: storeURL)
+        }
+
+        // 2. Opening, first: later runs would find the database in the page cache anyway.
+        var managerOpens: [Double] = [], storeOpens: [Double] = []
+        var configuration = ResourceManager.Configuration(catalogURL: catalogURL, storeDirectory: storeURL)
+        configuration.freeSpaceWatermark = 0
+        for _ in 0..<opens {
+            storeOpens.append(try clock.measure {
+                let store = try ResourceStore(directory: storeURL)
+                guard try store.installedPackIDs().count == installed else { throw ValidationFailure("the store lost packs") }
+            }.seconds)
+            managerOpens.append(try clock.measure {
+                let manager = try ResourceManager(configuration: configuration)
+                guard manager.currentVersion != nil else { throw ValidationFailure("the manager found no stored catalog") }
+            }.seconds)
+        }
+
+        // 1. Requests on installed tags.
+        let manager = try ResourceManager(configuration: configuration)
+        guard manager.currentVersion != nil else { throw ValidationFailure("the manager found no stored catalog") }
+        var random = SimulationRandom(seed: 42)
+        let picks = (0..<pairs).map { _ in names[Int(random.next() % UInt64(installed))] }
+        var durations: [Double] = []
+        durations.reserveCapacity(pairs)
+        for name in picks {
+            let request = ResourceRequest(tags: [name], manager: manager)
+            let start = clock.now
+            guard await request.conditionallyBeginAccessingResources() else {
+                throw ValidationFailure("\(name) is installed, yet the conditional begin failed")
+            }
+            try request.endAccessingResources()
+            durations.append((clock.now - start).seconds)
+        }
+        let baseline = try ledgerPairs(manager: manager, picks: picks)
+
+        durations.sort()
+        let median = percentile(durations, 0.5), p99 = percentile(durations, 0.99)
+        print("")
+        print("conditional begin + end, \(pairs) pairs on installed tags:")
+        print("  median \(micro(median)), p90 \(micro(percentile(durations, 0.9))), p99 \(micro(p99)), max \(micro(durations.last ?? 0))")
+        print("  baseline, bare Ledger begin/end of the same tags: median \(micro(percentile(baseline, 0.5))), p99 \(micro(percentile(baseline, 0.99)))")
+        print("  target median < 20 us: \(median < 20e-6 ? "met" : "NOT met"); p99 < 200 us: \(p99 < 200e-6 ? "met" : "NOT met")")
+        managerOpens.sort()
+        storeOpens.sort()
+        let openMedian = percentile(managerOpens, 0.5)
+        print("opening a manager on a store with \(installed) installed packs (catalog of \(tags) tags, \(tags * filesPerTag) files):")
+        print("  median \(milli(openMedian)), best \(milli(managerOpens[0])) over \(opens) opens")
+        print("  baseline, opening the store alone and listing its packs: median \(milli(percentile(storeOpens, 0.5)))")
+        print("  target < 50 ms: \(openMedian < 0.05 ? "met" : "NOT met")")
+    }
+
+    /// One folder per tag, small text files in each (distinct contents, so nothing deduplicates),
+    /// and rules that give each folder its tag.
+    private func generateAssets(at assets: URL, names: [String]) throws {
+        for name in names {
+            let folder = assets.appending(path: name)
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            for file in 0..<filesPerTag {
+                let text = String(repeating: "\(name) file \(file): tile data 0123456789\n", count: 3)
+                try Data(text.utf8).write(to: folder.appending(path: "f\(file).txt"))
+            }
+        }
+        let rules = names.map { "\"\($0)\": [\"\($0)\"]" }.joined(separator: ",\n")
+        try Data("{\"tags\": {\n\(rules)\n}}\n".utf8).write(to: assets.appending(path: TagRules.defaultFileName))
+    }
+
+    /// Installs the packs of `tags` without flushing (the figures are about reading, not installing).
+    private func install(tags: [String], catalog: URL, store storeURL: URL) async throws {
+        let store = try ResourceStore(directory: storeURL, synchronousWrites: false)
+        let engine = try TransferEngine()
+        let client = CatalogClient(catalogURL: catalog, store: store, transport: engine)
+        let snapshot = try await client.snapshot()
+        var installer = PackInstaller(store: store, transport: engine)
+        installer.maximumConcurrentInstalls = 4
+        let summary = try await installer.install(try snapshot.packs(forTags: tags), from: snapshot)
+        guard summary.installed.count == tags.count else {
+            throw ValidationFailure("installed \(summary.installed.count) packs, expected \(tags.count)")
+        }
+    }
+
+    /// Times a bare ledger's begin + end of the same tags, each pair alone.
+    private func ledgerPairs(manager: ResourceManager, picks: [String]) throws -> [Double] {
+        let manifest = manager.tags
+        var packs: [String: (bytes: Int64, tags: [String])] = [:]
+        for tag in manifest {
+            for pack in tag.packs { packs[pack, default: (0, [])].tags.append(tag.name) }
+        }
+        let catalog = try LedgerCatalog(
+            tags: manifest.map(\.name),
+            packs: packs.sorted { $0.key < $1.key }.map { .init(id: $0.key, bytes: 1, tags: $0.value.tags) })
+        var ledger = Ledger(catalog: catalog)
+        let clock = ContinuousClock()
+        var durations: [Double] = []
+        durations.reserveCapacity(picks.count)
+        for name in picks {
+            guard let tag = catalog.tag(named: name) else { throw ValidationFailure("no tag \(name)") }
+            let start = clock.now
+            _ = try ledger.begin([tag])
+            _ = try ledger.end([tag])
+            durations.append((clock.now - start).seconds)
+        }
+        return durations.sorted()
+    }
+
+    private func measuring<T>(_ what: String, _ body: () async throws -> T) async throws -> T {
+        let start = ContinuousClock.now
+        let value = try await body()
+        print("\(what) in \(format((ContinuousClock.now - start).seconds))")
+        return value
+    }
+
+    private func percentile(_ sorted: [Double], _ p: Double) -> Double {
+        guard !sorted.isEmpty else { return 0 }
+        return sorted[min(sorted.count - 1, Int(Double(sorted.count - 1) * p))]
+    }
+
+    private func format(_ seconds: Double) -> String { String(format: "%.1f s", seconds) }
+    private func micro(_ seconds: Double) -> String { String(format: "%.1f us", seconds * 1e6) }
+    private func milli(_ seconds: Double) -> String { String(format: "%.1f ms", seconds * 1e3) }
+}
