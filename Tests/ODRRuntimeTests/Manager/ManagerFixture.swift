@@ -15,6 +15,25 @@ struct ManagerFixture {
         return ManagerFixture(game: game, stores: try TemporaryDirectory(prefix: "odr-manager-store"))
     }
 
+    /// A catalog whose every tag has a folder of its own (`<tag>/data.bin`, `bytes` of distinct
+    /// incompressible data), so each tag is exactly one pack; `rules` is the whole `odr.json`.
+    static func onePackPerTag(_ tags: [String], bytes: Int, rules: String) async throws -> ManagerFixture {
+        let game = try CatalogFixture(rules: rules)
+        for (index, tag) in tags.enumerated() {
+            try game.write("\(tag)/data.bin", deterministicBytes(count: bytes, seed: UInt64(index + 1)))
+        }
+        try await game.build()
+        return ManagerFixture(game: game, stores: try TemporaryDirectory(prefix: "odr-manager-store"))
+    }
+
+    /// The server path of the one pack whose tag set is exactly `[tag]`.
+    func packPath(ofTag tag: String) throws -> String {
+        guard let pack = try game.manifest(1).packs.first(where: { $0.tags == [tag] }) else {
+            throw CocoaError(.fileNoSuchFile, userInfo: [NSLocalizedDescriptionKey: "no pack holds only tag \(tag)"])
+        }
+        return "/packs/\(pack.id).zip"
+    }
+
     /// A manager for the catalog at `url` (the test server's), storing in `store` below `stores`.
     func manager(url: URL, store: String = "store", _ configure: (inout ResourceManager.Configuration) -> Void = { _ in }) throws -> ResourceManager {
         var configuration = ResourceManager.Configuration(catalogURL: url, storeDirectory: stores.appending(store))

@@ -86,7 +86,7 @@ struct ResourceManagerTests {
     }
 
     @Test func prepareInstallsInitialTagsThenPrefetchesInOrder() async throws {
-        let game = try CatalogFixture(rules: """
+        let fixture = try await ManagerFixture.onePackPerTag(["boot", "first", "second", "later"], bytes: 20_000, rules: """
             {
               "tags": {
                 "boot": { "include": ["boot"] },
@@ -98,18 +98,8 @@ struct ResourceManagerTests {
               "prefetchOrder": ["second", "first"]
             }
             """)
-        for (index, name) in ["boot", "first", "second", "later"].enumerated() {
-            try game.write("\(name)/data.bin", deterministicBytes(count: 20_000, seed: UInt64(index + 1)))
-        }
-        try await game.build()
-        let manifest = try game.manifest(1)
-        func packURL(_ tag: String) -> String { "/packs/\(manifest.packs.first { $0.tags == [tag] }!.id).zip" }
-        let stores = try TemporaryDirectory(prefix: "odr-prepare")
-        try await withTestServer(root: game.catalog) { server in
-            var configuration = ResourceManager.Configuration(catalogURL: server.baseURL, storeDirectory: stores.appending("store"))
-            configuration.freeSpaceWatermark = 0
-            configuration.maximumConcurrentTransfers = 1
-            let manager = try ResourceManager(configuration: configuration)
+        try await withTestServer(root: fixture.game.catalog) { server in
+            let manager = try fixture.manager(url: server.baseURL) { $0.maximumConcurrentTransfers = 1 }
             try await manager.prepare()
             // Ready: the initial-install tag is local the moment prepare returns.
             #expect(await ResourceRequest(tags: ["boot"], manager: manager).conditionallyBeginAccessingResources())
@@ -118,27 +108,17 @@ struct ResourceManagerTests {
             #expect(await ResourceRequest(tags: ["first"], manager: manager).conditionallyBeginAccessingResources())
             #expect(await !ResourceRequest(tags: ["later"], manager: manager).conditionallyBeginAccessingResources(), "not in the prefetch order")
             let packs = ManagerFixture.packRequests(server)
-            #expect(packs == [packURL("boot"), packURL("second"), packURL("first")])
+            #expect(packs == [try fixture.packPath(ofTag: "boot"), try fixture.packPath(ofTag: "second"), try fixture.packPath(ofTag: "first")])
         }
     }
 
     @Test func raisingAQueuedRequestToUrgentMovesItAhead() async throws {
-        let game = try CatalogFixture(rules: """
+        let fixture = try await ManagerFixture.onePackPerTag(["a", "b", "c", "d"], bytes: 300_000, rules: """
             { "tags": { "a": { "include": ["a"] }, "b": { "include": ["b"] }, "c": { "include": ["c"] }, "d": { "include": ["d"] } } }
             """)
-        for (index, name) in ["a", "b", "c", "d"].enumerated() {
-            try game.write("\(name)/data.bin", deterministicBytes(count: 300_000, seed: UInt64(index + 1)))
-        }
-        try await game.build()
-        let manifest = try game.manifest(1)
-        func packURL(_ tag: String) -> String { "/packs/\(manifest.packs.first { $0.tags == [tag] }!.id).zip" }
-        let stores = try TemporaryDirectory(prefix: "odr-priority")
         // One transfer at a time, and `a` takes about a second: the rest wait in the queue.
-        try await withTestServer(root: game.catalog, conditions: NetworkConditions(bytesPerSecond: 300_000)) { server in
-            var configuration = ResourceManager.Configuration(catalogURL: server.baseURL, storeDirectory: stores.appending("store"))
-            configuration.freeSpaceWatermark = 0
-            configuration.maximumConcurrentTransfers = 1
-            let manager = try ResourceManager(configuration: configuration)
+        try await withTestServer(root: fixture.game.catalog, conditions: NetworkConditions(bytesPerSecond: 300_000)) { server in
+            let manager = try fixture.manager(url: server.baseURL) { $0.maximumConcurrentTransfers = 1 }
             try await manager.prepare()
 
             let first = ResourceRequest(tags: ["a"], manager: manager)
@@ -158,7 +138,7 @@ struct ResourceManagerTests {
             try await Task.sleep(for: .milliseconds(200))
             queued[0].loadingPriority = .urgent
             for task in tasks { try await task.value }
-            #expect(ManagerFixture.packRequests(server) == [packURL("a"), packURL("b"), packURL("c"), packURL("d")])
+            #expect(ManagerFixture.packRequests(server) == (try ["a", "b", "c", "d"].map { try fixture.packPath(ofTag: $0) }))
         }
     }
 
