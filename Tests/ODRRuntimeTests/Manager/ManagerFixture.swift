@@ -42,6 +42,15 @@ struct ManagerFixture {
         return try ResourceManager(configuration: configuration)
     }
 
+    /// Begins `request` in a task and returns once its first bytes have arrived, so the caller can
+    /// act on a download in progress (pause, cancel, reprioritize).
+    static func beginAndAwaitFirstBytes(_ request: ResourceRequest) async -> Task<Void, any Error> {
+        let updates = request.progressUpdates
+        let begin = Task { try await request.beginAccessingResources() }
+        for await update in updates where update.completedBytes > 0 { break }
+        return begin
+    }
+
     /// The pack archive paths the server was asked for.
     static func packRequests(_ server: CatalogServer) -> [String] {
         server.requests().map(\.path).filter { $0.hasPrefix("/packs/") }

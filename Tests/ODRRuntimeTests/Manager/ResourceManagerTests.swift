@@ -122,9 +122,7 @@ struct ResourceManagerTests {
             try await manager.prepare()
 
             let first = ResourceRequest(tags: ["a"], manager: manager)
-            let updates = first.progressUpdates
-            let running = Task { try await first.beginAccessingResources() }
-            for await update in updates where update.completedBytes > 0 { break }
+            let running = await ManagerFixture.beginAndAwaitFirstBytes(first)
 
             var queued: [ResourceRequest] = []
             var tasks: [Task<Void, any Error>] = [running]
@@ -148,9 +146,7 @@ struct ResourceManagerTests {
             let manager = try fixture.manager(url: server.baseURL)
             try await manager.prepare()
             let request = ResourceRequest(tags: ["big"], manager: manager)
-            let updates = request.progressUpdates
-            let begin = Task { try await request.beginAccessingResources() }
-            for await update in updates where update.completedBytes > 0 { break }
+            let begin = await ManagerFixture.beginAndAwaitFirstBytes(request)
             request.progress.pause()
             #expect(request.progress.isPaused)
             // Bytes already in flight may still land; after that, nothing moves while paused.

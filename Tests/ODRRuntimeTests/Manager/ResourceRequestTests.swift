@@ -247,9 +247,7 @@ struct ResourceRequestTests {
             let manager = try fixture.manager(url: server.baseURL)
             try await manager.prepare()
             let request = ResourceRequest(tags: ["big"], manager: manager)
-            let updates = request.progressUpdates
-            let begin = Task { try await request.beginAccessingResources() }
-            for await update in updates where update.completedBytes > 0 { break }
+            let begin = await ManagerFixture.beginAndAwaitFirstBytes(request)
             request.progress.cancel()
             do { try await begin.value; Issue.record("cancelled begin succeeded") } catch let error as ResourceError {
                 #expect(error.code == .cancelled)
