@@ -178,10 +178,17 @@ struct HTTPTransferTests {
         try await withTestServer(files: ["packs/a.zip": body]) { server, _ in
             server.injectFaults(.stall(afterBytes: 100_000, for: .seconds(120)), path: "/packs/a.zip")
             let sink = RecordingSink()
-            let result = try await engine(lowSpeedTime: 1).download(request(server, "packs/a.zip", body: body), into: sink)
+            // The stall window counts from the request, so it must outlast the time a loaded machine
+            // (the whole suite runs at once on two cores) can take to send the first 100,000 bytes;
+            // one second was not enough on CI, and the first attempt timed out with nothing received.
+            let result = try await engine(lowSpeedTime: 3).download(request(server, "packs/a.zip", body: body), into: sink)
             #expect(sink.bytes == body)
             #expect(result.attempts == 2)
             #expect(result.resumedBytes == 100_000)
+            // The first response is still stalled on the server (stopping the server ends it).
+            let served = server.requests()
+            #expect(served.map(\.range) == [nil, "bytes=100000-"])
+            #expect(served.first?.bytesSent == 100_000)
         }
     }
 
