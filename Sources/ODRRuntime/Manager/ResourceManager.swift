@@ -26,6 +26,8 @@ public final class ResourceManager: Sendable {
     let hub = EventHub()
     let state: Mutex<State>
     let lastUse: LastUseRecorder
+    /// The trace being recorded, if any (see ``startRecordingTrace(to:)``).
+    let traceRecorder = Mutex<TraceRecorder?>(nil)
 
     /// What the manager knows right now; guarded by ``state``.
     struct State {
@@ -73,6 +75,7 @@ public final class ResourceManager: Sendable {
 
     deinit {
         state.withLock { $0.prefetch?.cancel() }
+        try? traceRecorder.withLock { $0 }?.finish()
         hub.finish()
     }
 
@@ -184,9 +187,12 @@ public final class ResourceManager: Sendable {
         }
         let snapshot = try state.withLock { state throws(ResourceError) in try Self.requireSnapshot(state) }
         _ = try Self.packIDs(forTags: tags, in: snapshot)
+        let recorder = traceRecorder.withLock { $0 }
+        recorder?.resolveCatalog()
         for tag in tags.sorted() {
             try store.setPreservationPriority(priority, forTag: tag, catalogURL: snapshot.catalogURL)
         }
+        recorder?.preservationPriority(priority, tags: tags)
     }
 
     /// The preservation priority of a tag: the app's setting, or the catalog's default.

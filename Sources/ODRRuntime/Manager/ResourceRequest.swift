@@ -45,6 +45,8 @@ public final class ResourceRequest: Sendable {
         var packIDs: Set<String> = []
         var downloads: [PackDownload] = []
         var waiter: Task<Void, any Error>?
+        /// This request's begin in the trace being recorded, if any; ended with the request.
+        var trace: TraceTicket?
     }
 
     /// A point-in-time view of a request's progress, for platforms without key-value observing.
@@ -74,6 +76,7 @@ public final class ResourceRequest: Sendable {
         inner.waiter?.cancel()
         if inner.state == .accessing || inner.state == .requested {
             manager.release(tags: inner.heldTags, packIDs: inner.packIDs)
+            inner.trace?.end()
         }
         updates.continuation.finish()
     }
@@ -112,6 +115,7 @@ public final class ResourceRequest: Sendable {
             inner.heldTags = held
             inner.packIDs = ids
             inner.downloads = downloads
+            inner.trace = manager.traceBegin(tags, priority: inner.priority)
             return (held, ids, downloads, inner.priority)
         }
         let total = downloads.reduce(Int64(0)) { $0 + $1.bytes }
@@ -133,16 +137,21 @@ public final class ResourceRequest: Sendable {
                 waiter.cancel()
             }
         } catch {
-            let stillMine = box.withLock { inner -> Bool in
-                guard inner.state == .requested else { return false }
+            let stillMine = box.withLock { inner -> (Bool, trace: TraceTicket?) in
+                guard inner.state == .requested else { return (false, nil) }
+                let trace = inner.trace
                 inner.state = .initial
                 inner.heldTags = []
                 inner.packIDs = []
                 inner.downloads = []
                 inner.waiter = nil
-                return true
+                inner.trace = nil
+                return (true, trace)
             }
-            if stillMine { manager.release(tags: held, packIDs: ids) }
+            if stillMine.0 {
+                manager.release(tags: held, packIDs: ids)
+                stillMine.trace?.end()
+            }
             throw (error as? ResourceError) ?? ResourceError(.cancelled, "The request was cancelled before its resources were ready.")
         }
         let accessing = box.withLock { inner -> Bool in
@@ -183,6 +192,7 @@ public final class ResourceRequest: Sendable {
             inner.state = .accessing
             inner.heldTags = held
             inner.packIDs = ids
+            inner.trace = manager.traceBegin(tags, priority: inner.priority)
             return ids
         }
         guard let ids else { return false }
@@ -209,10 +219,12 @@ public final class ResourceRequest: Sendable {
             inner.heldTags = []
             inner.downloads = []
             inner.waiter = nil
+            inner.trace = nil
             return copy
         }
         inner.waiter?.cancel()
         manager.release(tags: inner.heldTags, packIDs: inner.packIDs)
+        inner.trace?.end()
         updates.continuation.finish()
     }
 

@@ -13,23 +13,32 @@ public struct TraceCodec: Sendable {
 
     /// One event as a line of JSON, without the newline.
     public func line(for event: TraceEvent) throws(TraceError) -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        do {
-            return String(decoding: try encoder.encode(event), as: UTF8.self)
-        } catch {
-            throw TraceError(.invalidValue, "The event cannot be written as JSON (a time or priority is not finite).", cause: error)
-        }
+        String(decoding: try Self.json(event, encoder: Self.makeEncoder()), as: UTF8.self)
     }
 
     /// The events as JSON Lines, each line ending with a newline.
     public func encode(_ events: some Sequence<TraceEvent>) throws(TraceError) -> Data {
+        let encoder = Self.makeEncoder()
         var data = Data()
         for event in events {
-            data.append(contentsOf: try line(for: event).utf8)
+            data.append(try Self.json(event, encoder: encoder))
             data.append(UInt8(ascii: "\n"))
         }
         return data
+    }
+
+    private static func makeEncoder() -> JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return encoder
+    }
+
+    private static func json(_ event: TraceEvent, encoder: JSONEncoder) throws(TraceError) -> Data {
+        do {
+            return try encoder.encode(event)
+        } catch {
+            throw TraceError(.invalidValue, "The event cannot be written as JSON (a time or priority is not finite).", cause: error)
+        }
     }
 
     /// Every event of a JSON Lines trace; blank lines are skipped.

@@ -1,4 +1,4 @@
-/// A trace file that cannot be read.
+/// A trace file that cannot be read, or written while recording.
 public struct TraceError: Error, CustomStringConvertible, Sendable {
     /// A stable identifier for the kind of problem.
     public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
@@ -12,6 +12,8 @@ public struct TraceError: Error, CustomStringConvertible, Sendable {
         public static let unknownEvent = Code(rawValue: "unknown-event")
         /// A field has a value outside its range (a negative time, a priority outside 0...1).
         public static let invalidValue = Code(rawValue: "invalid-value")
+        /// The trace file cannot be created or written (a missing directory, no permission, a full disk).
+        public static let writeFailed = Code(rawValue: "write-failed")
     }
 
     public var code: Code

@@ -3,7 +3,8 @@
 /// A trace is a JSON Lines file (one ``TraceEvent`` per line, see ``TraceCodec``). It usually starts
 /// with a ``catalog(_:)`` line describing the tags and packs, so it can be replayed without the
 /// catalog directory, followed by timestamped ``begin(time:request:tags:priority:)`` and
-/// ``end(time:request:)`` lines. `odrsim run --trace FILE` replays one under every purge policy.
+/// ``end(time:request:)`` lines. ``ResourceManager/startRecordingTrace(to:)`` records one from a real
+/// manager; `odrsim run --trace FILE` replays one under every purge policy.
 ///
 /// ```json
 /// {"event":"catalog","packs":[{"bytes":1048576,"downloadBytes":700000,"id":"p1","tags":["level1"]}],"tags":[{"name":"level1","preservationPriority":0.5}]}
