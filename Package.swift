@@ -144,7 +144,8 @@ let package = Package(
         ),
         .testTarget(
             name: "ODRRuntimeTests",
-            dependencies: ["ODRRuntime", "ODRFormat", "ODRServe", "ODRTestSupport", "CCurl"],
+            dependencies: ["ODRRuntime", "ODRFormat", "ODRServe", "ODRTestSupport", "CCurl",
+                           .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -52,6 +52,8 @@ struct ManifestValidationTests {
         Breakage(name: "duplicate path", code: .duplicate, field: "files[1].path") { $0.files[1].path = $0.files[0].path },
         Breakage(name: "dangling file pack", code: .danglingReference, field: "files[0].pack") { $0.files[0].pack = String(repeating: "d", count: 64) },
         Breakage(name: "dangling tag pack", code: .danglingReference, field: "tags[1].packs[0]") { $0.tags[1].packs = [String(repeating: "e", count: 64)] },
+        Breakage(name: "pack tagged by a tag that omits it", code: .danglingReference, field: "tags") { $0.tags[1].packs = [] },
+        Breakage(name: "pack tagged with an unknown tag", code: .danglingReference, field: "packs[0].tags[1]") { $0.packs[0].tags = ["level1", "level9"] },
         Breakage(name: "unknown prefetch tag", code: .danglingReference, field: "prefetchOrder[0]") { $0.prefetchOrder = ["level9"] },
         Breakage(name: "priority above one", code: .invalidValue, field: "tags[0].preservationPriority") { $0.tags[0].preservationPriority = 1.5 },
         Breakage(name: "bad pack id", code: .invalidValue, field: "packs[0].id") { $0.packs[0].id = "XYZ" },

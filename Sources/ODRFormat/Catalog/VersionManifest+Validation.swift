@@ -59,16 +59,20 @@ extension VersionManifest {
                 }
             }
         }
+        // The packs tagged with each tag, in manifest order (one pass, not one per tag: a catalog
+        // of 10,000 tags and as many packs would otherwise take 10^8 steps).
+        var packsTagged: [String: [PackRecord]] = [:]
         for (i, pack) in packs.enumerated() {
             for (j, name) in pack.tags.enumerated() {
                 guard tagNames.contains(name) else {
                     throw FormatError(.danglingReference, "Pack \(pack.id) is tagged '\(name)', which the manifest does not define.", field: "packs[\(i)].tags[\(j)]")
                 }
+                packsTagged[name, default: []].append(pack)
             }
         }
         for tag in tags {
             let needed = Set(tag.packs)
-            if let missing = packs.first(where: { $0.tags.contains(tag.name) && !needed.contains($0.id) }) {
+            if let missing = packsTagged[tag.name]?.first(where: { !needed.contains($0.id) }) {
                 throw FormatError(.danglingReference, "Pack \(missing.id) is tagged '\(tag.name)' but the tag does not list it.", field: "tags")
             }
         }
