@@ -94,8 +94,9 @@ public struct PackInstaller: Sendable {
             .flatMap { FileManager.default.fileExists(atPath: $0.path) ? $0 : nil }
         let source = bundled ?? snapshot.packURL(id: pack.id)
         let rawURL = store.stagingURL.appending(path: "\(pack.id).zip")
+        let entries = snapshot.lookup.expectedEntries(inPack: pack.id)
         let sink = PackInstallSink(
-            pack: pack, entries: snapshot.lookup.expectedEntries(inPack: pack.id), source: source,
+            pack: pack, entries: entries, source: source,
             extraction: store.stagingURL.appending(path: "\(pack.id).d", directoryHint: .isDirectory),
             raw: source.isFileURL ? nil : rawURL, syncFiles: store.synchronousWrites,
             progress: { tracker.received($0, of: pack) })
@@ -126,7 +127,7 @@ public struct PackInstaller: Sendable {
         }
         CrashPoint.afterRename.reached()
         do {
-            try store.recordInstall(pack, reason: bundled != nil ? "bundled" : "downloaded")
+            try store.recordInstall(pack, entries: entries, reason: bundled != nil ? "bundled" : "downloaded")
         } catch {
             ResourceStore.removeTree(destination)
             throw error

@@ -64,13 +64,43 @@ extension ResourceStore {
             report.removedPackFolders.append(name)
         }
 
+        let recorded: [String: [RecordedEntry]]
+        do {
+            recorded = try database.read { db in
+                var result: [String: [RecordedEntry]] = [:]
+                let rows = try Row.fetchCursor(db, sql: """
+                    SELECT e.packID, e.name, e.size FROM packEntry e JOIN pack p ON p.id = e.packID WHERE p.isInstalled
+                    """)
+                while let row = try rows.next() {
+                    result[row[0], default: []].append(RecordedEntry(name: row[1], size: row[2]))
+                }
+                return result
+            }
+        } catch {
+            throw StoreFailure.database("be read for repair", error)
+        }
+        // Packs installed before the store recorded entries are checked against their manifest once,
+        // and their entries recorded then.
         var manifests = ManifestCache(database: database)
+        var backfill: [(id: String, entries: [PackEntryExpectation])] = []
         for pack in installed.values.sorted(by: { $0.number < $1.number }) {
+            let folder = packs.appending(path: pack.id)
+            let entries: [RecordedEntry]?
+            if let known = recorded[pack.id] {
+                entries = known
+            } else if let expected = manifests.entries(ofPack: pack.id) {
+                entries = expected.map { RecordedEntry(name: $0.name, size: $0.size) }
+                backfill.append((pack.id, expected))
+            } else {
+                entries = nil
+            }
+            // A complete pack needs nothing, so only an incomplete one is locked, then checked again:
+            // another process may be installing or removing it right now.
+            guard !isComplete(folder, entries: entries) else { continue }
             guard let held = try lock(pack.id) else { continue }
             defer { held.unlock() }
-            let folder = packs.appending(path: pack.id)
-            let entries = manifests.entries(ofPack: pack.id)
             guard !isComplete(folder, entries: entries) else { continue }
+            backfill.removeAll { $0.id == pack.id }
             removeTree(folder)
             let now = clock()
             do {
@@ -84,15 +114,32 @@ extension ResourceStore {
             }
             report.packsMarkedNotInstalled.append(pack.id)
         }
+        if !backfill.isEmpty {
+            do {
+                try database.write { db in
+                    for pack in backfill { try StoreSchema.recordEntries(pack.entries, ofPack: pack.id, db) }
+                }
+            } catch {
+                throw StoreFailure.database("record the entries of installed packs", error)
+            }
+        }
         return report
     }
 
+    /// An entry an installed pack must hold: its name in the pack folder and its size.
+    private struct RecordedEntry {
+        var name: String
+        var size: Int64
+    }
+
     /// Whether `folder` holds every entry with its size; cheap (no hashing): `odr verify` hashes.
-    private static func isComplete(_ folder: URL, entries: [PackEntryExpectation]?) -> Bool {
+    private static func isComplete(_ folder: URL, entries: [RecordedEntry]?) -> Bool {
         var info = stat()
-        guard lstat(folder.path, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else { return false }
+        let folderPath = folder.path
+        guard lstat(folderPath, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else { return false }
         for entry in entries ?? [] {
-            guard lstat(folder.appending(path: entry.name).path, &info) == 0, info.st_mode & S_IFMT == S_IFREG,
+            // Entry names are clean relative paths (the manifest was validated), so joining is safe.
+            guard lstat(folderPath + "/" + entry.name, &info) == 0, info.st_mode & S_IFMT == S_IFREG,
                   Int64(info.st_size) == entry.size else { return false }
         }
         return true
@@ -103,22 +150,35 @@ extension ResourceStore {
 struct ManifestCache {
     let database: DatabasePool
     private var decoded: [String: ManifestIndex] = [:]
+    /// When each stored manifest was fetched, by "catalogURL#version"; read once.
+    private var fetchedAt: [String: Double]?
 
     init(database: DatabasePool) { self.database = database }
 
     /// The newest stored manifest that lists pack `id`, if any, indexed.
     mutating func manifest(containingPack id: String) -> ManifestIndex? {
-        // Find the version first and read its (large) JSON only once per version.
-        let row = try? database.read { db in
-            try Row.fetchOne(db, sql: """
-                SELECT m.catalogURL, m.version FROM packVersion pv
-                JOIN manifest m ON m.catalogURL = pv.catalogURL AND m.version = pv.version
-                WHERE pv.packID = ? ORDER BY m.fetchedAt DESC, m.version DESC LIMIT 1
-                """, arguments: [id])
+        // Choose the version from small rows, and read a manifest's (large) JSON once per version.
+        // `fetchedAt` sits after the JSON in its row, so SQLite walks the JSON's overflow pages to
+        // read it: read it once per manifest, not once per pack.
+        if fetchedAt == nil {
+            fetchedAt = (try? database.read { db in
+                var times: [String: Double] = [:]
+                for row in try Row.fetchAll(db, sql: "SELECT catalogURL, version, fetchedAt FROM manifest") {
+                    times[Self.key(row[0], row[1])] = row[2]
+                }
+                return times
+            }) ?? [:]
         }
-        guard let row else { return nil }
-        let catalogURL: String = row["catalogURL"], version: Int = row["version"]
-        let key = "\(catalogURL)#\(version)"
+        let candidates = (try? database.read { db in
+            try Row.fetchAll(db, sql: "SELECT catalogURL, version FROM packVersion WHERE packID = ?", arguments: [id])
+                .map { (catalogURL: $0[0] as String, version: $0[1] as Int) }
+        }) ?? []
+        let newest = candidates
+            .compactMap { candidate in fetchedAt?[Self.key(candidate.catalogURL, candidate.version)].map { (candidate, $0) } }
+            .max { ($0.1, $0.0.version) < ($1.1, $1.0.version) }?.0
+        guard let newest else { return nil }
+        let catalogURL = newest.catalogURL, version = newest.version
+        let key = Self.key(catalogURL, version)
         if let index = decoded[key] { return index }
         let json = try? database.read { db in
             try Data.fetchOne(db, sql: "SELECT json FROM manifest WHERE catalogURL = ? AND version = ?", arguments: [catalogURL, version])
@@ -128,6 +188,8 @@ struct ManifestCache {
         decoded[key] = index
         return index
     }
+
+    private static func key(_ catalogURL: String, _ version: Int) -> String { "\(catalogURL)#\(version)" }
 
     /// The entries of pack `id` as the newest manifest listing it says.
     mutating func entries(ofPack id: String) -> [PackEntryExpectation]? {

@@ -127,8 +127,9 @@ public final class ResourceStore: Sendable {
         }
     }
 
-    /// Records a verified pack that was just moved into `packs/`.
-    func recordInstall(_ pack: PackRecord, reason: String) throws(ResourceError) {
+    /// Records a verified pack that was just moved into `packs/`, with the entries it was verified
+    /// against (what opening the store checks are still there).
+    func recordInstall(_ pack: PackRecord, entries: [PackEntryExpectation], reason: String) throws(ResourceError) {
         let now = clock()
         try write("record an installed pack") { db in
             try db.execute(sql: """
@@ -138,6 +139,7 @@ public final class ResourceStore: Sendable {
                     installedBytes = excluded.installedBytes, installedAt = excluded.installedAt,
                     lastUsedAt = excluded.lastUsedAt, isInstalled = 1
                 """, arguments: [pack.id, pack.archiveBytes, pack.installedBytes, now, now])
+            try StoreSchema.recordEntries(entries, ofPack: pack.id, db)
             try StoreSchema.updateSupersededFlags(db)
             try Self.log(db, StoreEvent(time: now, kind: .install, packID: pack.id, bytes: pack.installedBytes, reason: reason))
         }

@@ -1,4 +1,5 @@
 import GRDB
+import ODRFormat
 
 /// The store's tables, as versioned migrations; a store opened by a newer runtime is migrated forward.
 enum StoreSchema {
@@ -62,7 +63,27 @@ enum StoreSchema {
                 );
                 """)
         }
+        migrator.registerMigration("v2") { db in
+            // The entries each installed pack was verified with (name and size), so opening a store
+            // checks its packs without decoding a manifest. Repair fills it in for packs installed
+            // before this table existed.
+            try db.execute(sql: """
+                CREATE TABLE packEntry (
+                    packID TEXT NOT NULL,
+                    name TEXT NOT NULL,
+                    size INTEGER NOT NULL,
+                    PRIMARY KEY (packID, name)
+                ) WITHOUT ROWID;
+                """)
+        }
         return migrator
+    }
+
+    /// Replaces the recorded entries of pack `id`.
+    static func recordEntries(_ entries: [PackEntryExpectation], ofPack id: String, _ db: Database) throws {
+        try db.execute(sql: "DELETE FROM packEntry WHERE packID = ?", arguments: [id])
+        let insert = try db.cachedStatement(sql: "INSERT OR REPLACE INTO packEntry (packID, name, size) VALUES (?, ?, ?)")
+        for entry in entries { try insert.execute(arguments: [id, entry.name, entry.size]) }
     }
 
     /// Marks every pack that no followed catalog's current version lists as superseded.

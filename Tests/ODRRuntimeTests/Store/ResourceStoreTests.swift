@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import ODRFormat
 import ODRRuntime
 import ODRTestSupport
@@ -32,6 +33,38 @@ struct ResourceStoreTests {
         #expect(try reopened.installedPackIDs() == Set(packs).subtracting([missing, incomplete]))
         #expect(try reopened.events().filter { $0.kind == .repair }.count == 2)
         #expect(try reopened.verify().isEmpty)
+    }
+
+    /// A store whose packs were installed before it recorded their entries (schema v1) is checked
+    /// against the manifest once, and the entries are recorded then: later opens find a missing file
+    /// even with no manifest left to consult.
+    @Test func packsInstalledBeforeEntriesWereRecordedAreCheckedAndBackfilled() async throws {
+        let fixture = try CatalogFixture.game(bigBytes: 1000)
+        try await fixture.build()
+        let directory = try TemporaryDirectory(prefix: "odr-store")
+        let (store, snapshot, _) = try await InstallerTests.install(["small", "big"], from: fixture.catalog, store: directory.url)
+        let packs = snapshot.manifest.packs.map(\.id)
+        let database = try DatabaseQueue(path: directory.appending(ResourceStore.databaseName).path)
+        let recorded = try await database.read { try Int.fetchOne($0, sql: "SELECT COUNT(*) FROM packEntry") }
+        #expect((recorded ?? 0) > 0)
+        try await database.write { try $0.execute(sql: "DELETE FROM packEntry") }
+        let incomplete = packs[0]
+        let victim = try #require(snapshot.manifest.expectedEntries(inPack: incomplete).first)
+        try FileManager.default.removeItem(at: store.packURL(id: incomplete).appending(path: victim.name))
+
+        let first = try ResourceStore(directory: directory.url)
+        #expect(first.repairReport.packsMarkedNotInstalled == [incomplete])
+        let backfilled = try await database.read { try String.fetchSet($0, sql: "SELECT DISTINCT packID FROM packEntry") }
+        #expect(backfilled == Set(packs.dropFirst()))
+
+        // With the manifests gone, only the recorded entries can tell that a file is missing.
+        try await database.write { try $0.execute(sql: "DELETE FROM manifest") }
+        let damaged = packs[1]
+        let second = try #require(snapshot.manifest.expectedEntries(inPack: damaged).first)
+        try FileManager.default.removeItem(at: first.packURL(id: damaged).appending(path: second.name))
+        let reopened = try ResourceStore(directory: directory.url)
+        #expect(reopened.repairReport.packsMarkedNotInstalled == [damaged])
+        #expect(try reopened.installedPackIDs() == Set(packs.dropFirst(2)))
     }
 
     @Test func verifyFindsACorruptedFile() async throws {
