@@ -47,6 +47,12 @@ struct RequestBench: AsyncParsableCommand {
     @Option(help: "Times to open a manager on the store.")
     var opens = 7
 
+    @Option(help: ArgumentHelp(
+        "Keep the generated assets, catalog and store in this folder, and reuse them when it already holds a run's.",
+        discussion: "Lets a profiler (perf record -- odrbench request --work DIR) skip the minute of setup on later runs.",
+        valueName: "dir"))
+    var work: String?
+
     func validate() throws {
         guard tags > 0, filesPerTag > 0, pairs > 0, opens > 0 else {
             throw ValidationError("--tags, --files-per-tag, --pairs and --opens must be positive.")
@@ -55,27 +61,35 @@ struct RequestBench: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let work = FileManager.default.temporaryDirectory.appending(path: "odrbench-request-\(UUID().uuidString)")
+        let work = self.work.map { URL(filePath: $0, directoryHint: .isDirectory) }
+            ?? FileManager.default.temporaryDirectory.appending(path: "odrbench-request-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: work) }
+        defer { if self.work == nil { try? FileManager.default.removeItem(at: work) } }
         let names = (0..<tags).map { String(format: "t%05d", $0) }
         let clock = ContinuousClock()
 
         print("== odrbench request: \(tags) tags, \(tags * filesPerTag) files, \(installed) installed ==")
         let assets = work.appending(path: "assets"), catalog = work.appending(path: "catalog")
-        let generate = try clock.measure { try generateAssets(at: assets, names: names) }
-        print("generated the assets in \(format(generate.seconds))")
-        var options = BuildOptions(assets: assets, output: catalog)
-        options.concurrency = 2
-        let report = try await measuring("built the catalog (\(tags) packs)") {
-            try await CatalogBuilder(options: options).build()
-        }
-        guard report.packs.count >= tags else { throw ValidationFailure("expected one pack per tag, got \(report.packs.count)") }
-
         let storeURL = work.appending(path: "store")
         let catalogURL = URL(filePath: catalog.path, directoryHint: .isDirectory)
-        try await measuring("installed \(installed) packs from file://") {
-            try await install(tags: Array(names.prefix(installed)), catalog: catalogURL, store: storeURL)
+        // A finished setup leaves this file; its text names the parameters it was made with.
+        let setupMark = work.appending(path: "setup-done"), setup = "\(tags) \(filesPerTag) \(installed)"
+        if (try? String(contentsOf: setupMark, encoding: .utf8)) == setup {
+            print("reusing the catalog and store in \(work.path)")
+        } else {
+            for item in [assets, catalog, storeURL] { try? FileManager.default.removeItem(at: item) }
+            let generate = try clock.measure { try generateAssets(at: assets, names: names) }
+            print("generated the assets in \(format(generate.seconds))")
+            var options = BuildOptions(assets: assets, output: catalog)
+            options.concurrency = 2
+            let report = try await measuring("built the catalog (\(tags) packs)") {
+                try await CatalogBuilder(options: options).build()
+            }
+            guard report.packs.count >= tags else { throw ValidationFailure("expected one pack per tag, got \(report.packs.count)") }
+            try await measuring("installed \(installed) packs from file://") {
+                try await install(tags: Array(names.prefix(installed)), catalog: catalogURL, store: storeURL)
+            }
+            try Data(setup.utf8).write(to: setupMark)
         }
 
         // 2. Opening, first: later runs would find the database in the page cache anyway.
