@@ -6,7 +6,8 @@ import Foundation
 /// Runs a command as a child process and reports its wall time and peak memory.
 ///
 /// Peak memory comes from `wait4`'s resource usage of that one child, so each measurement stands on
-/// its own even when several run in one benchmark.
+/// its own even when several run in one benchmark; ``ChildProcess/measureAlone(_:quiet:)`` also keeps
+/// odrbench's own resident size out of it.
 struct ChildMeasurement {
     var status: Int32
     var seconds: Double
@@ -51,6 +52,27 @@ enum ChildProcess {
             seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18,
             peakMemory: Int64(usage.ru_maxrss) * 1024,
             output: output)
+    }
+
+    /// Whether ``measureAlone(_:quiet:)`` reports a command's own peak memory (it needs `/usr/bin/time`).
+    static var measuresPeakMemoryAlone: Bool { FileManager.default.isExecutableFile(atPath: "/usr/bin/time") }
+
+    /// Like ``measure(_:quiet:)``, but `peakMemory` is the command's own: it runs under `/usr/bin/time`
+    /// when present. The `ru_maxrss` that `wait4` reports for a child of this process is at least this
+    /// process's own resident size at the spawn (Linux records the old address space's high-water mark
+    /// at exec), so it measures odrbench, not the command; `time` is small when it forks, so the figure
+    /// it writes is the command's own. Without `time`, `peakMemory` is `wait4`'s figure.
+    static func measureAlone(_ arguments: [String], quiet: Bool = false) throws -> ChildMeasurement {
+        guard measuresPeakMemoryAlone else { return try measure(arguments, quiet: quiet) }
+        let report = FileManager.default.temporaryDirectory.appending(path: "odrbench-\(UUID().uuidString).rss")
+        defer { try? FileManager.default.removeItem(at: report) }
+        var measurement = try measure(["/usr/bin/time", "-f", "%M", "-o", report.path] + arguments, quiet: quiet)
+        // `time` writes KiB on the last line (after "Command exited with non-zero status" on failure).
+        if let text = try? String(contentsOf: report, encoding: .utf8),
+           let kib = text.split(whereSeparator: \.isNewline).last.flatMap({ Int64($0.trimmingCharacters(in: .whitespaces)) }) {
+            measurement.peakMemory = kib * 1024
+        }
+        return measurement
     }
 }
 

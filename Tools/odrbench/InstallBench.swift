@@ -77,13 +77,11 @@ struct InstallBench: AsyncParsableCommand {
                 baseline = min(baseline, seconds)
                 for sync in [true, false] {
                     let store = scratch.appending(path: "store-\(sync)")
-                    let rssReport = scratch.appending(path: "rss-\(sync).txt")
-                    let fetch = try checked(ChildProcess.measure(
-                        Self.peakMemoryWrapper(reportingTo: rssReport)
-                            + [odr, "fetch", "--quiet", "--catalog", server.url(for: "\(name)/").absoluteString, "--store", store.path, "bench"]
+                    let fetch = try checked(ChildProcess.measureAlone(
+                        [odr, "fetch", "--quiet", "--catalog", server.url(for: "\(name)/").absoluteString, "--store", store.path, "bench"]
                             + (sync ? [] : ["--no-sync"])))
                     if sync { synced = min(synced, fetch.seconds) } else { unsynced = min(unsynced, fetch.seconds) }
-                    peak = max(peak, Self.peakMemory(reportedIn: rssReport) ?? fetch.peakMemory)
+                    peak = max(peak, fetch.peakMemory)
                     try? FileManager.default.removeItem(at: store)
                 }
             }
@@ -100,22 +98,6 @@ struct InstallBench: AsyncParsableCommand {
                          BenchFormat.ratio(unsynced / baseline), target))
             print("  odr fetch peak memory: \(BenchFormat.mib(peak)) (target < 64 MiB)")
         }
-    }
-
-    /// `/usr/bin/time` in front of `odr` when present. The `ru_maxrss` that `wait4` reports for a
-    /// child of this process is at least this process's own resident size at the fork (Linux records
-    /// the old address space's high-water mark at exec), so it measures odrbench, not odr; `time`
-    /// is small when it forks, so the figure it writes is odr's own.
-    private static func peakMemoryWrapper(reportingTo report: URL) -> [String] {
-        FileManager.default.isExecutableFile(atPath: "/usr/bin/time") ? ["/usr/bin/time", "-f", "%M", "-o", report.path] : []
-    }
-
-    /// The peak resident bytes `/usr/bin/time` wrote to `report` (it writes KiB), or `nil` without one.
-    private static func peakMemory(reportedIn report: URL) -> Int64? {
-        guard let text = try? String(contentsOf: report, encoding: .utf8),
-              let kib = text.split(whereSeparator: \.isNewline).last.flatMap({ Int64($0.trimmingCharacters(in: .whitespaces)) })
-        else { return nil }
-        return kib * 1024
     }
 
     private func checked(_ measurement: ChildMeasurement) throws -> ChildMeasurement {
