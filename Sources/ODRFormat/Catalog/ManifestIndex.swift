@@ -1,21 +1,35 @@
-/// Dictionaries over a ``VersionManifest`` for constant-time lookups by pack id, tag and path.
+import Synchronization
+
+/// Lookups over a ``VersionManifest`` by pack id, tag and path.
+///
+/// Building it is part of opening a store's catalog, so it does as little as it can up front:
+/// packs and tags get dictionaries; files, which are many (100,000 in a large catalog), are found by
+/// binary search when the manifest lists them sorted by path (as `odrpack` writes them), and
+/// grouped by pack only the first time a pack's files are asked for.
 public struct ManifestIndex: Sendable {
     /// The manifest this index was built from.
     public let manifest: VersionManifest
     private let packsByID: [String: Int]
     private let tagsByName: [String: Int]
-    private let filesByPath: [String: Int]
-    /// Positions in `manifest.files` of each pack's files, in manifest order.
-    private let filesByPack: [String: [Int]]
+    /// Positions of files by path, or `nil` when `manifest.files` is sorted by path.
+    private let filesByPath: [String: Int]?
+    /// Positions in `manifest.files` of each pack's files, in manifest order; built on first use.
+    private let filesByPack = LazyGrouping()
 
     public init(_ manifest: VersionManifest) {
         self.manifest = manifest
-        packsByID = Dictionary(manifest.packs.enumerated().map { ($1.id, $0) }, uniquingKeysWith: { a, _ in a })
-        tagsByName = Dictionary(manifest.tags.enumerated().map { ($1.name, $0) }, uniquingKeysWith: { a, _ in a })
-        filesByPath = Dictionary(manifest.files.enumerated().map { ($1.path, $0) }, uniquingKeysWith: { a, _ in a })
-        var filesByPack: [String: [Int]] = [:]
-        for (position, file) in manifest.files.enumerated() { filesByPack[file.pack, default: []].append(position) }
-        self.filesByPack = filesByPack
+        packsByID = Self.firstPositions(of: manifest.packs.lazy.map(\.id))
+        tagsByName = Self.firstPositions(of: manifest.tags.lazy.map(\.name))
+        let files = manifest.files
+        let sorted = files.indices.dropFirst().allSatisfy { files[$0 - 1].path < files[$0].path }
+        filesByPath = sorted ? nil : Self.firstPositions(of: files.lazy.map(\.path))
+    }
+
+    private static func firstPositions(of keys: some Collection<String>) -> [String: Int] {
+        var positions: [String: Int] = [:]
+        positions.reserveCapacity(keys.count)
+        for (position, key) in keys.enumerated() where positions[key] == nil { positions[key] = position }
+        return positions
     }
 
     /// The pack with this id.
@@ -23,10 +37,30 @@ public struct ManifestIndex: Sendable {
     /// The tag with this name.
     public func tag(named name: String) -> TagRecord? { tagsByName[name].map { manifest.tags[$0] } }
     /// The file at this logical path.
-    public func file(atPath path: String) -> FileRecord? { filesByPath[path].map { manifest.files[$0] } }
+    public func file(atPath path: String) -> FileRecord? {
+        if let filesByPath { return filesByPath[path].map { manifest.files[$0] } }
+        let files = manifest.files
+        var low = 0, high = files.count
+        while low < high {
+            let middle = (low + high) / 2
+            if files[middle].path < path { low = middle + 1 } else { high = middle }
+        }
+        return low < files.count && files[low].path == path ? files[low] : nil
+    }
 
     /// The files pack `id` holds, in manifest order.
-    public func files(inPack id: String) -> [FileRecord] { (filesByPack[id] ?? []).map { manifest.files[$0] } }
+    public func files(inPack id: String) -> [FileRecord] {
+        let positions = filesByPack.value.withLock { byPack in
+            if byPack == nil {
+                var grouped: [String: [Int]] = [:]
+                grouped.reserveCapacity(manifest.packs.count)
+                for (position, file) in manifest.files.enumerated() { grouped[file.pack, default: []].append(position) }
+                byPack = grouped
+            }
+            return byPack?[id] ?? []
+        }
+        return positions.map { manifest.files[$0] }
+    }
 
     /// The distinct entries of pack `id` in archive order; the same as
     /// ``VersionManifest/expectedEntries(inPack:)`` without reading every file of the manifest.
@@ -40,4 +74,9 @@ public struct ManifestIndex: Sendable {
         for name in tags { ids.formUnion(tag(named: name)?.packs ?? []) }
         return ids.sorted()
     }
+}
+
+/// A value shared by copies of an index and computed once, on first use.
+private final class LazyGrouping: Sendable {
+    let value = Mutex<[String: [Int]]?>(nil)
 }
