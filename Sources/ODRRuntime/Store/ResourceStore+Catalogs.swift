@@ -19,17 +19,39 @@ extension ResourceStore {
 
     /// The stored manifest of version `version` of the catalog at `catalogURL`.
     public func manifest(catalogURL: URL, version: Int) throws(ResourceError) -> VersionManifest? {
-        let data = try read("read a manifest") { db in
-            try Data.fetchOne(db, sql: "SELECT json FROM manifest WHERE catalogURL = ? AND version = ?",
-                              arguments: [CatalogLocation.key(catalogURL), version])
-        }
-        guard let data else { return nil }
         do {
-            return try VersionManifest.decode(from: data)
-        } catch {
+            return try Self.storedManifest(in: database, catalogKey: CatalogLocation.key(catalogURL), version: version)
+        } catch let error as FormatError {
             throw ResourceError(.invalidCatalog, "The stored manifest of version \(version) is damaged; check the catalog again online.",
                                 url: catalogURL, cause: error)
+        } catch {
+            throw StoreFailure.database("read a manifest", error)
         }
+    }
+
+    /// A stored manifest: from its compact form when there is one (milliseconds), else from its
+    /// JSON (validated), storing the compact form for the next time.
+    ///
+    /// - Throws: `FormatError` when the JSON is damaged; a database error when it cannot be read.
+    static func storedManifest(in database: DatabasePool, catalogKey: String, version: Int) throws -> VersionManifest? {
+        let arguments: StatementArguments = [catalogKey, version]
+        let compact = try database.read { db in
+            try Data.fetchOne(db, sql: "SELECT data FROM manifestCompact WHERE catalogURL = ? AND version = ?", arguments: arguments)
+        }
+        if let compact, let manifest = try? VersionManifest(compact: compact) { return manifest }
+        let json = try database.read { db in
+            try Data.fetchOne(db, sql: "SELECT json FROM manifest WHERE catalogURL = ? AND version = ?", arguments: arguments)
+        }
+        guard let json else { return nil }
+        let manifest = try VersionManifest.decode(from: json)
+        // Best effort: without it the next open decodes the JSON again.
+        try? database.write { db in try storeCompact(manifest, catalogKey: catalogKey, db) }
+        return manifest
+    }
+
+    private static func storeCompact(_ manifest: VersionManifest, catalogKey: String, _ db: Database) throws {
+        try db.execute(sql: "INSERT OR REPLACE INTO manifestCompact (catalogURL, version, data) VALUES (?, ?, ?)",
+                       arguments: [catalogKey, manifest.version, manifest.compactEncoded()])
     }
 
     /// Stores an accepted `catalog.json` (and the manifest of the version it points at) in one transaction.
@@ -65,6 +87,7 @@ extension ResourceStore {
             if let manifest, let manifestData {
                 try db.execute(sql: "INSERT OR IGNORE INTO manifest (catalogURL, version, json, fetchedAt) VALUES (?, ?, ?, ?)",
                                arguments: [key, manifest.version, manifestData, now])
+                try Self.storeCompact(manifest, catalogKey: key, db)
                 for pack in manifest.packs {
                     try db.execute(sql: "INSERT OR IGNORE INTO packVersion (packID, catalogURL, version) VALUES (?, ?, ?)",
                                    arguments: [pack.id, key, manifest.version])

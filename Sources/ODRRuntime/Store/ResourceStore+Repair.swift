@@ -17,10 +17,13 @@ extension ResourceStore {
     ///   marked not installed (and the remains deleted), with a `repair` event.
     ///
     /// Anything whose pack lock another process holds is in use by that process and left alone.
-    static func repair(directory: URL, database: DatabasePool, clock: () -> Double) throws(ResourceError) -> StoreRepairReport {
-        let storeLock = try FileLock.lockBlocking(locksURL(in: directory).appending(path: "store.lock").path)
-        defer { storeLock.unlock() }
+    ///
+    /// With `checkEveryEntry` false (the store was closed cleanly, see ``StoreSession``) an installed
+    /// pack is only checked to have its folder. Call with the store lock held.
+    static func repair(directory: URL, database: DatabasePool, clock: () -> Double,
+                       checkEveryEntry: Bool) throws(ResourceError) -> StoreRepairReport {
         var report = StoreRepairReport()
+        report.checkedEveryEntry = checkEveryEntry
         let fileManager = FileManager.default
         let staging = stagingURL(in: directory), packs = packsURL(in: directory)
         func lock(_ id: String) throws(ResourceError) -> FileLock? {
@@ -52,7 +55,8 @@ extension ResourceStore {
         } catch {
             throw StoreFailure.database("be read for repair", error)
         }
-        for name in ((try? fileManager.contentsOfDirectory(atPath: packs.path)) ?? []).sorted() where installed[name] == nil {
+        let packFolders = ((try? fileManager.contentsOfDirectory(atPath: packs.path)) ?? []).sorted()
+        for name in packFolders where installed[name] == nil {
             guard let held = try lock(name) else { continue }
             defer { held.unlock() }
             // Re-read under the lock: another process may have committed it meanwhile.
@@ -64,6 +68,17 @@ extension ResourceStore {
             report.removedPackFolders.append(name)
         }
 
+        guard checkEveryEntry else {
+            let present = Set(packFolders)
+            for pack in installed.values.sorted(by: { $0.number < $1.number }) where !present.contains(pack.id) {
+                guard let held = try lock(pack.id) else { continue }
+                defer { held.unlock() }
+                guard !FileManager.default.fileExists(atPath: packs.appending(path: pack.id).path) else { continue }
+                try markNotInstalled(pack, database: database, clock: clock)
+                report.packsMarkedNotInstalled.append(pack.id)
+            }
+            return report
+        }
         let recorded: [String: [RecordedEntry]]
         do {
             recorded = try database.read { db in
@@ -102,16 +117,7 @@ extension ResourceStore {
             guard !isComplete(folder, entries: entries) else { continue }
             backfill.removeAll { $0.id == pack.id }
             removeTree(folder)
-            let now = clock()
-            do {
-                try database.write { db in
-                    try db.execute(sql: "UPDATE pack SET isInstalled = 0 WHERE id = ?", arguments: [pack.id])
-                    try log(db, StoreEvent(time: now, kind: .repair, packID: pack.id, bytes: pack.installedBytes,
-                                           reason: "files missing or incomplete"))
-                }
-            } catch {
-                throw StoreFailure.database("record a repair", error)
-            }
+            try markNotInstalled(pack, database: database, clock: clock)
             report.packsMarkedNotInstalled.append(pack.id)
         }
         if !backfill.isEmpty {
@@ -126,6 +132,19 @@ extension ResourceStore {
         return report
     }
 
+    private static func markNotInstalled(_ pack: InstalledPack, database: DatabasePool, clock: () -> Double) throws(ResourceError) {
+        let now = clock()
+        do {
+            try database.write { db in
+                try db.execute(sql: "UPDATE pack SET isInstalled = 0 WHERE id = ?", arguments: [pack.id])
+                try log(db, StoreEvent(time: now, kind: .repair, packID: pack.id, bytes: pack.installedBytes,
+                                       reason: "files missing or incomplete"))
+            }
+        } catch {
+            throw StoreFailure.database("record a repair", error)
+        }
+    }
+
     /// An entry an installed pack must hold: its name in the pack folder and its size.
     private struct RecordedEntry {
         var name: String
@@ -134,12 +153,15 @@ extension ResourceStore {
 
     /// Whether `folder` holds every entry with its size; cheap (no hashing): `odr verify` hashes.
     private static func isComplete(_ folder: URL, entries: [RecordedEntry]?) -> Bool {
+        // Entries are looked up relative to the open folder, so the kernel does not walk the store's
+        // path again for each of them (a third of the time of opening a store with 1,000 packs).
+        let folderDescriptor = open(folder.path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        guard folderDescriptor >= 0 else { return false }
+        defer { close(folderDescriptor) }
         var info = stat()
-        let folderPath = folder.path
-        guard lstat(folderPath, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else { return false }
         for entry in entries ?? [] {
-            // Entry names are clean relative paths (the manifest was validated), so joining is safe.
-            guard lstat(folderPath + "/" + entry.name, &info) == 0, info.st_mode & S_IFMT == S_IFREG,
+            // Entry names are clean relative paths (the manifest was validated).
+            guard fstatat(folderDescriptor, entry.name, &info, AT_SYMLINK_NOFOLLOW) == 0, info.st_mode & S_IFMT == S_IFREG,
                   Int64(info.st_size) == entry.size else { return false }
         }
         return true
@@ -180,10 +202,9 @@ struct ManifestCache {
         let catalogURL = newest.catalogURL, version = newest.version
         let key = Self.key(catalogURL, version)
         if let index = decoded[key] { return index }
-        let json = try? database.read { db in
-            try Data.fetchOne(db, sql: "SELECT json FROM manifest WHERE catalogURL = ? AND version = ?", arguments: [catalogURL, version])
+        guard let manifest = (try? ResourceStore.storedManifest(in: database, catalogKey: catalogURL, version: version)) ?? nil else {
+            return nil
         }
-        guard let json = json ?? nil, let manifest = try? VersionManifest.decode(from: json) else { return nil }
         let index = manifest.makeIndex()
         decoded[key] = index
         return index

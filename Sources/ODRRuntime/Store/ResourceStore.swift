@@ -38,6 +38,8 @@ public final class ResourceStore: Sendable {
     public let synchronousWrites: Bool
     let database: DatabasePool
     let clock: @Sendable () -> Double
+    /// Held while the store is open; tells the next opener whether everyone closed it cleanly.
+    private let session: StoreSession
 
     /// The database file's name inside the store directory.
     public static let databaseName = "store.sqlite"
@@ -75,7 +77,11 @@ public final class ResourceStore: Sendable {
         } catch {
             throw StoreFailure.database("be opened at '\(self.directory.path)'", error)
         }
-        repairReport = try Self.repair(directory: self.directory, database: database, clock: clock)
+        let storeLock = try FileLock.lockBlocking(Self.storeLockPath(in: Self.locksURL(in: self.directory)))
+        defer { storeLock.unlock() }
+        session = try StoreSession(locks: Self.locksURL(in: self.directory), writesMarker: synchronousWrites)
+        repairReport = try Self.repair(directory: self.directory, database: database, clock: clock,
+                                       checkEveryEntry: !session.openedAfterCleanClose)
     }
 
     // MARK: - Layout
@@ -89,6 +95,8 @@ public final class ResourceStore: Sendable {
     static func packsURL(in directory: URL) -> URL { directory.appending(path: "packs", directoryHint: .isDirectory) }
     static func stagingURL(in directory: URL) -> URL { directory.appending(path: "staging", directoryHint: .isDirectory) }
     static func locksURL(in directory: URL) -> URL { directory.appending(path: "locks", directoryHint: .isDirectory) }
+    /// The lock that serializes opening (repair) and closing a store across processes.
+    static func storeLockPath(in locks: URL) -> String { locks.appending(path: "store.lock").path }
 
     // MARK: - Database access
 

@@ -8,6 +8,10 @@ public struct StoreRepairReport: Sendable, Hashable, Codable {
     public var removedPackFolders: [String] = []
     /// Packs recorded as installed whose folder was missing or incomplete; now recorded as not installed.
     public var packsMarkedNotInstalled: [String] = []
+    /// Whether every installed entry was checked (its size, without hashing). Opening a store that
+    /// its last user closed cleanly checks only that each installed pack's folder exists; after a
+    /// crash, or while another process has the store open, it checks every entry.
+    public var checkedEveryEntry = true
 
     public init() {}
 

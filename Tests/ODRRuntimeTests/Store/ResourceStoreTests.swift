@@ -23,8 +23,10 @@ struct ResourceStoreTests {
         try Data("partial".utf8).write(to: directory.appending("staging/\(orphan).zip"))
         try Data(#"{"entityTag":"\"e\""}"#.utf8).write(to: directory.appending("staging/\(orphan).zip.resume"))
 
-        let reopened = try ResourceStore(directory: directory.url)
+        // The first store stays open, as a crashed process would have left it: no clean close.
+        let reopened = try withExtendedLifetime(store) { try ResourceStore(directory: directory.url) }
         let report = reopened.repairReport
+        #expect(report.checkedEveryEntry)
         #expect(report.removedPackFolders == [orphan])
         #expect(Set(report.packsMarkedNotInstalled) == [missing, incomplete])
         #expect(report.removedStagingItems == ["\(orphan).d"])
@@ -52,7 +54,7 @@ struct ResourceStoreTests {
         let victim = try #require(snapshot.manifest.expectedEntries(inPack: incomplete).first)
         try FileManager.default.removeItem(at: store.packURL(id: incomplete).appending(path: victim.name))
 
-        let first = try ResourceStore(directory: directory.url)
+        let first = try withExtendedLifetime(store) { try ResourceStore(directory: directory.url) }
         #expect(first.repairReport.packsMarkedNotInstalled == [incomplete])
         let backfilled = try await database.read { try String.fetchSet($0, sql: "SELECT DISTINCT packID FROM packEntry") }
         #expect(backfilled == Set(packs.dropFirst()))
@@ -62,9 +64,60 @@ struct ResourceStoreTests {
         let damaged = packs[1]
         let second = try #require(snapshot.manifest.expectedEntries(inPack: damaged).first)
         try FileManager.default.removeItem(at: first.packURL(id: damaged).appending(path: second.name))
-        let reopened = try ResourceStore(directory: directory.url)
+        let reopened = try withExtendedLifetime(first) { try ResourceStore(directory: directory.url) }
         #expect(reopened.repairReport.packsMarkedNotInstalled == [damaged])
         #expect(try reopened.installedPackIDs() == Set(packs.dropFirst(2)))
+    }
+
+    /// After a clean close, opening checks only that each installed pack has its folder; after a
+    /// crash (or while another store is open) it checks every entry again.
+    @Test func aCleanCloseSkipsTheEntryCheckAndACrashDoesNot() async throws {
+        let fixture = try CatalogFixture.game(bigBytes: 1000)
+        try await fixture.build()
+        let directory = try TemporaryDirectory(prefix: "odr-store")
+        let packs: [String], entry: PackEntryExpectation
+        do {
+            let (_, snapshot, _) = try await InstallerTests.install(["small", "big"], from: fixture.catalog, store: directory.url)
+            packs = snapshot.manifest.packs.map(\.id)
+            entry = try #require(snapshot.manifest.expectedEntries(inPack: packs[1]).first)
+        }
+        // Both stores above (the installer's and the snapshot's) are closed now.
+        let packsFolder = directory.appending("packs")
+        try FileManager.default.removeItem(at: packsFolder.appending(path: packs[0]))
+        try FileManager.default.removeItem(at: packsFolder.appending(path: packs[1]).appending(path: entry.name))
+
+        let clean = try ResourceStore(directory: directory.url)
+        #expect(!clean.repairReport.checkedEveryEntry)
+        #expect(clean.repairReport.packsMarkedNotInstalled == [packs[0]])
+        #expect(try clean.verify().map(\.path) == [entry.name])
+
+        // `clean` is still open: a second opener cannot know that nobody crashed, so it checks all.
+        let second = try withExtendedLifetime(clean) { try ResourceStore(directory: directory.url) }
+        #expect(second.repairReport.checkedEveryEntry)
+        #expect(second.repairReport.packsMarkedNotInstalled == [packs[1]])
+    }
+
+    /// The store reads its compact copy of a manifest; a damaged one falls back to the JSON and is rewritten.
+    @Test func aDamagedCompactManifestFallsBackToTheJSON() async throws {
+        let fixture = try CatalogFixture.game(bigBytes: 1000)
+        try await fixture.build()
+        let directory = try TemporaryDirectory(prefix: "odr-store")
+        let (store, snapshot, _) = try await InstallerTests.install(["small"], from: fixture.catalog, store: directory.url)
+        let database = try DatabaseQueue(path: directory.appending(ResourceStore.databaseName).path)
+        let compact = try await database.read { try Data.fetchOne($0, sql: "SELECT data FROM manifestCompact") }
+        #expect(try compact.map(VersionManifest.init(compact:)) == snapshot.manifest)
+
+        try await database.write { try $0.execute(sql: "UPDATE manifestCompact SET data = x'4f44524d01ff'") }
+        #expect(try store.manifest(catalogURL: fixture.catalog, version: snapshot.version) == snapshot.manifest)
+        let rewritten = try await database.read { try Data.fetchOne($0, sql: "SELECT data FROM manifestCompact") }
+        #expect(rewritten == compact)
+    }
+
+    @Test func aStoreThatDoesNotFlushNeverVouchesForACleanClose() throws {
+        let directory = try TemporaryDirectory(prefix: "odr-store")
+        do { _ = try ResourceStore(directory: directory.url, synchronousWrites: false) }
+        #expect(try ResourceStore(directory: directory.url).repairReport.checkedEveryEntry)
+        #expect(try !ResourceStore(directory: directory.url).repairReport.checkedEveryEntry)
     }
 
     @Test func verifyFindsACorruptedFile() async throws {

@@ -1,0 +1,64 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+import Foundation
+
+/// Whether everyone who had a store open closed it, so the next open can skip checking every
+/// installed file: a file system's clean-unmount flag, for a store.
+///
+/// Each open ``ResourceStore`` holds a shared `flock` on `locks/session.lock` until it is
+/// deinitialized. The one that finds itself alone when it closes writes `locks/closed-cleanly`;
+/// opening deletes that file. So the marker is present only when the last process closed the store
+/// and nobody has opened it since: then no crash can have happened in between, and repair checks
+/// only that each installed pack's folder exists. Without the marker (a process was killed, the
+/// machine lost power, or another process has the store open) repair checks every entry's size.
+///
+/// Only stores that flush their writes (``ResourceStore/synchronousWrites``) write the marker:
+/// with unflushed files, a power loss after a clean close could still lose bytes.
+final class StoreSession: Sendable {
+    private let lockDescriptor: Int32
+    private let locks: URL
+    private let writesMarker: Bool
+
+    /// Whether the store was closed cleanly by its last user (the marker was there).
+    let openedAfterCleanClose: Bool
+
+    /// Starts a session; call while holding the store lock, which serializes opening and closing.
+    init(locks: URL, writesMarker: Bool) throws(ResourceError) {
+        self.locks = locks
+        self.writesMarker = writesMarker
+        let path = locks.appending(path: "session.lock").path
+        lockDescriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard lockDescriptor >= 0 else { throw StoreFailure.posix("open the lock file '\(path)'") }
+        guard Self.flockRetrying(lockDescriptor, LOCK_SH) == 0 else {
+            close(lockDescriptor)
+            throw StoreFailure.posix("lock '\(path)'")
+        }
+        let marker = Self.markerPath(in: locks)
+        openedAfterCleanClose = access(marker, F_OK) == 0
+        if openedAfterCleanClose, unlink(marker) != 0, errno != ENOENT {
+            close(lockDescriptor)
+            throw StoreFailure.posix("remove '\(marker)'")
+        }
+    }
+
+    deinit {
+        defer { close(lockDescriptor) }
+        guard writesMarker, let storeLock = try? FileLock.lockBlocking(ResourceStore.storeLockPath(in: locks)) else { return }
+        defer { storeLock.unlock() }
+        // Alone when no other descriptor holds a shared lock: then this is the last user.
+        guard Self.flockRetrying(lockDescriptor, LOCK_EX | LOCK_NB) == 0 else { return }
+        let marker = open(Self.markerPath(in: locks), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        if marker >= 0 { close(marker) }
+    }
+
+    static func markerPath(in locks: URL) -> String { locks.appending(path: "closed-cleanly").path }
+
+    private static func flockRetrying(_ descriptor: Int32, _ operation: Int32) -> Int32 {
+        var result: Int32
+        repeat { result = flock(descriptor, operation) } while result != 0 && errno == EINTR
+        return result
+    }
+}
