@@ -55,7 +55,13 @@ public struct LedgerCatalog: Sendable {
         }
         var packsByID: [String: PackIndex] = [:]
         packsByID.reserveCapacity(packs.count)
-        var packsOfTag = [[PackIndex]](repeating: [], count: tags.count)
+        // Two passes over the packs (count each tag's packs, then place them) fill one flat array
+        // with no array per tag; packs are visited in order, so each tag's packs come out ascending.
+        var packTags: [TagIndex] = []
+        packTags.reserveCapacity(packs.count)
+        var packTagEnd: [Int] = []
+        packTagEnd.reserveCapacity(packs.count)
+        var counts = [Int](repeating: 0, count: tags.count)
         for (i, pack) in packs.enumerated() {
             guard packsByID.updateValue(PackIndex(i), forKey: pack.id) == nil else {
                 throw ResourceError(.invalidCatalog, "The pack '\(pack.id)' is listed twice; rebuild the catalog.")
@@ -63,20 +69,31 @@ public struct LedgerCatalog: Sendable {
             guard pack.bytes >= 0 else {
                 throw ResourceError(.invalidCatalog, "The pack '\(pack.id)' has a negative size (\(pack.bytes) bytes).")
             }
-            for tag in Set(pack.tags) {
+            let first = packTags.count
+            for tag in pack.tags {
                 guard let t = tagsByName[tag] else {
                     throw ResourceError(
                         .invalidTag, "The pack '\(pack.id)' belongs to the tag '\(tag)', which the catalog does not define.")
                 }
-                packsOfTag[t.index].append(PackIndex(i))
+                // A tag named twice by one pack counts once.
+                if !packTags[first...].contains(t) {
+                    packTags.append(t)
+                    counts[t.index] += 1
+                }
             }
+            packTagEnd.append(packTags.count)
         }
-        var start = [0]
-        start.reserveCapacity(tags.count + 1)
-        var flat: [PackIndex] = []
-        for list in packsOfTag {
-            flat.append(contentsOf: list.sorted())
-            start.append(flat.count)
+        var start = [Int](repeating: 0, count: tags.count + 1)
+        for t in 0..<tags.count { start[t + 1] = start[t] + counts[t] }
+        var next = Array(start.dropLast())
+        var flat = [PackIndex](repeating: PackIndex(0), count: start[tags.count])
+        var from = 0
+        for (i, end) in packTagEnd.enumerated() {
+            for t in packTags[from..<end] {
+                flat[next[t.index]] = PackIndex(i)
+                next[t.index] += 1
+            }
+            from = end
         }
         self.tagNames = tags
         self.packIDs = packs.map(\.id)
