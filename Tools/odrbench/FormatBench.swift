@@ -43,7 +43,7 @@ struct FormatBench: AsyncParsableCommand {
         let source = work.appending(path: "tree")
         try MixedTree.generate(at: source, bytes: Int64(sizeMiB) << 20, seed: 1)
         let pack = work.appending(path: "pack.zip")
-        let write = try ChildProcess.measure([exe, "format-worker", "write", source.path, pack.path])
+        let write = try ChildProcess.measureAlone([exe, "format-worker", "write", source.path, pack.path])
         guard write.status == 0 else { throw ValidationFailure("writing the pack failed: \(write.output)") }
         let manifest = work.appending(path: "entries.json")
         try Data(write.output.utf8).write(to: manifest)
@@ -52,7 +52,7 @@ struct FormatBench: AsyncParsableCommand {
 
         var ours = Double.infinity, unzip = Double.infinity
         for _ in 0..<runs {
-            let verify = try ChildProcess.measure([exe, "format-worker", "verify", pack.path, manifest.path])
+            let verify = try ChildProcess.measureAlone([exe, "format-worker", "verify", pack.path, manifest.path])
             guard verify.status == 0 else { throw ValidationFailure("verifying the pack failed: \(verify.output)") }
             ours = min(ours, verify.seconds)
             let baseline = try ChildProcess.measure(["unzip", "-tq", pack.path], quiet: true)
@@ -68,16 +68,16 @@ struct FormatBench: AsyncParsableCommand {
         let big = work.appending(path: "big-tree")
         try MixedTree.generate(at: big, bytes: Int64(memoryPackMiB) << 20, seed: 2)
         let bigPack = work.appending(path: "big.zip")
-        let bigWrite = try ChildProcess.measure([exe, "format-worker", "write", big.path, bigPack.path])
+        let bigWrite = try ChildProcess.measureAlone([exe, "format-worker", "write", big.path, bigPack.path])
         guard bigWrite.status == 0 else { throw ValidationFailure("writing the large pack failed") }
         try FileManager.default.removeItem(at: big)
         let bigManifest = work.appending(path: "big.json")
         try Data(bigWrite.output.utf8).write(to: bigManifest)
-        let bigVerify = try ChildProcess.measure([exe, "format-worker", "verify", bigPack.path, bigManifest.path])
+        let bigVerify = try ChildProcess.measureAlone([exe, "format-worker", "verify", bigPack.path, bigManifest.path])
         guard bigVerify.status == 0 else { throw ValidationFailure("verifying the large pack failed") }
         print("writer peak memory: \(BenchFormat.mib(write.peakMemory)) at \(sizeMiB) MiB, \(BenchFormat.mib(bigWrite.peakMemory)) at \(memoryPackMiB) MiB (target < 64 MiB)")
         print("reader peak memory: \(BenchFormat.mib(bigVerify.peakMemory)) at \(memoryPackMiB) MiB (target < 64 MiB)")
-        let idle = try ChildProcess.measure([exe, "format-worker", "idle", "-", "-"])
+        let idle = try ChildProcess.measureAlone([exe, "format-worker", "idle", "-", "-"])
         print("(an idle odrbench process, which links every module, peaks at \(BenchFormat.mib(idle.peakMemory)))")
     }
 }
