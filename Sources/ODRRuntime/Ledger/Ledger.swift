@@ -118,18 +118,21 @@ public struct Ledger: Sendable {
     private mutating func retain(_ tag: TagIndex) {
         tagCounts[tag.index] += 1
         guard tagCounts[tag.index] == 1 else { return }
-        for pack in catalog.packs(of: tag) {
-            packReferenceCounts[pack.index] += 1
-            if packReferenceCounts[pack.index] == 1 { inUseBytes += catalog.packBytes[pack.index] }
+        // Positions in the catalog's flat arrays rather than `packs(of:)`: no slice to retain per tag.
+        for position in catalog.tagPackStart[tag.index] ..< catalog.tagPackStart[tag.index + 1] {
+            let pack = catalog.tagPacks[position].index
+            packReferenceCounts[pack] += 1
+            if packReferenceCounts[pack] == 1 { inUseBytes += catalog.packBytes[pack] }
         }
     }
 
     private mutating func release(_ tag: TagIndex) {
         tagCounts[tag.index] -= 1
         guard tagCounts[tag.index] == 0 else { return }
-        for pack in catalog.packs(of: tag) {
-            packReferenceCounts[pack.index] -= 1
-            if packReferenceCounts[pack.index] == 0 { inUseBytes -= catalog.packBytes[pack.index] }
+        for position in catalog.tagPackStart[tag.index] ..< catalog.tagPackStart[tag.index + 1] {
+            let pack = catalog.tagPacks[position].index
+            packReferenceCounts[pack] -= 1
+            if packReferenceCounts[pack] == 0 { inUseBytes -= catalog.packBytes[pack] }
         }
     }
 }

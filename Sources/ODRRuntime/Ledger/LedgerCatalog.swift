@@ -36,8 +36,8 @@ public struct LedgerCatalog: Sendable {
     /// Installed bytes, by ``PackIndex``.
     public let packBytes: [Int64]
     /// `tagPacks[tagPackStart[t] ..< tagPackStart[t + 1]]` are the packs of tag `t`, ascending.
-    private let tagPackStart: [Int]
-    private let tagPacks: [PackIndex]
+    let tagPackStart: [Int]
+    let tagPacks: [PackIndex]
     private let tagsByName: [String: TagIndex]
     private let packsByID: [String: PackIndex]
 

@@ -29,6 +29,14 @@ public struct Simulator: Sendable {
     }
 
     /// Runs the whole script under `policy`; deterministic.
+    // Specialized here for the built-in policies: callers in other modules (odrsim, odrbench) would
+    // otherwise run the unspecialized generic loop, with a witness-table call and retain/release
+    // traffic for every pack of every request.
+    @_specialize(exported: true, where Policy == RuntimePolicy)
+    @_specialize(exported: true, where Policy == BeladyPolicy)
+    @_specialize(exported: true, where Policy == GreedyDualSizePolicy)
+    @_specialize(exported: true, where Policy == PlannerPolicy<LRUPolicy>)
+    @_specialize(exported: true, where Policy == PlannerPolicy<PriorityLRUPolicy>)
     public func run<Policy: EvictionPolicy>(_ policy: Policy) -> SimulationResult {
         var run = SimulationRun(simulator: self, policy: policy)
         run.play()
@@ -42,7 +50,10 @@ struct SimulationRun<Policy: EvictionPolicy> {
     private let device: DeviceSettings
     private let catalog: LedgerCatalog
     private let downloadBytes: [Int64]
-    private let packsOfTag: [[PackIndex]]
+    /// `tagPacks[tagPackStart[t] ..< tagPackStart[t + 1]]` are the packs of tag `t`: one flat array,
+    /// so walking a tag's packs retains nothing.
+    private let tagPackStart: [Int]
+    private let tagPacks: [PackIndex]
     private var policy: Policy
     private var ledger: Ledger
     private var network: NetworkLink
@@ -78,7 +89,13 @@ struct SimulationRun<Policy: EvictionPolicy> {
         let catalog = script.catalog.ledgerCatalog
         self.catalog = catalog
         downloadBytes = script.catalog.packs.map(\.downloadBytes)
-        packsOfTag = (0 ..< catalog.tagCount).map { Array(catalog.packs(of: TagIndex($0))) }
+        var start = [0], flat: [PackIndex] = []
+        for tag in 0 ..< catalog.tagCount {
+            flat.append(contentsOf: catalog.packs(of: TagIndex(tag)))
+            start.append(flat.count)
+        }
+        tagPackStart = start
+        tagPacks = flat
         self.policy = policy
         ledger = Ledger(catalog: catalog, inUseLimit: device.inUseLimit)
         network = NetworkLink(bandwidth: device.bandwidth, latency: device.latency, offline: script.offlineWindows)
@@ -133,7 +150,8 @@ struct SimulationRun<Policy: EvictionPolicy> {
         var missingDownload: Int64 = 0
         var ready = now
         for tag in tags {
-            for pack in packsOfTag[tag.index] {
+            for position in tagPackStart[tag.index] ..< tagPackStart[tag.index + 1] {
+                let pack = tagPacks[position]
                 policy.didAccess(pack, access: access, time: now)
                 access += 1
                 let p = pack.index
@@ -182,7 +200,8 @@ struct SimulationRun<Policy: EvictionPolicy> {
         let tags = script.tags(of: request)
         _ = try? ledger.end(tags)
         for tag in tags {
-            for pack in packsOfTag[tag.index] {
+            for position in tagPackStart[tag.index] ..< tagPackStart[tag.index + 1] {
+                let pack = tagPacks[position]
                 packs[pack.index].lastUse = now
                 if packs[pack.index].installed { ranks.touch(pack) }
             }
@@ -244,7 +263,8 @@ struct SimulationRun<Policy: EvictionPolicy> {
         for tag in tags { tagPriority[tag.index] = priority }
         let priorities = tagPriority
         for tag in tags {
-            for pack in packsOfTag[tag.index] {
+            for position in tagPackStart[tag.index] ..< tagPackStart[tag.index + 1] {
+                let pack = tagPacks[position]
                 packPriority[pack.index] = script.catalog.packs[pack.index].tags.lazy.map { priorities[$0.index] }.max() ?? 0
             }
         }
