@@ -116,8 +116,8 @@ struct ResourceManagerTests {
         let fixture = try await ManagerFixture.onePackPerTag(["a", "b", "c", "d"], bytes: 300_000, rules: """
             { "tags": { "a": { "include": ["a"] }, "b": { "include": ["b"] }, "c": { "include": ["c"] }, "d": { "include": ["d"] } } }
             """)
-        // One transfer at a time, and `a` takes about a second: the rest wait in the queue.
-        try await withTestServer(root: fixture.game.catalog, conditions: NetworkConditions(bytesPerSecond: 300_000)) { server in
+        // One transfer at a time, and `a` takes about two seconds: the rest wait in the queue.
+        try await withTestServer(root: fixture.game.catalog, conditions: NetworkConditions(bytesPerSecond: 150_000)) { server in
             let manager = try fixture.manager(url: server.baseURL) { $0.maximumConcurrentTransfers = 1 }
             try await manager.prepare()
 
@@ -132,8 +132,14 @@ struct ResourceManagerTests {
                 queued.append(request)
                 tasks.append(Task { try await request.beginAccessingResources() })
             }
-            // Let every begin reach the queue, then make the lowest one urgent.
-            try await Task.sleep(for: .milliseconds(200))
+            // Wait until every begin has its download (on a loaded machine the tasks may start late),
+            // then make the lowest one urgent.
+            let deadline = ContinuousClock.now + .seconds(60)
+            while Set(manager.gauge().filter { $0.state == .downloading }.map(\.name)) != ["a", "b", "c", "d"] {
+                guard ContinuousClock.now < deadline else { Issue.record("the begins never reached the manager"); return }
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            #expect(first.state == .requested, "a is still downloading, so the others are queued")
             queued[0].loadingPriority = .urgent
             for task in tasks { try await task.value }
             #expect(ManagerFixture.packRequests(server) == (try ["a", "b", "c", "d"].map { try fixture.packPath(ofTag: $0) }))
@@ -149,9 +155,15 @@ struct ResourceManagerTests {
             let begin = await ManagerFixture.beginAndAwaitFirstBytes(request)
             request.progress.pause()
             #expect(request.progress.isPaused)
-            // Bytes already in flight may still land; after that, nothing moves while paused.
-            try await Task.sleep(for: .milliseconds(400))
-            let paused = request.progress.completedUnitCount
+            // Bytes already in flight may still land (later on a loaded machine); once the count has
+            // settled, nothing moves while paused.
+            var paused = request.progress.completedUnitCount
+            for _ in 0..<40 {
+                try await Task.sleep(for: .milliseconds(250))
+                let now = request.progress.completedUnitCount
+                if now == paused { break }
+                paused = now
+            }
             try await Task.sleep(for: .milliseconds(800))
             #expect(request.progress.completedUnitCount == paused, "no bytes arrive while paused")
             #expect(paused < request.progress.totalUnitCount - 1, "paused part way")
