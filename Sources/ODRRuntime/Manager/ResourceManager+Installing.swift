@@ -40,10 +40,12 @@ extension ResourceManager {
     }
 
     /// Waits for `downloads`, reporting bytes received of bytes to download; releases them after.
-    func wait(for downloads: [PackDownload], priority: TransferPriority, progress: (@Sendable (Int64, Int64) -> Void)?) async throws(ResourceError) {
+    ///
+    /// - Parameter priority: applied to the downloads first; `nil` when the caller applied it.
+    func wait(for downloads: [PackDownload], priority: TransferPriority?, progress: (@Sendable (Int64, Int64) -> Void)?) async throws(ResourceError) {
         defer { for download in downloads { download.release() } }
         guard !downloads.isEmpty else { return }
-        raisePriority(of: downloads, to: priority)
+        if let priority { raisePriority(of: downloads, to: priority) }
         let total = downloads.reduce(Int64(0)) { $0 + $1.bytes }
         var tokens: [(PackDownload, UInt64)] = []
         if let progress {

@@ -108,7 +108,7 @@ public final class ResourceRequest: Sendable {
     ///   `invalid-tag`, `exceeded-maximum-in-use-size`, `out-of-space`, `cancelled`, and transfer or
     ///   `integrity` errors. After an error nothing is held and the request can begin again.
     public func beginAccessingResources() async throws(ResourceError) {
-        let (held, ids, downloads, priority) = try box.withLock { inner throws(ResourceError) in
+        let (held, ids, downloads) = try box.withLock { inner throws(ResourceError) in
             try Self.checkCanBegin(inner.state)
             let (held, ids, downloads) = try manager.beginTags(tags)
             inner.state = .requested
@@ -116,13 +116,16 @@ public final class ResourceRequest: Sendable {
             inner.packIDs = ids
             inner.downloads = downloads
             inner.trace = manager.traceBegin(tags, priority: inner.priority)
-            return (held, ids, downloads, inner.priority)
+            // Under the lock `loadingPriority`'s setter takes, so a priority set right after this
+            // begin is applied after this one, never overwritten by it.
+            manager.raisePriority(of: downloads, to: inner.priority)
+            return (held, ids, downloads)
         }
         let total = downloads.reduce(Int64(0)) { $0 + $1.bytes }
         progress.totalUnitCount = total + 1
         progress.completedUnitCount = 0
         let waiter = Task { [manager, progress, updates] in
-            try await manager.wait(for: downloads, priority: priority) { received, total in
+            try await manager.wait(for: downloads, priority: nil) { received, total in
                 progress.completedUnitCount = min(received, total)
                 updates.continuation.yield(ProgressSnapshot(
                     completedBytes: received, totalBytes: total,
