@@ -75,6 +75,7 @@ let package = Package(
         .target(
             name: "ODRServe",
             dependencies: [
+                "ODRFormat",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),

@@ -1,7 +1,6 @@
 import Foundation
 import ODRBuilder
 import ODRFormat
-import Synchronization
 import Testing
 
 struct BuildReportTests {
@@ -47,7 +46,7 @@ struct BuildReportTests {
         try fixture.write("odr.json", #"{"tags": {"a": ["A"]}}"#)
         try fixture.write("A/one.txt", String(repeating: "one", count: 1000))
         try fixture.write("A/two.txt", "two")
-        let seen = Mutex<[BuildProgress]>([])
+        let seen = Locked<[BuildProgress]>([])
         try await CatalogBuilder(options: fixture.options()).build { progress in seen.withLock { $0.append(progress) } }
         let events = seen.withLock { $0 }
         var phases: [BuildProgress.Phase] = []

@@ -3,12 +3,12 @@ import Glibc
 #endif
 import Foundation
 import ODRRuntime
-import Synchronization
+import ODRFormat
 
 /// A one-line download bar on stderr, drawn only on a terminal so scripts and logs stay quiet.
 final class FetchProgressBar: Sendable {
     private let enabled: Bool
-    private let lastDraw = Mutex<UInt64>(0)
+    private let lastDraw = Locked<UInt64>(0)
 
     init(enabled: Bool = isatty(STDERR_FILENO) == 1) { self.enabled = enabled }
 

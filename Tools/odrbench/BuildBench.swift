@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
 import ODRBuilder
-import Synchronization
+import ODRFormat
 
 /// `odrbench build`: a full `odrpack build` of a mixed tree against `tar -czf`, a no-change rebuild,
 /// and the build's peak memory.
@@ -130,7 +130,7 @@ struct BuildWorker: AsyncParsableCommand {
 
 /// When each build phase started, to show where a build spends its time.
 private final class PhaseClock: Sendable {
-    private let starts = Mutex<[(BuildProgress.Phase, ContinuousClock.Instant)]>([])
+    private let starts = Locked<[(BuildProgress.Phase, ContinuousClock.Instant)]>([])
 
     func saw(_ phase: BuildProgress.Phase) {
         let now = ContinuousClock.now

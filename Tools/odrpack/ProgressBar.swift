@@ -5,7 +5,7 @@ import Darwin
 #endif
 import Foundation
 import ODRBuilder
-import Synchronization
+import ODRFormat
 
 /// A one-line progress bar on stderr, drawn only when stderr is a terminal.
 ///
@@ -18,7 +18,7 @@ final class ProgressBar: Sendable {
     }
 
     private let enabled: Bool
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// A bar that draws when `enabled` (by default: when stderr is a terminal).
     init(enabled: Bool = isatty(STDERR_FILENO) == 1) {

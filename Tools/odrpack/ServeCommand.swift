@@ -3,7 +3,7 @@ import Dispatch
 import Foundation
 import Logging
 import ODRServe
-import Synchronization
+import ODRFormat
 
 /// `odrpack serve CATALOG`: a development server for a catalog, with a network conditioner.
 struct ServeCommand: AsyncParsableCommand {
@@ -160,7 +160,7 @@ private final class TerminationSignals {
     init() {
         let queue = DispatchQueue(label: "odrpack.serve.signals")
         let (signals, continuation) = AsyncStream<Int32>.makeStream()
-        let received = Mutex(0)
+        let received = Locked(0)
         sources = [SIGINT, SIGTERM].map { number in
             signal(number, SIG_IGN)  // Dispatch only sees a signal whose default action is off.
             let source = DispatchSource.makeSignalSource(signal: number, queue: queue)

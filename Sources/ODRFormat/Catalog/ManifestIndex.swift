@@ -1,5 +1,3 @@
-import Synchronization
-
 /// Lookups over a ``VersionManifest`` by pack id, tag and path.
 ///
 /// Building it is part of opening a store's catalog, so it does as little as it can up front:
@@ -14,7 +12,7 @@ public struct ManifestIndex: Sendable {
     /// Positions of files by path, or `nil` when `manifest.files` is sorted by path.
     private let filesByPath: [String: Int]?
     /// Positions in `manifest.files` of each pack's files, in manifest order; built on first use.
-    private let filesByPack = LazyGrouping()
+    private let filesByPack = Locked<[String: [Int]]?>(nil)
 
     public init(_ manifest: VersionManifest) {
         self.manifest = manifest
@@ -50,7 +48,7 @@ public struct ManifestIndex: Sendable {
 
     /// The files pack `id` holds, in manifest order.
     public func files(inPack id: String) -> [FileRecord] {
-        let positions = filesByPack.value.withLock { byPack in
+        let positions = filesByPack.withLock { byPack in
             if byPack == nil {
                 var grouped: [String: [Int]] = [:]
                 grouped.reserveCapacity(manifest.packs.count)
@@ -76,7 +74,3 @@ public struct ManifestIndex: Sendable {
     }
 }
 
-/// A value shared by copies of an index and computed once, on first use.
-private final class LazyGrouping: Sendable {
-    let value = Mutex<[String: [Int]]?>(nil)
-}

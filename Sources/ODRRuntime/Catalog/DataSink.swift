@@ -1,9 +1,9 @@
 import Foundation
-import Synchronization
+import ODRFormat
 
 /// A ``TransferSink`` that keeps a small body in memory: `catalog.json` and version manifests.
 final class DataSink: TransferSink {
-    private let body = Mutex(Data())
+    private let body = Locked(Data())
     /// Bodies beyond this size are refused (a manifest of a huge game is a few MiB).
     private let limit: Int
 

@@ -5,7 +5,6 @@ import Musl
 #endif
 import Foundation
 import ODRFormat
-import Synchronization
 
 /// Downloads, verifies and installs packs into a ``ResourceStore``, crash-safely.
 ///
@@ -202,7 +201,7 @@ private final class ProgressTracker: Sendable {
     private let total: Int64
     private let packs: Int
     private let callback: @Sendable (InstallProgress) -> Void
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     init(total: Int64, packs: Int, report: @escaping @Sendable (InstallProgress) -> Void) {
         self.total = total

@@ -5,7 +5,7 @@
 /// exceed ``inUseLimit``: ``begin(_:)-(ArraySlice<TagIndex>)`` refuses, and changes nothing, when it
 /// would.
 ///
-/// The ledger is a value with no clock and no I/O. The resource manager keeps one behind a `Mutex`;
+/// The ledger is a value with no clock and no I/O. The resource manager keeps one behind a lock (`Locked`);
 /// `odrsim` drives one directly, millions of times per second.
 ///
 /// ```swift

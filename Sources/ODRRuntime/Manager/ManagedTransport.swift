@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import ODRFormat
 
 /// Wraps the manager's transport: adds the catalog's extra headers to every request, and keeps the
 /// live transfer handles by URL so that a request's priority changes, pauses and resumes reach the
@@ -7,7 +7,7 @@ import Synchronization
 final class ManagedTransport: Transport {
     private let base: any Transport
     private let headers: [String: String]
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     private struct State {
         var handles: [URL: [ObjectIdentifier: any TransferHandle]] = [:]

@@ -1,12 +1,12 @@
 import Foundation
-import Synchronization
+import ODRFormat
 
 /// One pack being installed for one or more requests. Requests that need a pack already being
 /// installed join this download instead of starting another.
 final class PackDownload: Sendable {
     let pack: String
     let bytes: Int64
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     private struct State {
         var received: Int64 = 0

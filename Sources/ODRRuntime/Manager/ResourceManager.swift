@@ -1,6 +1,5 @@
 import Foundation
 import ODRFormat
-import Synchronization
 
 /// Downloads, installs, tracks and purges the packs of one catalog for the requests of an app.
 ///
@@ -24,10 +23,10 @@ public final class ResourceManager: Sendable {
     let transport: ManagedTransport
     let client: CatalogClient
     let hub = EventHub()
-    let state: Mutex<State>
+    let state: Locked<State>
     let lastUse: LastUseRecorder
     /// The trace being recorded, if any (see ``startRecordingTrace(to:)``).
-    let traceRecorder = Mutex<TraceRecorder?>(nil)
+    let traceRecorder = Locked<TraceRecorder?>(nil)
 
     /// What the manager knows right now; guarded by ``state``.
     struct State {
@@ -67,7 +66,7 @@ public final class ResourceManager: Sendable {
             catalogURL: configuration.catalogURL, distribution: configuration.distribution, store: store,
             transport: transport, bundledCatalog: configuration.bundledCatalog)
         lastUse = LastUseRecorder(store: store)
-        state = Mutex(State(installedIDs: try store.installedPackIDs()))
+        state = Locked(State(installedIDs: try store.installedPackIDs()))
         if let stored = try client.storedSnapshot() {
             try adopt(stored)
         }
@@ -222,7 +221,7 @@ public final class ResourceManager: Sendable {
 /// write stores them (purging flushes first, so its order is always current).
 final class LastUseRecorder: Sendable {
     private let store: ResourceStore
-    private let pending = Mutex<(ids: Set<String>, scheduled: Bool)>(([], false))
+    private let pending = Locked<(ids: Set<String>, scheduled: Bool)>(([], false))
 
     init(store: ResourceStore) { self.store = store }
 

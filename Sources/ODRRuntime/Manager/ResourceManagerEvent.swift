@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import ODRFormat
 
 /// Something that happened in a ``ResourceManager`` that an app may want to react to.
 public enum ResourceManagerEvent: Sendable, Equatable {
@@ -26,7 +27,7 @@ extension ResourceManager {
 
 /// Fans events out to every subscribed stream and to `NotificationCenter`.
 final class EventHub: Sendable {
-    private let subscribers = Mutex<[UInt64: AsyncStream<ResourceManagerEvent>.Continuation]>([:])
+    private let subscribers = Locked<[UInt64: AsyncStream<ResourceManagerEvent>.Continuation]>([:])
     private let nextID = Atomic<UInt64>(0)
 
     func subscribe() -> AsyncStream<ResourceManagerEvent> {

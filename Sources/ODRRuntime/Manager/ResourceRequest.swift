@@ -1,6 +1,5 @@
 import Foundation
 import ODRFormat
-import Synchronization
 
 /// A request for the resources of some tags, as a game asks for a level.
 ///
@@ -35,7 +34,7 @@ public final class ResourceRequest: Sendable {
     /// usable. Its `cancel()`, `pause()` and `resume()` act on the downloads.
     public let progress: Progress
 
-    private let box: Mutex<Inner>
+    private let box: Locked<Inner>
     private let updates: (stream: AsyncStream<ProgressSnapshot>, continuation: AsyncStream<ProgressSnapshot>.Continuation)
 
     private struct Inner {
@@ -62,7 +61,7 @@ public final class ResourceRequest: Sendable {
         self.tags = tags
         self.manager = manager
         progress = Progress(totalUnitCount: 1)
-        box = Mutex(Inner())
+        box = Locked(Inner())
         updates = AsyncStream<ProgressSnapshot>.makeStream(bufferingPolicy: .bufferingNewest(1))
         progress.isCancellable = true
         progress.isPausable = true

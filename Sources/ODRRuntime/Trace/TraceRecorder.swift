@@ -4,7 +4,7 @@ import Glibc
 import Musl
 #endif
 import Foundation
-import Synchronization
+import ODRFormat
 
 /// Writes the trace of one recording session of a ``ResourceManager`` (see
 /// ``ResourceManager/startRecordingTrace(to:)``).
@@ -22,9 +22,9 @@ final class TraceRecorder: Sendable {
     /// The catalog line (and the persisted preservation priorities) of the manager's current
     /// version, or `nil` when it has none; asked once, at the first event.
     private let catalog: @Sendable () -> [TraceEvent]?
-    private let pending: Mutex<Pending>
+    private let pending: Locked<Pending>
     /// Taken before `pending` by a flush, so batches reach the file in order.
-    private let output: Mutex<Output>
+    private let output: Locked<Output>
 
     private struct Pending {
         var events: [TraceEvent] = []
@@ -57,8 +57,8 @@ final class TraceRecorder: Sendable {
         self.clock = clock
         start = clock.now()
         self.catalog = catalog
-        pending = Mutex(Pending())
-        output = Mutex(Output(handle: FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)))
+        pending = Locked(Pending())
+        output = Locked(Output(handle: FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)))
     }
 
     /// Records a begin and returns the request number the recorder assigned to it.

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import ODRFormat
 
 /// A ``TransferSink`` that writes the body to a file and can continue a partial download later.
 ///
@@ -20,7 +20,7 @@ public final class FileSink: TransferSink {
     /// Where the validators of a partial download are kept.
     public var resumeInfoURL: URL { URL(filePath: url.path + ".resume") }
     private let keepsPartialBytes: Bool
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     private struct State {
         var descriptor: Int32 = -1

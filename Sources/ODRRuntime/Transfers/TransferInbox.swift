@@ -1,5 +1,5 @@
+import ODRFormat
 internal import CCurl
-import Synchronization
 
 /// Commands for the transfer loop, posted from any thread; posting wakes the loop's poll.
 final class TransferInbox: Sendable {
@@ -17,7 +17,7 @@ final class TransferInbox: Sendable {
         var closed = false
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// Posts a command; after ``close()`` only `.add` matters, and it fails the transfer at once.
     func post(_ command: Command) {

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import ODRFormat
 
 /// One transfer as its caller, the transfer loop and the delivery task share it; the handle that
 /// ``TransferEngine/transfer(_:into:)`` returns.
@@ -17,7 +17,7 @@ final class TransferOperation: TransferHandle {
     /// How many body bytes may wait between the network and the sink before the transfer pauses.
     let bufferLimit: Int
     private let inbox: TransferInbox
-    let state: Mutex<State>
+    let state: Locked<State>
 
     struct State {
         var priority: TransferPriority
@@ -60,7 +60,7 @@ final class TransferOperation: TransferHandle {
         } else {
             initialResumePoint = nil
         }
-        state = Mutex(State(priority: request.priority,
+        state = Locked(State(priority: request.priority,
                             progress: TransferProgress(receivedBytes: 0, expectedBytes: request.expectedSize)))
     }
 

@@ -1,4 +1,4 @@
-import Synchronization
+import ODRFormat
 
 /// Decides, for each request, which faults of the current ``NetworkConditions`` and of the faults
 /// tests scheduled apply to it.
@@ -34,10 +34,10 @@ final class Conditioner: Sendable {
         }
     }
 
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
     init(conditions: NetworkConditions) {
-        state = Mutex(State(conditions: conditions))
+        state = Locked(State(conditions: conditions))
     }
 
     var conditions: NetworkConditions {

@@ -1,7 +1,7 @@
 import Hummingbird
 import Logging
 import NIOCore
-import Synchronization
+import ODRFormat
 
 /// One request and its response as the request log sees them, from arrival to the last byte.
 ///
@@ -12,7 +12,7 @@ final class Exchange: Sendable {
         var finished = false
     }
 
-    private let state: Mutex<State>
+    private let state: Locked<State>
     private let context: ServeContext
     private let arrival = ContinuousClock.now
     private let log: RequestLog
@@ -21,7 +21,7 @@ final class Exchange: Sendable {
 
     init(request: Request, context: ServeContext, log: RequestLog, logger: Logger) {
         let headers = request.headers
-        state = Mutex(State(entry:
+        state = Locked(State(entry:
             ServedRequest(
                 sequence: log.arrive(),
                 method: request.method.rawValue,

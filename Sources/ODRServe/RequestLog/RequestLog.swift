@@ -1,4 +1,4 @@
-import Synchronization
+import ODRFormat
 
 /// Every request of a server's lifetime, in arrival order, and a way to wait until none is in flight.
 final class RequestLog: Sendable {
@@ -9,7 +9,7 @@ final class RequestLog: Sendable {
         var idleWaiters: [CheckedContinuation<Void, Never>] = []
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// Counts a request as in flight and returns its sequence number.
     func arrive() -> Int {

@@ -3,7 +3,6 @@ import ODRFormat
 @testable import ODRRuntime
 import ODRServe
 import ODRTestSupport
-import Synchronization
 import Testing
 
 /// The manager's own API over a real catalog on loopback: sizes, priorities, the gauge, prepare,
@@ -218,7 +217,7 @@ struct ResourceManagerTests {
 
 /// Pack ids seen by a notification observer, which runs on the posting thread.
 private final class NotificationRecorder: Sendable {
-    private let seen = Mutex<Set<String>>([])
+    private let seen = Locked<Set<String>>([])
     func add(_ id: String) { seen.withLock { _ = $0.insert(id) } }
     var ids: Set<String> { seen.withLock { $0 } }
 }

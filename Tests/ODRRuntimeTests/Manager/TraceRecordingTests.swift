@@ -3,7 +3,6 @@ import ODRFormat
 @testable import ODRRuntime
 import ODRServe
 import ODRTestSupport
-import Synchronization
 import Testing
 
 /// A real manager over loopback records what its requests did as a trace, which decodes with
@@ -132,9 +131,9 @@ struct TraceRecordingTests {
 
 /// A clock the test moves by hand.
 private final class ManualClock: ManagerClock {
-    private let seconds: Mutex<Double>
+    private let seconds: Locked<Double>
 
-    init(now: Double) { seconds = Mutex(now) }
+    init(now: Double) { seconds = Locked(now) }
 
     func now() -> Double { seconds.withLock { $0 } }
     func advance(_ delta: Double) { seconds.withLock { $0 += delta } }

@@ -1,6 +1,6 @@
 import Foundation
 import ODRRuntime
-import Synchronization
+import ODRFormat
 
 /// A ``TransferSink`` for tests: keeps the body in memory and records what the engine told it.
 ///
@@ -21,7 +21,7 @@ final class RecordingSink: TransferSink {
     private let log: EventLog?
     private let writeDelay: Duration?
     private let held: TransferResumePoint?
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
     init(name: String = "", log: EventLog? = nil, gated: Bool = false, writeDelay: Duration? = nil,
          heldBytes: Data? = nil, heldValidators: TransferValidators = .init()) {
@@ -29,7 +29,7 @@ final class RecordingSink: TransferSink {
         self.log = log
         self.writeDelay = writeDelay
         held = heldBytes.map { TransferResumePoint(offset: Int64($0.count), validators: heldValidators) }
-        state = Mutex(State(bytes: heldBytes ?? Data(), gateOpen: !gated))
+        state = Locked(State(bytes: heldBytes ?? Data(), gateOpen: !gated))
     }
 
     var bytes: Data { state.withLock { $0.bytes } }
@@ -120,7 +120,7 @@ final class RecordingSink: TransferSink {
 
 /// An ordered record of events from several transfers.
 final class EventLog: Sendable {
-    private let entries = Mutex<[String]>([])
+    private let entries = Locked<[String]>([])
     func append(_ entry: String) { entries.withLock { $0.append(entry) } }
     var all: [String] { entries.withLock { $0 } }
 }
