@@ -8,10 +8,12 @@ import Foundation
 /// published: catalogs are JSON (see `docs/FORMAT.md`), and this form may change with the runtime
 /// (a copy in another layout is refused, and the runtime falls back to the JSON).
 ///
-/// Layout: the magic `ODRM`, a layout byte, then a table of every distinct string (each written
-/// once: pack ids, tag names and paths repeat throughout a manifest), then the manifest's fields in
-/// declaration order with strings as table indices. Integers are LEB128 varints (signed ones
-/// zigzag-encoded); priorities are IEEE 754 doubles, little-endian.
+/// Layout: the magic `ODRM`, a layout byte, the CRC-32 of everything after it (little-endian), then
+/// a table of every distinct string (each written once: pack ids, tag names and paths repeat
+/// throughout a manifest), then the manifest's fields in declaration order with strings as table
+/// indices. Integers are LEB128 varints (signed ones zigzag-encoded); priorities are IEEE 754
+/// doubles, little-endian. The checksum is what lets the decoder skip validation: damaged bytes are
+/// refused, not decoded into wrong sizes.
 extension VersionManifest {
     static let compactMagic: [UInt8] = Array("ODRM".utf8)
     static let compactLayout: UInt8 = 1
@@ -53,15 +55,20 @@ extension VersionManifest {
             body.bytes.append(file.method == .stored ? 0 : 1)
         }
 
+        var payload = ByteWriter()
+        payload.varint(strings.values.count)
+        for string in strings.values {
+            payload.varint(string.utf8.count)
+            payload.append(string.utf8)
+        }
+        payload.append(body.bytes)
+        var checksum = CRC32()
+        payload.bytes.withUnsafeBytes { checksum.update($0) }
         var output = ByteWriter()
         output.append(Self.compactMagic)
         output.bytes.append(Self.compactLayout)
-        output.varint(strings.values.count)
-        for string in strings.values {
-            output.varint(string.utf8.count)
-            output.append(string.utf8)
-        }
-        output.append(body.bytes)
+        output.u32(checksum.value)
+        output.append(payload.bytes)
         return Data(output.bytes)
     }
 
@@ -78,6 +85,10 @@ extension VersionManifest {
             throw FormatError(.corruptData, "This is not a compact manifest of layout \(Self.compactLayout); decode the manifest's JSON instead.")
         }
         reader.offset = Self.compactMagic.count + 1
+        let expected = UInt32(truncatingIfNeeded: try reader.littleEndian(width: 4))
+        var checksum = CRC32()
+        reader.bytes.withUnsafeBytes { checksum.update(UnsafeRawBufferPointer(rebasing: $0[reader.offset...])) }
+        guard checksum.value == expected else { throw CompactReader.corrupt }
         let stringCount = try reader.count()
         var strings: [String] = []
         strings.reserveCapacity(stringCount)
@@ -103,7 +114,7 @@ extension VersionManifest {
         tags.reserveCapacity(tagCount)
         for _ in 0..<tagCount {
             let name = try string()
-            let priority = Double(bitPattern: try reader.u64())
+            let priority = Double(bitPattern: try reader.littleEndian(width: 8))
             tags.append(TagRecord(name: name, preservationPriority: priority, packs: try stringList(),
                                   downloadBytes: try reader.int64(), installedBytes: try reader.int64()))
         }
@@ -208,11 +219,12 @@ private struct CompactReader {
         return value
     }
 
-    mutating func u64() throws(FormatError) -> UInt64 {
-        guard bytes.count - offset >= 8 else { throw Self.corrupt }
+    /// A little-endian integer of `width` bytes (up to 8).
+    mutating func littleEndian(width: Int) throws(FormatError) -> UInt64 {
+        guard bytes.count - offset >= width else { throw Self.corrupt }
         var value: UInt64 = 0
-        for i in 0..<8 { value |= UInt64(bytes[offset + i]) << UInt64(8 * i) }
-        offset += 8
+        for i in 0..<width { value |= UInt64(bytes[offset + i]) << UInt64(8 * i) }
+        offset += width
         return value
     }
 
