@@ -46,7 +46,7 @@ final class StoreSession: Sendable {
 
     deinit {
         defer { close(lockDescriptor) }
-        guard writesMarker, let storeLock = try? FileLock.lockBlocking(ResourceStore.storeLockPath(in: locks)) else { return }
+        guard writesMarker, let storeLock = Self.storeLockBriefly(in: locks) else { return }
         defer { storeLock.unlock() }
         // Alone when no other descriptor holds a shared lock: then this is the last user.
         guard Self.flockRetrying(lockDescriptor, LOCK_EX | LOCK_NB) == 0 else { return }
@@ -55,6 +55,17 @@ final class StoreSession: Sendable {
     }
 
     static func markerPath(in locks: URL) -> String { locks.appending(path: "closed-cleanly").path }
+
+    /// The store lock if it comes within about a second, else `nil`: then no marker is written,
+    /// which only costs the next open a full check. Never blocks for good (a store whose opening
+    /// failed is deinitialized while its opener still holds the lock).
+    private static func storeLockBriefly(in locks: URL) -> FileLock? {
+        for _ in 0..<50 {
+            if let lock = try? FileLock.tryLock(ResourceStore.storeLockPath(in: locks)) { return lock }
+            usleep(20_000)
+        }
+        return nil
+    }
 
     private static func flockRetrying(_ descriptor: Int32, _ operation: Int32) -> Int32 {
         var result: Int32
