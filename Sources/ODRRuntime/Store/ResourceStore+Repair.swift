@@ -27,7 +27,15 @@ extension ResourceStore {
         let fileManager = FileManager.default
         let staging = stagingURL(in: directory), packs = packsURL(in: directory)
         func lock(_ id: String) throws(ResourceError) -> FileLock? {
-            try FileLock.tryLock(locksURL(in: directory).appending(path: "\(id).lock").path)
+            // A lock can look held for a moment after its holder closed it: a child this process is
+            // spawning keeps a copy of the descriptor until it execs. So retry briefly before
+            // deciding that another process is working on the pack.
+            let path = locksURL(in: directory).appending(path: "\(id).lock").path
+            for _ in 0..<10 {
+                if let held = try FileLock.tryLock(path) { return held }
+                usleep(10_000)
+            }
+            return nil
         }
 
         let stagingItems = ((try? fileManager.contentsOfDirectory(atPath: staging.path)) ?? []).sorted()

@@ -48,8 +48,15 @@ final class StoreSession: Sendable {
         defer { close(lockDescriptor) }
         guard writesMarker, let storeLock = Self.storeLockBriefly(in: locks) else { return }
         defer { storeLock.unlock() }
-        // Alone when no other descriptor holds a shared lock: then this is the last user.
-        guard Self.flockRetrying(lockDescriptor, LOCK_EX | LOCK_NB) == 0 else { return }
+        // Alone when no other descriptor holds a shared lock: then this is the last user. A child
+        // this process is spawning holds a copy of every descriptor until it execs, so a copy of a
+        // closed store's may linger for a moment: retry briefly before deciding someone else is open.
+        var alone = false
+        for attempt in 0..<5 {
+            if attempt > 0 { usleep(10_000) }
+            if Self.flockRetrying(lockDescriptor, LOCK_EX | LOCK_NB) == 0 { alone = true; break }
+        }
+        guard alone else { return }
         let marker = open(Self.markerPath(in: locks), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         if marker >= 0 { close(marker) }
     }
