@@ -14,6 +14,20 @@ struct LedgerTests {
             ])
     }
 
+    /// A pack that names one tag twice belongs to it once: listed once, counted once.
+    @Test func aTagNamedTwiceByOnePackCountsOnce() throws {
+        let catalog = try LedgerCatalog(tags: ["a", "b"], packs: [
+            .init(id: "p", bytes: 100, tags: ["a", "b", "a"]),
+            .init(id: "q", bytes: 50, tags: ["a"]),
+        ])
+        let a = try #require(catalog.tag(named: "a")), b = try #require(catalog.tag(named: "b"))
+        #expect(Array(catalog.packs(of: a)) == [PackIndex(0), PackIndex(1)])
+        #expect(Array(catalog.packs(of: b)) == [PackIndex(0)])
+        var ledger = Ledger(catalog: catalog)
+        #expect(try ledger.begin([a]) == 150)
+        #expect(try ledger.end([a]) == 150)
+    }
+
     @Test func sharedPackCountsOnceAcrossTags() throws {
         let catalog = try Self.catalog()
         var ledger = Ledger(catalog: catalog)
