@@ -1,5 +1,5 @@
 import Foundation
-import ODRFormat
+@testable import ODRFormat
 import Testing
 
 /// The compact binary form a store keeps of each accepted manifest, and the index over a manifest.
@@ -20,7 +20,7 @@ struct ManifestCompactTests {
 
     @Test func roundTripsEveryField() throws {
         for manifest in [sampleManifest(), Self.richManifest()] {
-            let compact = manifest.compactEncoded()
+            let compact = try manifest.compactEncoded()
             #expect(try VersionManifest(compact: compact) == manifest)
             // Strings are written once: much smaller than the JSON.
             #expect(compact.count < (try manifest.encoded()).count / 2)
@@ -28,7 +28,7 @@ struct ManifestCompactTests {
     }
 
     @Test func everyTruncationIsATypedError() throws {
-        let compact = Self.richManifest().compactEncoded()
+        let compact = try Self.richManifest().compactEncoded()
         for length in 0..<compact.count {
             let error = #expect(throws: FormatError.self) { try VersionManifest(compact: compact.prefix(length)) }
             #expect(error?.code == .corruptData, "cut at \(length)")
@@ -39,7 +39,7 @@ struct ManifestCompactTests {
     }
 
     @Test func anotherLayoutOrJSONIsRefused() throws {
-        var compact = sampleManifest().compactEncoded()
+        var compact = try sampleManifest().compactEncoded()
         compact[4] = 99
         let error = #expect(throws: FormatError.self) { try VersionManifest(compact: compact) }
         #expect(error?.code == .corruptData)
@@ -48,7 +48,7 @@ struct ManifestCompactTests {
 
     /// Every damaged byte is caught (the checksum), and is a typed error, never a trap.
     @Test func everyFlippedByteIsATypedError() throws {
-        let compact = Self.richManifest().compactEncoded()
+        let compact = try Self.richManifest().compactEncoded()
         for position in 5..<compact.count {
             for flip: UInt8 in [0x01, 0x80, 0xFF] {
                 var damaged = compact
@@ -64,7 +64,9 @@ struct ManifestCompactTests {
         sorted.files.sort { $0.path < $1.path }
         var shuffled = sorted
         shuffled.files.reverse()
-        for manifest in [sorted, shuffled] {
+        // Each also decoded from the compact form, whose index reads files from the bytes.
+        let decoded = try [sorted, shuffled].map { try VersionManifest(compact: try $0.compactEncoded()) }
+        for manifest in [sorted, shuffled] + decoded {
             let index = manifest.makeIndex()
             for file in manifest.files { #expect(index.file(atPath: file.path) == file) }
             #expect(index.file(atPath: "Levels/2/map.json") == nil)
@@ -75,5 +77,67 @@ struct ManifestCompactTests {
             }
             #expect(index.files(inPack: "nope").isEmpty)
         }
+    }
+
+    /// A path spelled with decomposed characters finds the file listed with precomposed ones, as
+    /// `String` equality does, whether the index reads records or compact bytes.
+    @Test func canonicallyEquivalentPathsFindTheSameFile() throws {
+        let manifest = Self.richManifest()
+        let decomposed = "Levels/u\u{308}/Stra\u{df}e.json"
+        #expect(Array(decomposed.utf8) != Array("Levels/ü/Straße.json".utf8))
+        for candidate in [manifest, try VersionManifest(compact: try manifest.compactEncoded())] {
+            #expect(candidate.makeIndex().file(atPath: decomposed)?.size == 300)
+            #expect(candidate.makeIndex().file(atPath: "Levels/\u{fc}/Other.json") == nil)
+        }
+    }
+
+    /// Only a valid manifest has a compact form: a digest that is not hex, or a file in a pack the
+    /// manifest does not list, is a typed error.
+    @Test func encodingRefusesWhatValidationWould() throws {
+        var badDigest = Self.richManifest()
+        badDigest.files[0].sha256 = String(repeating: "G", count: 64)
+        #expect(throws: FormatError.self) { try badDigest.compactEncoded() }
+        var unknownPack = Self.richManifest()
+        unknownPack.files[0].pack = String(repeating: "0", count: 64)
+        let error = #expect(throws: FormatError.self) { try unknownPack.compactEncoded() }
+        #expect(error?.code == .danglingReference)
+    }
+
+    /// Bytes with a correct checksum but an offset out of range (which only a crafted copy could
+    /// have) are refused when decoded, or, where any value is in range, read without a trap.
+    @Test func checksummedButOutOfRangeBytesNeverTrap() throws {
+        let manifest = Self.richManifest()
+        let compact = try manifest.compactEncoded()
+        var refused = 0
+        for position in 13..<compact.count {
+            for value: UInt8 in [0x00, 0xFF] where compact[position] != value {
+                var crafted = compact
+                crafted[position] = value
+                Self.resum(&crafted)
+                do {
+                    let decoded = try VersionManifest(compact: crafted)
+                    let index = decoded.makeIndex()
+                    for file in manifest.files { _ = index.file(atPath: file.path) }
+                    for pack in decoded.packs { _ = index.files(inPack: pack.id) }
+                    _ = decoded.files
+                } catch {
+                    #expect(error.code == .corruptData, "byte \(position) = \(value)")
+                    refused += 1
+                }
+            }
+        }
+        #expect(refused > 0)
+        // The last four bytes are a file position in the by-pack list: out of range is refused.
+        var crafted = compact
+        for i in (crafted.count - 4)..<crafted.count { crafted[i] = 0xFF }
+        Self.resum(&crafted)
+        let error = #expect(throws: FormatError.self) { try VersionManifest(compact: crafted) }
+        #expect(error?.code == .corruptData)
+    }
+
+    /// Rewrites the checksum of a compact manifest after its bytes were changed on purpose.
+    static func resum(_ compact: inout Data) {
+        let checksum = compact.dropFirst(13).withUnsafeBytes { WordChecksum.of($0) }
+        for i in 0..<8 { compact[5 + i] = UInt8(truncatingIfNeeded: checksum >> (8 * UInt64(i))) }
     }
 }

@@ -1,14 +1,21 @@
 /// Lookups over a ``VersionManifest`` by pack id, tag and path.
 ///
 /// Building it is part of opening a store's catalog, so it does as little as it can up front:
-/// packs and tags get dictionaries; files, which are many (100,000 in a large catalog), are found by
-/// binary search when the manifest lists them sorted by path (as `odrpack` writes them), and
-/// grouped by pack only the first time a pack's files are asked for.
+/// packs and tags get dictionaries; files, which are many (100,000 in a large catalog), are read
+/// from a compact manifest's bytes one at a time, or, in a manifest of records, found by binary
+/// search when it lists them sorted by path (as `odrpack` writes them) and grouped by pack only the
+/// first time a pack's files are asked for.
 public struct ManifestIndex: Sendable {
     /// The manifest this index was built from.
     public let manifest: VersionManifest
     private let packsByID: [String: Int]
     private let tagsByName: [String: Int]
+    /// The position of each pack in `manifest.packs` by id (the first, should an id repeat).
+    package var packPositions: [String: Int] { packsByID }
+    /// The position of each tag in `manifest.tags` by name (the first, should a name repeat).
+    package var tagPositions: [String: Int] { tagsByName }
+    /// The files of a manifest decoded from its compact form: everything below is unused then.
+    private let compactFiles: CompactFileTable?
     /// Positions of files by path, or `nil` when `manifest.files` is sorted by path.
     private let filesByPath: [String: Int]?
     /// Positions in `manifest.files` of each pack's files, in manifest order; built on first use.
@@ -18,16 +25,20 @@ public struct ManifestIndex: Sendable {
         self.manifest = manifest
         packsByID = Self.firstPositions(of: manifest.packs.lazy.map(\.id))
         tagsByName = Self.firstPositions(of: manifest.tags.lazy.map(\.name))
-        let files = manifest.files
-        let sorted = files.indices.dropFirst().allSatisfy { files[$0 - 1].path < files[$0].path }
-        filesByPath = sorted ? nil : Self.firstPositions(of: files.lazy.map(\.path))
+        switch manifest.fileTable {
+        case .compact(let table):
+            compactFiles = table
+            filesByPath = nil
+        case .records(let files):
+            compactFiles = nil
+            let sorted = files.indices.dropFirst().allSatisfy { files[$0 - 1].path < files[$0].path }
+            filesByPath = sorted ? nil : Self.firstPositions(of: files.lazy.map(\.path))
+        }
     }
 
     private static func firstPositions(of keys: some Collection<String>) -> [String: Int] {
-        var positions: [String: Int] = [:]
-        positions.reserveCapacity(keys.count)
-        for (position, key) in keys.enumerated() where positions[key] == nil { positions[key] = position }
-        return positions
+        // One hash per key: the first position wins without a lookup before each insert.
+        Dictionary(zip(keys, 0..<keys.count), uniquingKeysWith: { first, _ in first })
     }
 
     /// The pack with this id.
@@ -36,6 +47,7 @@ public struct ManifestIndex: Sendable {
     public func tag(named name: String) -> TagRecord? { tagsByName[name].map { manifest.tags[$0] } }
     /// The file at this logical path.
     public func file(atPath path: String) -> FileRecord? {
+        if let compactFiles { return compactFiles.file(atPath: path) }
         if let filesByPath { return filesByPath[path].map { manifest.files[$0] } }
         let files = manifest.files
         var low = 0, high = files.count
@@ -48,6 +60,7 @@ public struct ManifestIndex: Sendable {
 
     /// The files pack `id` holds, in manifest order.
     public func files(inPack id: String) -> [FileRecord] {
+        if let compactFiles { return packsByID[id].map { compactFiles.files(inPackAt: $0) } ?? [] }
         let positions = filesByPack.withLock { byPack in
             if byPack == nil {
                 var grouped: [String: [Int]] = [:]

@@ -35,4 +35,22 @@ public enum HexDigest {
     public static func isSHA256(_ text: String) -> Bool {
         text.utf8.count == 64 && text.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
     }
+
+    /// The 32 bytes a SHA-256 digest in lowercase hexadecimal spells, or `nil` when `text` is not one.
+    public static func bytes(ofSHA256 text: String) -> [UInt8]? {
+        guard isSHA256(text) else { return nil }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(32)
+        var high: UInt8?
+        for digit in text.utf8 {
+            let value = digit <= 0x39 ? digit - 0x30 : digit - 0x61 + 10
+            if let first = high {
+                bytes.append(first << 4 | value)
+                high = nil
+            } else {
+                high = value
+            }
+        }
+        return bytes
+    }
 }

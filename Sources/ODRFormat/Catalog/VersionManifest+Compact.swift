@@ -4,22 +4,27 @@ import Foundation
 /// already accepted (decoded and validated from JSON).
 ///
 /// Decoding the JSON of a catalog with 10,000 tags and 100,000 files takes seconds; this form
-/// decodes in tens of milliseconds, which is what lets an app open its store quickly. It is never
+/// opens in milliseconds, which is what lets an app open its store quickly. It is never
 /// published: catalogs are JSON (see `docs/FORMAT.md`), and this form may change with the runtime
 /// (a copy in another layout is refused, and the runtime falls back to the JSON).
 ///
-/// Layout: the magic `ODRM`, a layout byte, the CRC-32 of everything after it (little-endian), then
-/// a table of every distinct string (each written once: pack ids, tag names and paths repeat
-/// throughout a manifest), then the manifest's fields in declaration order with strings as table
-/// indices. Integers are LEB128 varints (signed ones zigzag-encoded); priorities are IEEE 754
-/// doubles, little-endian. The checksum is what lets the decoder skip validation: damaged bytes are
-/// refused, not decoded into wrong sizes.
+/// Layout: the magic `ODRM`, a layout byte, the checksum of everything after it (`WordChecksum`,
+/// 8 bytes, little-endian), then
+/// a table of every distinct string of the tags and packs (pack ids and tag names repeat throughout
+/// them), then the fields before `files` in declaration order with strings as table indices, then
+/// the files as fixed-width records that are read only when asked for (see `CompactFileTable`).
+/// Integers are LEB128 varints (signed ones zigzag-encoded); priorities are IEEE 754 doubles,
+/// little-endian. The checksum is what lets the decoder skip validation: damaged bytes are refused,
+/// not decoded into wrong sizes.
 extension VersionManifest {
     static let compactMagic: [UInt8] = Array("ODRM".utf8)
-    static let compactLayout: UInt8 = 1
+    static let compactLayout: UInt8 = 2
 
     /// The manifest in the compact binary form.
-    public func compactEncoded() -> Data {
+    ///
+    /// - Throws: ``FormatError`` `invalid-value` or `dangling-reference` when a file's digest is not
+    ///   a SHA-256 in lowercase hex, or its pack is not listed: only a valid manifest has this form.
+    public func compactEncoded() throws(FormatError) -> Data {
         var strings = CompactStringTable()
         var body = ByteWriter()
         body.varint(formatVersion)
@@ -43,17 +48,7 @@ extension VersionManifest {
             body.varint(pack.installedBytes)
             body.varint(pack.entryCount)
         }
-        body.varint(files.count)
-        for file in files {
-            body.varint(strings.index(of: file.path))
-            body.varint(strings.index(of: file.pack))
-            body.varint(strings.index(of: file.entry))
-            body.varint(strings.index(of: file.sha256))
-            body.varint(file.storedSize)
-            body.varint(file.size)
-            body.varint(file.headerOffset)
-            body.bytes.append(file.method == .stored ? 0 : 1)
-        }
+        try CompactFileTable.encode(files, packs: packs, into: &body)
 
         var payload = ByteWriter()
         payload.varint(strings.values.count)
@@ -62,33 +57,36 @@ extension VersionManifest {
             payload.append(string.utf8)
         }
         payload.append(body.bytes)
-        var checksum = CRC32()
-        payload.bytes.withUnsafeBytes { checksum.update($0) }
         var output = ByteWriter()
         output.append(Self.compactMagic)
         output.bytes.append(Self.compactLayout)
-        output.u32(checksum.value)
+        output.u64(payload.bytes.withUnsafeBytes { WordChecksum.of($0) })
         output.append(payload.bytes)
         return Data(output.bytes)
     }
 
     /// Decodes the compact form written by ``compactEncoded()``.
     ///
-    /// The manifest is not validated again: the form is only written for manifests that were.
+    /// The manifest is not validated again: the form is only written for manifests that were. Its
+    /// files stay in `data` and are read when asked for (``ManifestIndex`` reads one file or one
+    /// pack's files; ``files`` builds every record the first time it is read).
     ///
     /// - Throws: ``FormatError`` `corrupt-data` when the bytes are not a compact manifest of this
     ///   layout, or are cut short.
     public init(compact data: Data) throws(FormatError) {
-        var reader = CompactReader(bytes: [UInt8](data))
-        guard reader.bytes.starts(with: Self.compactMagic), reader.bytes.count > Self.compactMagic.count,
-              reader.bytes[Self.compactMagic.count] == Self.compactLayout else {
-            throw FormatError(.corruptData, "This is not a compact manifest of layout \(Self.compactLayout); decode the manifest's JSON instead.")
+        self = try data.withUnsafeBytes { raw in
+            Result { () throws(FormatError) in try Self.decodeCompact(raw, data: data) }
+        }.get()
+    }
+
+    private static func decodeCompact(_ raw: UnsafeRawBufferPointer, data: Data) throws(FormatError) -> VersionManifest {
+        var reader = CompactReader(bytes: raw)
+        guard raw.starts(with: compactMagic), raw.count > compactMagic.count, raw[compactMagic.count] == compactLayout else {
+            throw FormatError(.corruptData, "This is not a compact manifest of layout \(compactLayout); decode the manifest's JSON instead.")
         }
-        reader.offset = Self.compactMagic.count + 1
-        let expected = UInt32(truncatingIfNeeded: try reader.littleEndian(width: 4))
-        var checksum = CRC32()
-        reader.bytes.withUnsafeBytes { checksum.update(UnsafeRawBufferPointer(rebasing: $0[reader.offset...])) }
-        guard checksum.value == expected else { throw CompactReader.corrupt }
+        reader.offset = compactMagic.count + 1
+        let expected = try reader.littleEndian(width: 8)
+        guard WordChecksum.of(UnsafeRawBufferPointer(rebasing: raw[reader.offset...])) == expected else { throw CompactReader.corrupt }
         let stringCount = try reader.count()
         var strings: [String] = []
         strings.reserveCapacity(stringCount)
@@ -127,19 +125,12 @@ extension VersionManifest {
             packs.append(PackRecord(id: try string(), tags: try stringList(), archiveBytes: try reader.int64(),
                                     installedBytes: try reader.int64(), entryCount: try reader.int()))
         }
-        let fileCount = try reader.count()
-        var files: [FileRecord] = []
-        files.reserveCapacity(fileCount)
-        for _ in 0..<fileCount {
-            let path = try string(), pack = try string(), entry = try string(), sha256 = try string()
-            let storedSize = try reader.int64(), size = try reader.int64(), headerOffset = try reader.int64()
-            let method: CompressionMethod = try reader.byte() == 0 ? .stored : .deflate
-            files.append(FileRecord(path: path, pack: pack, entry: entry, sha256: sha256, storedSize: storedSize,
-                                    size: size, headerOffset: headerOffset, method: method))
-        }
-        guard reader.offset == reader.bytes.count else { throw CompactReader.corrupt }
-        self.init(formatVersion: formatVersion, catalogID: catalogID, version: version, tags: tags,
-                  initialInstallTags: initialInstallTags, prefetchOrder: prefetchOrder, packs: packs, files: files)
+        let files = try CompactFileTable(data: data, raw: raw, reader: &reader, packIDs: packs.map(\.id))
+        guard reader.offset == raw.count else { throw CompactReader.corrupt }
+        var manifest = VersionManifest(formatVersion: formatVersion, catalogID: catalogID, version: version, tags: tags,
+                                       initialInstallTags: initialInstallTags, prefetchOrder: prefetchOrder, packs: packs, files: [])
+        manifest.fileTable = .compact(files)
+        return manifest
     }
 }
 
@@ -178,9 +169,9 @@ extension ByteWriter {
 }
 
 /// Bounds-checked reads for ``VersionManifest/init(compact:)``: damaged bytes are an error, never a trap.
-private struct CompactReader {
+struct CompactReader {
     static let corrupt = FormatError(.corruptData, "The compact manifest is damaged; decode the manifest's JSON instead.")
-    let bytes: [UInt8]
+    let bytes: UnsafeRawBufferPointer
     var offset = 0
 
     mutating func byte() throws(FormatError) -> UInt8 {
@@ -231,6 +222,6 @@ private struct CompactReader {
     mutating func utf8(length: Int) throws(FormatError) -> String {
         guard bytes.count - offset >= length else { throw Self.corrupt }
         defer { offset += length }
-        return bytes.withUnsafeBufferPointer { String(decoding: $0[offset..<(offset + length)], as: UTF8.self) }
+        return String(decoding: UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + length)]), as: UTF8.self)
     }
 }

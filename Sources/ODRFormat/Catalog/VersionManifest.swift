@@ -30,7 +30,26 @@ public struct VersionManifest: Codable, Sendable, Equatable {
     /// Every pack, sorted by id.
     public var packs: [PackRecord]
     /// Every file, sorted by path.
-    public var files: [FileRecord]
+    ///
+    /// A manifest decoded from its compact form builds these records the first time they are read;
+    /// ``ManifestIndex`` finds one file, or one pack's files, without building them all.
+    public var files: [FileRecord] {
+        get {
+            switch fileTable {
+            case .records(let records): records
+            case .compact(let table): table.records
+            }
+        }
+        set { fileTable = .records(newValue) }
+    }
+
+    /// Where the files are: records, or the bytes of a compact manifest.
+    enum FileTable: Sendable {
+        case records([FileRecord])
+        case compact(CompactFileTable)
+    }
+
+    var fileTable: FileTable
 
     public init(
         formatVersion: Int = VersionManifest.currentFormatVersion,
@@ -45,7 +64,42 @@ public struct VersionManifest: Codable, Sendable, Equatable {
         self.initialInstallTags = initialInstallTags
         self.prefetchOrder = prefetchOrder
         self.packs = packs
-        self.files = files
+        fileTable = .records(files)
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case formatVersion, catalogID, version, tags, initialInstallTags, prefetchOrder, packs, files
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(
+            formatVersion: try container.decode(Int.self, forKey: .formatVersion),
+            catalogID: try container.decode(String.self, forKey: .catalogID),
+            version: try container.decode(Int.self, forKey: .version),
+            tags: try container.decode([TagRecord].self, forKey: .tags),
+            initialInstallTags: try container.decode([String].self, forKey: .initialInstallTags),
+            prefetchOrder: try container.decode([String].self, forKey: .prefetchOrder),
+            packs: try container.decode([PackRecord].self, forKey: .packs),
+            files: try container.decode([FileRecord].self, forKey: .files))
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(formatVersion, forKey: .formatVersion)
+        try container.encode(catalogID, forKey: .catalogID)
+        try container.encode(version, forKey: .version)
+        try container.encode(tags, forKey: .tags)
+        try container.encode(initialInstallTags, forKey: .initialInstallTags)
+        try container.encode(prefetchOrder, forKey: .prefetchOrder)
+        try container.encode(packs, forKey: .packs)
+        try container.encode(files, forKey: .files)
+    }
+
+    public static func == (lhs: VersionManifest, rhs: VersionManifest) -> Bool {
+        lhs.formatVersion == rhs.formatVersion && lhs.catalogID == rhs.catalogID && lhs.version == rhs.version
+            && lhs.tags == rhs.tags && lhs.initialInstallTags == rhs.initialInstallTags
+            && lhs.prefetchOrder == rhs.prefetchOrder && lhs.packs == rhs.packs && lhs.files == rhs.files
     }
 
     /// The path of version `number`'s manifest relative to the catalog root: `versions/<n>.json`.

@@ -113,7 +113,7 @@ public struct PackInstaller: Sendable {
             throw ResourceError(.integrity, "Pack \(pack.id.prefix(12)) was not verified completely; it was refused.", url: source)
         }
         do throws(ResourceError) {
-            try linkSharedFiles(of: pack, in: snapshot.manifest, at: sink.extraction)
+            try linkSharedFiles(of: pack, in: snapshot.lookup, at: sink.extraction)
             CrashPoint.unpack.reached()
             if store.synchronousWrites { try syncDirectories(below: sink.extraction) }
             guard rename(sink.extraction.path, destination.path) == 0 else {
@@ -138,8 +138,8 @@ public struct PackInstaller: Sendable {
     }
 
     /// Hard-links every path whose content is another path's entry, so games find every file by its own path.
-    private func linkSharedFiles(of pack: PackRecord, in manifest: VersionManifest, at folder: URL) throws(ResourceError) {
-        for file in manifest.files where file.pack == pack.id && file.path != file.entry {
+    private func linkSharedFiles(of pack: PackRecord, in lookup: ManifestIndex, at folder: URL) throws(ResourceError) {
+        for file in lookup.files(inPack: pack.id) where file.path != file.entry {
             let target = folder.appending(path: file.path)
             do {
                 try FileManager.default.createDirectory(at: target.deletingLastPathComponent(), withIntermediateDirectories: true)

@@ -51,7 +51,7 @@ extension ResourceStore {
 
     private static func storeCompact(_ manifest: VersionManifest, catalogKey: String, _ db: Database) throws {
         try db.execute(sql: "INSERT OR REPLACE INTO manifestCompact (catalogURL, version, data) VALUES (?, ?, ?)",
-                       arguments: [catalogKey, manifest.version, manifest.compactEncoded()])
+                       arguments: [catalogKey, manifest.version, try manifest.compactEncoded()])
     }
 
     /// Stores an accepted `catalog.json` (and the manifest of the version it points at) in one transaction.
