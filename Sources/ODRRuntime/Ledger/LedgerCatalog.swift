@@ -1,3 +1,5 @@
+import ODRFormat
+
 /// The tags and packs a ``Ledger`` counts: which packs each tag needs and how many bytes each pack
 /// takes once installed.
 ///
@@ -38,55 +40,80 @@ public struct LedgerCatalog: Sendable {
     /// `tagPacks[tagPackStart[t] ..< tagPackStart[t + 1]]` are the packs of tag `t`, ascending.
     let tagPackStart: [Int]
     let tagPacks: [PackIndex]
-    private let tagsByName: [String: TagIndex]
-    private let packsByID: [String: PackIndex]
+    /// Positions by name: the same dictionaries as the manifest's index when built from one.
+    private let tagsByName: [String: Int]
+    private let packsByID: [String: Int]
 
     /// Creates a catalog; tags keep the order of `tags`, packs the order of `packs`.
     ///
     /// - Throws: ``ResourceError`` `invalid-catalog` when a name repeats, a pack names a tag that is
     ///   not in `tags`, or a pack has a negative size.
     public init(tags: [String], packs: [Pack]) throws(ResourceError) {
-        var tagsByName: [String: TagIndex] = [:]
+        var tagsByName: [String: Int] = [:]
         tagsByName.reserveCapacity(tags.count)
-        for (i, name) in tags.enumerated() {
-            guard tagsByName.updateValue(TagIndex(i), forKey: name) == nil else {
-                throw ResourceError(.invalidCatalog, "The tag '\(name)' is listed twice; rebuild the catalog.")
-            }
+        for (i, name) in tags.enumerated() where tagsByName.updateValue(i, forKey: name) != nil {
+            throw ResourceError(.invalidCatalog, "The tag '\(name)' is listed twice; rebuild the catalog.")
         }
-        var packsByID: [String: PackIndex] = [:]
+        var packsByID: [String: Int] = [:]
         packsByID.reserveCapacity(packs.count)
+        for (i, pack) in packs.enumerated() where packsByID.updateValue(i, forKey: pack.id) != nil {
+            throw ResourceError(.invalidCatalog, "The pack '\(pack.id)' is listed twice; rebuild the catalog.")
+        }
+        try self.init(tagNames: tags, tagsByName: tagsByName, packIDs: packs.map(\.id), packsByID: packsByID,
+                      packBytes: packs.map(\.bytes), tagsOfPack: { packs[$0].tags })
+    }
+
+    /// The catalog of a version manifest: its tags and packs in manifest order, sizes as installed.
+    ///
+    /// Shares the index's dictionaries instead of building its own, which matters when a manager
+    /// opens a catalog of 10,000 tags.
+    ///
+    /// - Throws: ``ResourceError`` `invalid-catalog` as ``init(tags:packs:)`` does.
+    public init(manifest index: ManifestIndex) throws(ResourceError) {
+        let manifest = index.manifest
+        guard index.tagPositions.count == manifest.tags.count, index.packPositions.count == manifest.packs.count else {
+            // A name repeats; the other initializer says which.
+            try self.init(tags: manifest.tags.map(\.name),
+                          packs: manifest.packs.map { Pack(id: $0.id, bytes: $0.installedBytes, tags: $0.tags) })
+            return
+        }
+        let packs = manifest.packs
+        try self.init(tagNames: manifest.tags.map(\.name), tagsByName: index.tagPositions, packIDs: packs.map(\.id),
+                      packsByID: index.packPositions, packBytes: packs.map(\.installedBytes), tagsOfPack: { packs[$0].tags })
+    }
+
+    private init(tagNames: [String], tagsByName: [String: Int], packIDs: [String], packsByID: [String: Int],
+                 packBytes: [Int64], tagsOfPack: (Int) -> [String]) throws(ResourceError) {
         // Two passes over the packs (count each tag's packs, then place them) fill one flat array
         // with no array per tag; packs are visited in order, so each tag's packs come out ascending.
         var packTags: [TagIndex] = []
-        packTags.reserveCapacity(packs.count)
+        packTags.reserveCapacity(packIDs.count)
         var packTagEnd: [Int] = []
-        packTagEnd.reserveCapacity(packs.count)
-        var counts = [Int](repeating: 0, count: tags.count)
-        for (i, pack) in packs.enumerated() {
-            guard packsByID.updateValue(PackIndex(i), forKey: pack.id) == nil else {
-                throw ResourceError(.invalidCatalog, "The pack '\(pack.id)' is listed twice; rebuild the catalog.")
-            }
-            guard pack.bytes >= 0 else {
-                throw ResourceError(.invalidCatalog, "The pack '\(pack.id)' has a negative size (\(pack.bytes) bytes).")
+        packTagEnd.reserveCapacity(packIDs.count)
+        var counts = [Int](repeating: 0, count: tagNames.count)
+        for i in packIDs.indices {
+            guard packBytes[i] >= 0 else {
+                throw ResourceError(.invalidCatalog, "The pack '\(packIDs[i])' has a negative size (\(packBytes[i]) bytes).")
             }
             let first = packTags.count
-            for tag in pack.tags {
-                guard let t = tagsByName[tag] else {
+            for tag in tagsOfPack(i) {
+                guard let position = tagsByName[tag] else {
                     throw ResourceError(
-                        .invalidTag, "The pack '\(pack.id)' belongs to the tag '\(tag)', which the catalog does not define.")
+                        .invalidTag, "The pack '\(packIDs[i])' belongs to the tag '\(tag)', which the catalog does not define.")
                 }
+                let t = TagIndex(position)
                 // A tag named twice by one pack counts once.
                 if !packTags[first...].contains(t) {
                     packTags.append(t)
-                    counts[t.index] += 1
+                    counts[position] += 1
                 }
             }
             packTagEnd.append(packTags.count)
         }
-        var start = [Int](repeating: 0, count: tags.count + 1)
-        for t in 0..<tags.count { start[t + 1] = start[t] + counts[t] }
+        var start = [Int](repeating: 0, count: tagNames.count + 1)
+        for t in 0..<tagNames.count { start[t + 1] = start[t] + counts[t] }
         var next = Array(start.dropLast())
-        var flat = [PackIndex](repeating: PackIndex(0), count: start[tags.count])
+        var flat = [PackIndex](repeating: PackIndex(0), count: start[tagNames.count])
         var from = 0
         for (i, end) in packTagEnd.enumerated() {
             for t in packTags[from..<end] {
@@ -95,9 +122,9 @@ public struct LedgerCatalog: Sendable {
             }
             from = end
         }
-        self.tagNames = tags
-        self.packIDs = packs.map(\.id)
-        self.packBytes = packs.map(\.bytes)
+        self.tagNames = tagNames
+        self.packIDs = packIDs
+        self.packBytes = packBytes
         self.tagPackStart = start
         self.tagPacks = flat
         self.tagsByName = tagsByName
@@ -119,10 +146,10 @@ public struct LedgerCatalog: Sendable {
     public func bytes(of pack: PackIndex) -> Int64 { packBytes[pack.index] }
 
     /// The tag called `name`, if the catalog defines it.
-    public func tag(named name: String) -> TagIndex? { tagsByName[name] }
+    public func tag(named name: String) -> TagIndex? { tagsByName[name].map(TagIndex.init) }
 
     /// The pack with identifier `id`, if the catalog has it.
-    public func pack(id: String) -> PackIndex? { packsByID[id] }
+    public func pack(id: String) -> PackIndex? { packsByID[id].map(PackIndex.init) }
 
     /// The tags called `names`, in order.
     ///
@@ -130,7 +157,7 @@ public struct LedgerCatalog: Sendable {
     public func tags(named names: some Sequence<String>) throws(ResourceError) -> [TagIndex] {
         var result: [TagIndex] = []
         for name in names {
-            guard let tag = tagsByName[name] else {
+            guard let tag = tagsByName[name].map(TagIndex.init) else {
                 throw ResourceError(
                     .invalidTag, "The catalog has no tag '\(name)'. Check the spelling or update the catalog.")
             }

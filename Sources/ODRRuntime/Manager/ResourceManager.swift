@@ -126,10 +126,7 @@ public final class ResourceManager: Sendable {
 
     /// Makes `snapshot` the current version, or keeps it pending while requests use the current one.
     func adopt(_ snapshot: CatalogSnapshot) throws(ResourceError) {
-        let manifest = snapshot.manifest
-        let catalog = try LedgerCatalog(
-            tags: manifest.tags.map(\.name),
-            packs: manifest.packs.map { .init(id: $0.id, bytes: $0.installedBytes, tags: $0.tags) })
+        let catalog = try LedgerCatalog(manifest: snapshot.lookup)
         let changed: Bool = state.withLock { state in
             if let current = state.snapshot, current.version == snapshot.version, current.catalogURL == snapshot.catalogURL {
                 return false
