@@ -1,3 +1,4 @@
+import ODRFormat
 import ODRRuntime
 import Testing
 
@@ -122,5 +123,38 @@ struct LedgerTests {
             try LedgerCatalog(tags: ["a"], packs: [.init(id: "p", bytes: 1, tags: ["b"])])
         }
         #expect(unknown?.code == .invalidTag)
+    }
+
+    /// The catalog of a manifest (sharing its index's dictionaries) is the one built from names.
+    @Test func aManifestsCatalogMatchesTheOneBuiltFromNames() throws {
+        let byNames = try Self.catalog()
+        let packs = ["one": ["level1"], "two": ["level2"], "shared": ["level1", "level2"], "three": ["level3"]]
+        let order = ["one", "two", "shared", "three"]
+        func manifest(tags: [String]) -> VersionManifest {
+            VersionManifest(
+                catalogID: "c", version: 1,
+                tags: tags.map { name in
+                    TagRecord(name: name, preservationPriority: 0.5, packs: order.filter { packs[$0]!.contains(name) },
+                              downloadBytes: 0, installedBytes: 0)
+                },
+                initialInstallTags: [], prefetchOrder: [],
+                packs: order.map { PackRecord(id: $0, tags: packs[$0]!, archiveBytes: 0, installedBytes: byNames.bytes(of: byNames.pack(id: $0)!), entryCount: 0) },
+                files: [])
+        }
+        let fromManifest = try LedgerCatalog(manifest: manifest(tags: ["level1", "level2", "level3"]).makeIndex())
+        #expect(fromManifest.tagNames == byNames.tagNames)
+        #expect(fromManifest.packIDs == byNames.packIDs)
+        #expect(fromManifest.packBytes == byNames.packBytes)
+        for name in byNames.tagNames {
+            let tag = try #require(fromManifest.tag(named: name))
+            #expect(tag == byNames.tag(named: name))
+            #expect(Array(fromManifest.packs(of: tag)) == Array(byNames.packs(of: tag)))
+        }
+        for id in order { #expect(fromManifest.pack(id: id) == byNames.pack(id: id)) }
+
+        let repeated = #expect(throws: ResourceError.self) {
+            try LedgerCatalog(manifest: manifest(tags: ["level1", "level2", "level3", "level1"]).makeIndex())
+        }
+        #expect(repeated?.code == .invalidCatalog)
     }
 }
