@@ -89,14 +89,17 @@ struct ConditionerTests {
         }
     }
 
-    @Test func corruptionInvertsExactlyTheScheduledByte() async throws {
+    /// The server reads files 256 KiB at a time: the offsets include both sides of a chunk
+    /// boundary, the first chunk and the last byte.
+    @Test(arguments: [0, 123_456, 262_143, 262_144, 2_000_000, SampleCatalog.pack.count - 1])
+    func corruptionInvertsExactlyTheScheduledByte(offset: Int) async throws {
         try await withTestServer(files: SampleCatalog.files) { server, _ in
-            server.injectFaults(.corrupt(atOffset: 2_000_000), path: SampleCatalog.packPath)
+            server.injectFaults(.corrupt(atOffset: offset), path: SampleCatalog.packPath)
             let response = try await CurlCommand.fetch(server.url(for: SampleCatalog.packPath))
             #expect(response.exitCode == 0)
             #expect(response.body.count == SampleCatalog.pack.count)
             var expected = SampleCatalog.pack
-            expected[2_000_000] = ~expected[2_000_000]
+            expected[offset] = ~expected[offset]
             #expect(response.body == expected)
         }
     }

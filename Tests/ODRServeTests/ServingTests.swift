@@ -131,6 +131,25 @@ struct ServingTests {
         }
     }
 
+    @Test func aFileThatShrinksWhileItIsSentEndsTheResponseEarly() async throws {
+        // Half a MiB a second keeps the 3 MiB pack on the wire for six seconds, long after the cut.
+        let conditions = NetworkConditions(bytesPerSecond: 512 * 1024)
+        try await withTestServer(files: SampleCatalog.files, conditions: conditions) { server, directory in
+            async let fetched = CurlCommand.fetch(server.url(for: SampleCatalog.packPath))
+            // Cut the file once the server has announced its full length.
+            let deadline = ContinuousClock.now + .seconds(30)
+            while server.requests().first?.status != 200, .now < deadline {
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            #expect(truncate(directory.appending(SampleCatalog.packPath).path, 300_000) == 0)
+            let response = try await fetched
+            #expect(response.exitCode == 18)  // CURLE_PARTIAL_FILE
+            #expect(response.header("Content-Length") == String(SampleCatalog.pack.count))
+            #expect(response.body.count < SampleCatalog.pack.count)
+            #expect(response.body == SampleCatalog.pack.prefix(response.body.count))
+        }
+    }
+
     @Test func failedIfMatchIsPreconditionFailed() async throws {
         try await withTestServer(files: SampleCatalog.files) { server, _ in
             let url = server.url(for: "catalog.json")

@@ -3,9 +3,9 @@ import NIOCore
 
 /// Sends a response body as a ``BodyShaping`` says: paced, cut short, or with bytes flipped.
 ///
-/// A class, because the same writer is handed to several file readers in turn (one per range of
-/// a multipart response) and must keep counting across them. It is used by one task at a time: the
-/// one writing the response.
+/// A class, because the same writer is handed the chunks of several file ranges in turn (one per
+/// range of a multipart response) and must keep counting across them. It is used by one task at a
+/// time: the one writing the response.
 final class ShapedBodyWriter: ResponseBodyWriter {
     /// Thrown to close the connection part way through a body, as truncation and stalls do.
     struct Interrupted: Error {}

@@ -11,7 +11,7 @@ struct CatalogResponder: HTTPResponder {
     let conditioner: Conditioner
     let log: RequestLog
     let logger: Logger
-    let fileIO = FileIO()
+    let files = FileReader(chunkLength: Self.chunkLength)
 
     /// Bytes read from disk at a time: large enough that a 512 MiB pack costs few hops to the
     /// file thread pool, small enough that memory stays flat.
@@ -126,8 +126,7 @@ struct CatalogResponder: HTTPResponder {
                         try await shaped.write(ByteBuffer(string: header))
                     }
                     if let range = part.range {
-                        try await fileIO.loadFile(path: entity.path, range: range, context: context, chunkLength: Self.chunkLength)
-                            .write(shaped)
+                        try await files.read(range, ofFileAt: entity.path) { try await shaped.write($0) }
                     }
                 }
                 guard shaped.bytesSent == layout.length else {
