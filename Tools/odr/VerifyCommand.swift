@@ -18,6 +18,7 @@ struct VerifyCommand: AsyncParsableCommand {
             let repaired = store.repairReport
             for id in repaired.packsMarkedNotInstalled { print("repaired: pack \(id.prefix(12)) was incomplete; now not installed") }
             for id in repaired.removedPackFolders { print("repaired: removed uncommitted folder packs/\(id.prefix(12))") }
+            for name in repaired.removedManifestFiles { print("repaired: removed unnamed manifest file manifests/\(name)") }
             let problems = try store.verify()
             let installed = try store.packs().filter(\.isInstalled)
             for problem in problems { print("mismatch: \(problem)") }

@@ -79,6 +79,23 @@ extension VersionManifest {
         }.get()
     }
 
+    /// Decodes the compact form from a file, memory-mapped rather than read: opening the manifest
+    /// of a large catalog then copies none of its 10 MB, and the file records stay in the mapping.
+    ///
+    /// The file must be replaced by renaming, never rewritten or truncated in place while mapped.
+    ///
+    /// - Throws: ``FormatError`` `io` when the file cannot be opened or mapped; `corrupt-data` as
+    ///   ``init(compact:)``.
+    public init(compactFileAt url: URL) throws(FormatError) {
+        let data: Data
+        do {
+            data = try ReadableFile(url).mapped()
+        } catch {
+            throw (error as? FormatError) ?? FormatError(.io, "Could not read the compact manifest at '\(url.path)'.")
+        }
+        try self.init(compact: data)
+    }
+
     private static func decodeCompact(_ raw: UnsafeRawBufferPointer, data: Data) throws(FormatError) -> VersionManifest {
         var reader = CompactReader(bytes: raw)
         guard raw.starts(with: compactMagic), raw.count > compactMagic.count, raw[compactMagic.count] == compactLayout else {

@@ -54,6 +54,20 @@ final class ReadableFile {
         return buffer
     }
 
+    /// The whole file, memory-mapped read-only: its pages are read when first touched, and the
+    /// mapping (which outlives this descriptor) is removed when the returned `Data` is freed.
+    ///
+    /// The file must not shrink while mapped (reading a page past its new end would crash the
+    /// process), so map only files that are replaced by renaming, never truncated in place.
+    func mapped() throws -> Data {
+        let size = Int(try size())
+        guard size > 0 else { return Data() }
+        guard let base = mmap(nil, size, PROT_READ, MAP_PRIVATE, descriptor, 0), base != MAP_FAILED else {
+            throw FormatError.posix("map '\(path)'", errno: errno, field: nil)
+        }
+        return Data(bytesNoCopy: base, count: size, deallocator: .custom { pointer, length in munmap(pointer, length) })
+    }
+
     deinit { close(descriptor) }
 }
 

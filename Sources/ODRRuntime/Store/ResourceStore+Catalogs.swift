@@ -20,7 +20,8 @@ extension ResourceStore {
     /// The stored manifest of version `version` of the catalog at `catalogURL`.
     public func manifest(catalogURL: URL, version: Int) throws(ResourceError) -> VersionManifest? {
         do {
-            return try Self.storedManifest(in: database, catalogKey: CatalogLocation.key(catalogURL), version: version)
+            return try Self.storedManifest(in: database, manifests: manifestsURL, catalogKey: CatalogLocation.key(catalogURL),
+                                           version: version)
         } catch let error as FormatError {
             throw ResourceError(.invalidCatalog, "The stored manifest of version \(version) is damaged; check the catalog again online.",
                                 url: catalogURL, cause: error)
@@ -29,29 +30,49 @@ extension ResourceStore {
         }
     }
 
-    /// A stored manifest: from its compact form when there is one (milliseconds), else from its
-    /// JSON (validated), storing the compact form for the next time.
+    /// A stored manifest: from its compact file when there is one (milliseconds, memory-mapped),
+    /// else from its JSON (validated), writing the compact file for the next time.
+    ///
+    /// The compact file is named by the SHA-256 of the JSON it was made from (`manifestFile` maps
+    /// a catalog's version to it), so a file can never stand for another manifest, and a missing or
+    /// damaged one only costs decoding the JSON again.
     ///
     /// - Throws: `FormatError` when the JSON is damaged; a database error when it cannot be read.
-    static func storedManifest(in database: DatabasePool, catalogKey: String, version: Int) throws -> VersionManifest? {
+    static func storedManifest(in database: DatabasePool, manifests: URL, catalogKey: String, version: Int) throws -> VersionManifest? {
         let arguments: StatementArguments = [catalogKey, version]
-        let compact = try database.read { db in
-            try Data.fetchOne(db, sql: "SELECT data FROM manifestCompact WHERE catalogURL = ? AND version = ?", arguments: arguments)
+        let digest = try database.read { db in
+            try String.fetchOne(db, sql: "SELECT jsonSHA256 FROM manifestFile WHERE catalogURL = ? AND version = ?", arguments: arguments)
         }
-        if let compact, let manifest = try? VersionManifest(compact: compact) { return manifest }
+        if let digest, HexDigest.isSHA256(digest),
+           let manifest = try? VersionManifest(compactFileAt: compactFileURL(digest: digest, in: manifests)) {
+            return manifest
+        }
         let json = try database.read { db in
             try Data.fetchOne(db, sql: "SELECT json FROM manifest WHERE catalogURL = ? AND version = ?", arguments: arguments)
         }
         guard let json else { return nil }
         let manifest = try VersionManifest.decode(from: json)
         // Best effort: without it the next open decodes the JSON again.
-        try? database.write { db in try storeCompact(manifest, catalogKey: catalogKey, db) }
+        if let digest = try? writeCompactFile(of: manifest, json: json, in: manifests) {
+            try? database.write { db in try recordCompactFile(digest: digest, catalogKey: catalogKey, version: version, db) }
+        }
         return manifest
     }
 
-    private static func storeCompact(_ manifest: VersionManifest, catalogKey: String, _ db: Database) throws {
-        try db.execute(sql: "INSERT OR REPLACE INTO manifestCompact (catalogURL, version, data) VALUES (?, ?, ?)",
-                       arguments: [catalogKey, manifest.version, try manifest.compactEncoded()])
+    /// The compact file of the manifest whose JSON has SHA-256 `digest`.
+    static func compactFileURL(digest: String, in manifests: URL) -> URL { manifests.appending(path: "\(digest).odrm") }
+
+    /// Writes the compact form of `manifest` (whose JSON is `json`) by renaming a complete file
+    /// into place, so a mapped file is never changed under its reader; returns the JSON's SHA-256.
+    static func writeCompactFile(of manifest: VersionManifest, json: Data, in manifests: URL) throws -> String {
+        let digest = ContentHash.sha256Hex(of: json)
+        try manifest.compactEncoded().write(to: compactFileURL(digest: digest, in: manifests), options: .atomic)
+        return digest
+    }
+
+    private static func recordCompactFile(digest: String, catalogKey: String, version: Int, _ db: Database) throws {
+        try db.execute(sql: "INSERT OR REPLACE INTO manifestFile (catalogURL, version, jsonSHA256) VALUES (?, ?, ?)",
+                       arguments: [catalogKey, version, digest])
     }
 
     /// Stores an accepted `catalog.json` (and the manifest of the version it points at) in one transaction.
@@ -67,6 +88,12 @@ extension ResourceStore {
         let manifestData: Data?
         do { manifestData = try manifest?.encoded() } catch {
             throw ResourceError(.invalidCatalog, "The version manifest could not be stored.", url: followed.url, cause: error)
+        }
+        // Written before the transaction that names it; if that transaction fails, the file is an
+        // orphan that the next repair removes.
+        var compactDigest: String?
+        if let manifest, let manifestData {
+            compactDigest = try? Self.writeCompactFile(of: manifest, json: manifestData, in: manifestsURL)
         }
         let now = clock()
         try write("store a catalog") { db in
@@ -87,7 +114,10 @@ extension ResourceStore {
             if let manifest, let manifestData {
                 try db.execute(sql: "INSERT OR IGNORE INTO manifest (catalogURL, version, json, fetchedAt) VALUES (?, ?, ?, ?)",
                                arguments: [key, manifest.version, manifestData, now])
-                try Self.storeCompact(manifest, catalogKey: key, db)
+                // Only for a manifest stored now: a version already stored keeps its JSON and file.
+                if db.changesCount > 0, let compactDigest {
+                    try Self.recordCompactFile(digest: compactDigest, catalogKey: key, version: manifest.version, db)
+                }
                 for pack in manifest.packs {
                     try db.execute(sql: "INSERT OR IGNORE INTO packVersion (packID, catalogURL, version) VALUES (?, ?, ?)",
                                    arguments: [pack.id, key, manifest.version])

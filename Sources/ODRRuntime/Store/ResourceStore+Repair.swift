@@ -54,6 +54,8 @@ extension ResourceStore {
             report.removedStagingItems.append(name)
         }
 
+        report.removedManifestFiles = removeUnnamedManifestFiles(in: manifestsURL(in: directory), database: database)
+
         let installed: [String: InstalledPack]
         do {
             installed = try database.read { db in
@@ -105,7 +107,7 @@ extension ResourceStore {
         }
         // Packs installed before the store recorded entries are checked against their manifest once,
         // and their entries recorded then.
-        var manifests = ManifestCache(database: database)
+        var manifests = ManifestCache(database: database, folder: manifestsURL(in: directory))
         var backfill: [(id: String, entries: [PackEntryExpectation])] = []
         for pack in installed.values.sorted(by: { $0.number < $1.number }) {
             let folder = packs.appending(path: pack.id)
@@ -178,13 +180,36 @@ extension ResourceStore {
 }
 
 /// Decoded, indexed manifests by (catalog, version), so repair and verification decode each one once.
+extension ResourceStore {
+    /// Removes files of the compact-manifest folder that no stored manifest names: left by a
+    /// transaction that failed after its file was written, or by an interrupted write. Another
+    /// process may be between writing a file and committing its name; removing that file only
+    /// costs its next read a decode of the JSON, which writes it again.
+    static func removeUnnamedManifestFiles(in folder: URL, database: DatabasePool) -> [String] {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder.path), !names.isEmpty,
+              let named = try? database.read({ db in Set(try String.fetchAll(db, sql: "SELECT jsonSHA256 FROM manifestFile")) })
+        else { return [] }
+        var removed: [String] = []
+        for name in names.sorted() where !(name.hasSuffix(".odrm") && named.contains(String(name.dropLast(5)))) {
+            removeTree(folder.appending(path: name))
+            removed.append(name)
+        }
+        return removed
+    }
+}
+
 struct ManifestCache {
     let database: DatabasePool
+    /// The store's folder of compact manifests.
+    let folder: URL
     private var decoded: [String: ManifestIndex] = [:]
     /// When each stored manifest was fetched, by "catalogURL#version"; read once.
     private var fetchedAt: [String: Double]?
 
-    init(database: DatabasePool) { self.database = database }
+    init(database: DatabasePool, folder: URL) {
+        self.database = database
+        self.folder = folder
+    }
 
     /// The newest stored manifest that lists pack `id`, if any, indexed.
     mutating func manifest(containingPack id: String) -> ManifestIndex? {
@@ -211,7 +236,7 @@ struct ManifestCache {
         let catalogURL = newest.catalogURL, version = newest.version
         let key = Self.key(catalogURL, version)
         if let index = decoded[key] { return index }
-        guard let manifest = (try? ResourceStore.storedManifest(in: database, catalogKey: catalogURL, version: version)) ?? nil else {
+        guard let manifest = (try? ResourceStore.storedManifest(in: database, manifests: folder, catalogKey: catalogURL, version: version)) ?? nil else {
             return nil
         }
         let index = manifest.makeIndex()

@@ -13,7 +13,7 @@ extension ResourceStore {
     /// Reads every installed byte; meant for `odr verify` and support, not for every launch.
     public func verify() throws(ResourceError) -> [StoreProblem] {
         var problems: [StoreProblem] = []
-        var manifests = ManifestCache(database: database)
+        var manifests = ManifestCache(database: database, folder: manifestsURL)
         let installed = try packs().filter(\.isInstalled)
         let ids = Set(installed.map(\.id))
         for name in ((try? FileManager.default.contentsOfDirectory(atPath: packsURL.path)) ?? []).sorted() where !ids.contains(name) {

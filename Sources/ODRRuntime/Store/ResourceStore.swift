@@ -60,7 +60,7 @@ public final class ResourceStore: Sendable {
         self.synchronousWrites = synchronousWrites
         self.clock = clock
         for folder in [self.directory, Self.packsURL(in: self.directory), Self.stagingURL(in: self.directory),
-                       Self.locksURL(in: self.directory)] {
+                       Self.locksURL(in: self.directory), Self.manifestsURL(in: self.directory)] {
             do {
                 try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
             } catch {
@@ -93,11 +93,14 @@ public final class ResourceStore: Sendable {
     public func packURL(id: String) -> URL { Self.packsURL(in: directory).appending(path: id, directoryHint: .isDirectory) }
     var packsURL: URL { Self.packsURL(in: directory) }
     var stagingURL: URL { Self.stagingURL(in: directory) }
+    var manifestsURL: URL { Self.manifestsURL(in: directory) }
     func lockPath(for name: String) -> String { Self.locksURL(in: directory).appending(path: "\(name).lock").path }
 
     static func packsURL(in directory: URL) -> URL { directory.appending(path: "packs", directoryHint: .isDirectory) }
     static func stagingURL(in directory: URL) -> URL { directory.appending(path: "staging", directoryHint: .isDirectory) }
     static func locksURL(in directory: URL) -> URL { directory.appending(path: "locks", directoryHint: .isDirectory) }
+    /// Compact copies of stored manifests, `<SHA-256 of the JSON>.odrm`, memory-mapped when read.
+    static func manifestsURL(in directory: URL) -> URL { directory.appending(path: "manifests", directoryHint: .isDirectory) }
     /// The lock that serializes opening (repair) and closing a store across processes.
     static func storeLockPath(in locks: URL) -> String { locks.appending(path: "store.lock").path }
 

@@ -8,6 +8,8 @@ public struct StoreRepairReport: Sendable, Hashable, Codable {
     public var removedPackFolders: [String] = []
     /// Packs recorded as installed whose folder was missing or incomplete; now recorded as not installed.
     public var packsMarkedNotInstalled: [String] = []
+    /// Files in `manifests/` that no stored manifest names (a failed or interrupted write), deleted.
+    public var removedManifestFiles: [String] = []
     /// Whether every installed entry was checked (its size, without hashing). Opening a store that
     /// its last user closed cleanly checks only that each installed pack's folder exists; after a
     /// crash, or while another process has the store open, it checks every entry.
@@ -18,5 +20,6 @@ public struct StoreRepairReport: Sendable, Hashable, Codable {
     /// Whether the store was already clean.
     public var isEmpty: Bool {
         removedStagingItems.isEmpty && removedPackFolders.isEmpty && packsMarkedNotInstalled.isEmpty
+            && removedManifestFiles.isEmpty
     }
 }

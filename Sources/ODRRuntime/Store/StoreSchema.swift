@@ -84,6 +84,20 @@ enum StoreSchema {
                 );
                 """)
         }
+        migrator.registerMigration("v3") { db in
+            // Compact manifests move to files (`manifests/<SHA-256 of the JSON>.odrm`), which are
+            // memory-mapped when read rather than copied out of a blob; this table names each
+            // stored manifest's file. Stores from v2 write their file the next time they read a manifest.
+            try db.execute(sql: """
+                DROP TABLE manifestCompact;
+                CREATE TABLE manifestFile (
+                    catalogURL TEXT NOT NULL,
+                    version INTEGER NOT NULL,
+                    jsonSHA256 TEXT NOT NULL,
+                    PRIMARY KEY (catalogURL, version)
+                );
+                """)
+        }
         return migrator
     }
 

@@ -115,8 +115,12 @@ struct InstallerTests {
         }
         let store = try ResourceStore(directory: storeURL)
         #expect(try store.installedPackIDs().isEmpty)
-        // Nothing in packs/ or staging/, and nothing written next to the store.
-        let files = root.allFiles().filter { !$0.hasPrefix("catalog/") && !$0.hasPrefix("deep/store/store.sqlite") && !$0.hasPrefix("deep/store/locks/") }
+        // Nothing in packs/ or staging/, and nothing written next to the store (its database,
+        // locks and the accepted manifest's compact copy are the store's own).
+        let files = root.allFiles().filter {
+            !$0.hasPrefix("catalog/") && !$0.hasPrefix("deep/store/store.sqlite") && !$0.hasPrefix("deep/store/locks/")
+                && !$0.hasPrefix("deep/store/manifests/")
+        }
         #expect(files.isEmpty, "\(files)")
     }
 

@@ -97,20 +97,45 @@ struct ResourceStoreTests {
         #expect(second.repairReport.packsMarkedNotInstalled == [packs[1]])
     }
 
-    /// The store reads its compact copy of a manifest; a damaged one falls back to the JSON and is rewritten.
-    @Test func aDamagedCompactManifestFallsBackToTheJSON() async throws {
+    /// The store reads its compact copy of a manifest from `manifests/<SHA-256 of the JSON>.odrm`;
+    /// a damaged or missing one falls back to the JSON and is written again.
+    @Test func aDamagedOrMissingCompactManifestFallsBackToTheJSON() async throws {
         let fixture = try CatalogFixture.game(bigBytes: 1000)
         try await fixture.build()
         let directory = try TemporaryDirectory(prefix: "odr-store")
         let (store, snapshot, _) = try await InstallerTests.install(["small"], from: fixture.catalog, store: directory.url)
         let database = try DatabaseQueue(path: directory.appending(ResourceStore.databaseName).path)
-        let compact = try await database.read { try Data.fetchOne($0, sql: "SELECT data FROM manifestCompact") }
-        #expect(try compact.map(VersionManifest.init(compact:)) == snapshot.manifest)
+        let (digest, json) = try await database.read { db in
+            (try #require(try String.fetchOne(db, sql: "SELECT jsonSHA256 FROM manifestFile")),
+             try #require(try Data.fetchOne(db, sql: "SELECT json FROM manifest")))
+        }
+        #expect(digest == ContentHash.sha256Hex(of: json))
+        let file = directory.appending("manifests/\(digest).odrm")
+        let compact = try Data(contentsOf: file)
+        #expect(try VersionManifest(compactFileAt: file) == snapshot.manifest)
 
-        try await database.write { try $0.execute(sql: "UPDATE manifestCompact SET data = x'4f44524d01ff'") }
-        #expect(try store.manifest(catalogURL: fixture.catalog, version: snapshot.version) == snapshot.manifest)
-        let rewritten = try await database.read { try Data.fetchOne($0, sql: "SELECT data FROM manifestCompact") }
-        #expect(rewritten == compact)
+        for damage in [Data([0x4f, 0x44, 0x52, 0x4d, 0x02, 0xff]), nil] {
+            if let damage { try damage.write(to: file) } else { try FileManager.default.removeItem(at: file) }
+            #expect(try store.manifest(catalogURL: fixture.catalog, version: snapshot.version) == snapshot.manifest)
+            #expect(try Data(contentsOf: file) == compact)
+        }
+    }
+
+    /// A compact manifest file that no stored manifest names (its transaction failed) is removed
+    /// when the store opens; the named one stays.
+    @Test func unnamedManifestFilesAreRemovedOnOpen() async throws {
+        let fixture = try CatalogFixture.game(bigBytes: 1000)
+        try await fixture.build()
+        let directory = try TemporaryDirectory(prefix: "odr-store")
+        _ = try await InstallerTests.install(["small"], from: fixture.catalog, store: directory.url)
+        let folder = directory.appending("manifests")
+        let named = try FileManager.default.contentsOfDirectory(atPath: folder.path)
+        #expect(named.count == 1)
+        let orphan = String(repeating: "a", count: 64) + ".odrm"
+        try Data("left over".utf8).write(to: folder.appending(path: orphan))
+        let reopened = try ResourceStore(directory: directory.url)
+        #expect(reopened.repairReport.removedManifestFiles == [orphan])
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path) == named)
     }
 
     @Test func aStoreThatDoesNotFlushNeverVouchesForACleanClose() throws {
