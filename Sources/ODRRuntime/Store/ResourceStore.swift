@@ -71,9 +71,6 @@ public final class ResourceStore: Sendable {
         var configuration = Configuration()
         configuration.busyMode = .timeout(30)
         configuration.label = "odr-store"
-        // Reads through a memory map: the stored manifest is a 10 MB blob in a large catalog, and
-        // reading its overflow pages one `pread` at a time was a fifth of opening a manager.
-        configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA mmap_size = 268435456") }
         do {
             database = try DatabasePool(path: self.directory.appending(path: Self.databaseName).path, configuration: configuration)
             try StoreSchema.migrator.migrate(database)
