@@ -1,6 +1,7 @@
-import ODRTestSupport
 import Foundation
 import ODRBuilder
+import ODRFormat
+import ODRTestSupport
 import Testing
 
 /// The planning invariants, checked over random trees and rules.

@@ -1,5 +1,6 @@
-@testable import ODRSimulation
+import ODRFormat
 @testable import ODRRuntime
+@testable import ODRSimulation
 import Testing
 
 /// Properties that hold on every generated scenario, checked over many seeds.

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import ODRFormat
 import ODRServe
 
 /// Runs `body` with a ``CatalogServer`` serving `root` on a free loopback port, and stops the

@@ -80,7 +80,7 @@ final class Conditioner: Sendable {
             random: SplitMix64(seed: conditions.seed, key: key, occurrence: occurrence)
         )
         request.delay = conditions.latency
-        let failsAtRandom = request.random.happens(withProbability: conditions.failRate)
+        let failsAtRandom = request.random.chance(conditions.failRate)
         switch scheduled?.kind {
         case .status(let code)?:
             request.failStatus = code
@@ -107,9 +107,9 @@ final class Conditioner: Sendable {
             state.takeScheduled(path: request.path) { $0.actsOnBody && $0.applies(toBodyOfLength: length) }
         }
         // Draw every random value whatever the rates, so one rate does not shift another's draws.
-        let truncates = request.random.happens(withProbability: request.conditions.truncateRate)
+        let truncates = request.random.chance(request.conditions.truncateRate)
         let truncateAt = Int(request.random.next() % UInt64(length))
-        let corrupts = request.random.happens(withProbability: request.conditions.corruptRate)
+        let corrupts = request.random.chance(request.conditions.corruptRate)
         let corruptAt = Int(request.random.next() % UInt64(length))
 
         switch scheduled?.kind {

@@ -1,3 +1,4 @@
+import ODRFormat
 import ODRRuntime
 
 /// Generates a catalog: tags laid out on a line (levels, places) or a grid (regions), each with a few

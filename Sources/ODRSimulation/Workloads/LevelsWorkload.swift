@@ -1,3 +1,4 @@
+import ODRFormat
 import ODRRuntime
 
 /// Linear progression: the player plays the catalog's tags in order as levels, prefetching the next

@@ -1,3 +1,4 @@
+import ODRFormat
 import ODRRuntime
 
 /// Limited prediction: a player walks a grid of regions (the catalog's tags, row by row), holding the

@@ -1,3 +1,5 @@
+import ODRFormat
+
 /// When a player plays: one to three sessions a day between 8:00 and midnight, about 40 minutes
 /// each, separated by idle time.
 struct PlaySessions {

@@ -1,3 +1,5 @@
+import ODRFormat
+
 extension ScriptBuilder {
     /// Adds what the device does on its own over `days`: other apps taking and giving back disk
     /// space, and offline periods.

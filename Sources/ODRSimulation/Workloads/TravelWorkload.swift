@@ -1,4 +1,5 @@
 import Foundation
+import ODRFormat
 import ODRRuntime
 
 /// Random access with Zipf popularity: a guide app whose user jumps between places (the catalog's

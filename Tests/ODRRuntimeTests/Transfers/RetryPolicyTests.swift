@@ -1,5 +1,5 @@
 import ODRRuntime
-@testable import ODRServe  // SplitMix64, the conditioner's seeded generator
+import ODRFormat  // SplitMix64, the seeded generator
 import Testing
 
 struct RetryPolicyTests {
