@@ -11,10 +11,13 @@
 /// if random.chance(0.25) { print("a quarter of the time, the same quarter on every machine") }
 /// ```
 public struct SplitMix64: RandomNumberGenerator, Sendable {
-    private var state: UInt64
+    @usableFromInline var state: UInt64
 
+    @inlinable
     public init(seed: UInt64) { state = seed }
 
+    // Inlinable: the simulator draws millions of numbers across the module boundary.
+    @inlinable
     public mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state
@@ -24,10 +27,12 @@ public struct SplitMix64: RandomNumberGenerator, Sendable {
     }
 
     /// A uniform number in [0, 1), from the top 53 bits of one draw.
+    @inlinable
     public mutating func unit() -> Double {
         Double(next() >> 11) * 0x1.0p-53
     }
 
     /// True with probability `p`; always draws once, so later draws do not depend on `p`.
+    @inlinable
     public mutating func chance(_ p: Double) -> Bool { unit() < p }
 }
