@@ -1,5 +1,6 @@
 import Foundation
 @testable import ODRFormat
+import ODRTestSupport
 import Testing
 
 /// The compact binary form a store keeps of each accepted manifest, and the index over a manifest.
@@ -133,6 +134,28 @@ struct ManifestCompactTests {
         Self.resum(&crafted)
         let error = #expect(throws: FormatError.self) { try VersionManifest(compact: crafted) }
         #expect(error?.code == .corruptData)
+    }
+
+    /// A compact file is memory-mapped and decodes to the same manifest; a missing file is an `io`
+    /// error and an empty or damaged one `corrupt-data`, never a crash.
+    @Test func aCompactFileIsMappedAndBadFilesAreTypedErrors() throws {
+        let directory = try TemporaryDirectory(prefix: "odr-compact")
+        let manifest = Self.richManifest()
+        let file = directory.appending("manifest.odrm")
+        try manifest.compactEncoded().write(to: file)
+        let decoded = try VersionManifest(compactFileAt: file)
+        #expect(decoded == manifest)
+        #expect(decoded.makeIndex().file(atPath: manifest.files[0].path) == manifest.files[0])
+
+        let missing = #expect(throws: FormatError.self) { try VersionManifest(compactFileAt: directory.appending("none.odrm")) }
+        #expect(missing?.code == .io)
+        #expect(missing?.message.contains("none.odrm") == true)
+        try Data().write(to: file)
+        let empty = #expect(throws: FormatError.self) { try VersionManifest(compactFileAt: file) }
+        #expect(empty?.code == .corruptData)
+        try Data("ODRM\u{2}not a manifest".utf8).write(to: file)
+        let damaged = #expect(throws: FormatError.self) { try VersionManifest(compactFileAt: file) }
+        #expect(damaged?.code == .corruptData)
     }
 
     /// Rewrites the checksum of a compact manifest after its bytes were changed on purpose.
