@@ -12,17 +12,7 @@ public enum ContentHash {
     ///
     /// - Throws: ``FormatError`` with code `io` when the file cannot be read.
     public static func sha256Hex(ofFileAt url: URL) throws -> String {
-        let file = try ReadableFile(url)
-        var hasher = SHA256()
-        var buffer = [UInt8](repeating: 0, count: 1 << 20)
-        var offset: Int64 = 0
-        while true {
-            let count = try file.read(into: &buffer, at: offset)
-            offset += Int64(count)
-            if count == 0 { break }
-            buffer.withUnsafeBytes { hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: $0[..<count])) }
-        }
-        return hex(hasher.finalize())
+        try StreamingSHA256.ofFile(atPath: url.path).finalize()
     }
 
     /// Lowercase hexadecimal of a digest.
@@ -47,6 +37,27 @@ public struct StreamingSHA256: Sendable {
     /// Adds bytes to the digest.
     public mutating func update(_ bytes: UnsafeRawBufferPointer) {
         hasher.update(bufferPointer: bytes)
+    }
+
+    /// The state after hashing the first `bytes` bytes of the file at `path` (all of it for `nil`),
+    /// read in chunks so memory stays constant.
+    ///
+    /// - Throws: ``FormatError`` with code `io` when the file cannot be read or is shorter.
+    public static func ofFile(atPath path: String, bytes: Int64? = nil) throws -> StreamingSHA256 {
+        let file = try ReadableFile(URL(filePath: path))
+        var hash = StreamingSHA256()
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        var offset: Int64 = 0
+        let limit = bytes ?? Int64.max
+        while offset < limit {
+            let count = try file.read(into: &buffer, at: offset)
+            if count == 0, bytes == nil { break }
+            guard count > 0 else { throw FormatError(.io, "'\(path)' is shorter than \(limit) bytes.", field: nil) }
+            let used = Int(min(Int64(count), limit - offset))
+            buffer.withUnsafeBytes { hash.update(UnsafeRawBufferPointer(rebasing: $0[..<used])) }
+            offset += Int64(used)
+        }
+        return hash
     }
 
     /// The digest of everything added, as 64 lowercase hex digits.

@@ -27,6 +27,33 @@ final class WritableFile {
         buffer.reserveCapacity(bufferLimit)
     }
 
+    /// Opens an existing regular file to append to it, after its current end.
+    ///
+    /// Refuses a symbolic link in place of the file (`O_NOFOLLOW`) and anything that is not a regular
+    /// file, with `unsafe-entry-name`; the check is made on the opened descriptor, so the file cannot
+    /// be swapped between check and use.
+    init(appendingTo url: URL) throws {
+        path = url.path
+        // O_NONBLOCK: opening a FIFO for writing would otherwise wait for a reader; regular files ignore it.
+        descriptor = open(path, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            let code = errno
+            if code == ELOOP || code == EISDIR || code == ENXIO {
+                throw FormatError(.unsafeEntryName, "'\(path)' is not a regular file (a symbolic link?); refusing to write through it.", field: nil)
+            }
+            throw FormatError.posix("open '\(path)'", errno: code, field: nil)
+        }
+        var info = stat()
+        guard fstat(descriptor, &info) == 0 else { throw FormatError.posix("inspect '\(path)'", errno: errno, field: nil) }
+        guard info.st_mode & S_IFMT == S_IFREG else {
+            throw FormatError(.unsafeEntryName, "'\(path)' is not a regular file; refusing to write to it.", field: nil)
+        }
+        let end = lseek(descriptor, 0, SEEK_END)
+        guard end >= 0 else { throw FormatError.posix("seek in '\(path)'", errno: errno, field: nil) }
+        position = Int64(end)
+        buffer.reserveCapacity(bufferLimit)
+    }
+
     func append(_ bytes: UnsafeRawBufferPointer) throws {
         if buffer.count + bytes.count > bufferLimit { try flush() }
         if bytes.count >= bufferLimit {

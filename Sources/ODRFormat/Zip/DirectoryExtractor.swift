@@ -11,12 +11,15 @@ import Foundation
 /// `O_EXCL`, which never follows a symbolic link, and directories are checked to be real directories;
 /// so nothing can be written outside the destination. Files are read-only once complete.
 ///
+/// For ``PackRangeReader`` it can also continue a file an earlier attempt left partial
+/// (``resumeEntry(_:heldBytes:)``), which ``closeKeepingExtracted()`` leaves in place.
+///
 /// ```swift
 /// let extractor = try DirectoryExtractor(destination: staging)
 /// do { try archive.verify(expecting: entries, archiveSHA256: id, sink: extractor) }
 /// catch { extractor.removeExtracted(); throw error }
 /// ```
-public final class DirectoryExtractor: PackEntrySink {
+public final class DirectoryExtractor: PackRangeSink {
     /// The directory entries are written below.
     public let destination: URL
     /// Whether each file is flushed to stable storage before it counts as extracted.
@@ -38,16 +41,33 @@ public final class DirectoryExtractor: PackEntrySink {
     }
 
     public func beginEntry(_ entry: PackEntryExpectation) throws {
-        if let problem = RelativePath.problem(in: entry.name) {
-            throw FormatError(.unsafeEntryName, "The entry name '\(entry.name)' is not allowed: \(problem).", field: entry.name)
+        let file = try WritableFile(creating: URL(filePath: preparePath(of: entry)))
+        current = (entry.name, file)
+    }
+
+    /// Does nothing: the extractor learns where a partial file stands from the file itself.
+    public func entryDataStarts(_ entry: PackEntryExpectation, at dataOffset: Int64) throws {}
+
+    /// Reopens the partial file an earlier attempt left for `entry`, to append the rest of its data.
+    ///
+    /// - Throws: `unsafe-entry-name` when the file, or a directory above it, is a symbolic link or
+    ///   not a regular file (directory); `size-mismatch` when the file does not hold exactly
+    ///   `heldBytes` bytes (fetch the entry from its start instead).
+    public func resumeEntry(_ entry: PackEntryExpectation, heldBytes: Int64) throws {
+        let file: WritableFile
+        do {
+            file = try WritableFile(appendingTo: URL(filePath: preparePath(of: entry)))
+        } catch var error as FormatError {
+            error.field = error.field ?? entry.name
+            throw error
         }
-        let components = entry.name.split(separator: "/")
-        var path = destination.path
-        for component in components.dropLast() {
-            path += "/" + component
-            try ensureDirectory(path, entry: entry.name)
+        guard file.position == heldBytes else {
+            try? file.close(sync: false)
+            throw FormatError(
+                .sizeMismatch,
+                "The partial file '\(file.path)' holds \(file.position) bytes, not the \(heldBytes) expected; remove it and fetch the entry from its start.",
+                field: entry.name)
         }
-        let file = try WritableFile(creating: URL(filePath: path + "/" + components.last!))
         current = (entry.name, file)
     }
 
@@ -68,17 +88,47 @@ public final class DirectoryExtractor: PackEntrySink {
         self.current = nil
     }
 
+    /// Closes the partial entry's file, keeping it and every completed file, so that a later attempt
+    /// can continue where this one stopped (``resumeEntry(_:heldBytes:)``).
+    ///
+    /// A write that fails here leaves the file shorter; resume from the file's size and contents.
+    public func closeKeepingExtracted() {
+        guard let current else { return }
+        try? current.file.close(sync: syncFiles)
+        self.current = nil
+    }
+
+    /// Closes and deletes the partial file of the current entry (one that failed verification),
+    /// keeping the completed ones.
+    public func removeCurrentEntry() {
+        guard let current else { return }
+        try? current.file.close(sync: false)
+        unlink(current.file.path)
+        self.current = nil
+    }
+
     /// Removes every file and directory this extractor created, including a partial entry.
     public func removeExtracted() {
-        if let current {
-            try? current.file.close(sync: false)
-            unlink(current.file.path)
-            self.current = nil
-        }
+        removeCurrentEntry()
         for name in extracted { unlink(destination.path + "/" + name) }
         extracted.removeAll()
         for directory in createdDirectories.reversed() { rmdir(directory) }
         createdDirectories.removeAll()
+    }
+
+    /// The entry's path below the destination, after checking its name and that every directory on
+    /// the way is a real directory (created when missing).
+    private func preparePath(of entry: PackEntryExpectation) throws -> String {
+        if let problem = RelativePath.problem(in: entry.name) {
+            throw FormatError(.unsafeEntryName, "The entry name '\(entry.name)' is not allowed: \(problem).", field: entry.name)
+        }
+        let components = entry.name.split(separator: "/")
+        var path = destination.path
+        for component in components.dropLast() {
+            path += "/" + component
+            try ensureDirectory(path, entry: entry.name)
+        }
+        return path + "/" + components.last!
     }
 
     private func ensureDirectory(_ path: String, entry: String) throws {

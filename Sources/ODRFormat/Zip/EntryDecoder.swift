@@ -1,8 +1,8 @@
 /// Checks one entry's local header against the manifest, then decodes its data: inflates when
 /// needed, refuses output beyond the declared size, and checks the SHA-256 at the end.
 ///
-/// Both the streaming reader and the random-access reader use it, so an entry is judged the same
-/// way however its bytes arrive.
+/// The streaming, range and random-access readers all use it, so an entry is judged the same way
+/// however its bytes arrive.
 struct EntryDecoder {
     let expected: PackEntryExpectation
     private(set) var remainingInput: Int64
@@ -45,6 +45,30 @@ struct EntryDecoder {
         } else {
             self.inflater = nil
         }
+    }
+
+    /// Prepares to continue a stored entry of which an earlier attempt already wrote `heldBytes`.
+    ///
+    /// - Parameter heldHash: the SHA-256 state after those bytes, hashed from what was written (not
+    ///   from what was received), so that the final check covers the whole file.
+    /// - Throws: `invalid-operation` for a deflated entry (inflate cannot restart mid-stream) or a
+    ///   `heldBytes` outside `0...storedSize`.
+    init(resuming expected: PackEntryExpectation, heldBytes: Int64, heldHash: StreamingSHA256) throws {
+        let name = expected.name
+        guard expected.method == .stored else {
+            throw FormatError(.invalidOperation, "Entry '\(name)' is deflated and cannot be resumed; fetch it from its local header.", field: name)
+        }
+        guard expected.storedSize == expected.size else {
+            throw FormatError(.entryMismatch, "Stored entry '\(name)' has different stored and uncompressed sizes.", field: name)
+        }
+        guard (0...expected.storedSize).contains(heldBytes) else {
+            throw FormatError(.invalidOperation, "Cannot resume entry '\(name)' after \(heldBytes) bytes: it has \(expected.storedSize).", field: name)
+        }
+        self.expected = expected
+        remainingInput = expected.storedSize - heldBytes
+        produced = heldBytes
+        sha = heldHash
+        inflater = nil
     }
 
     /// Feeds up to ``remainingInput`` bytes of `input`; returns how many were used.
@@ -110,5 +134,53 @@ extension LocalHeader {
             throw FormatError(.unsafeEntryName, "The entry name '\(name)' is not allowed: \(problem).", field: name)
         }
         return name
+    }
+}
+
+extension LocalHeader {
+    /// Gathers one local header from bytes that arrive in pieces of any size: the 4-byte signature
+    /// first (what another record means is the caller's business), then the fixed part, then the
+    /// name and extra field that the fixed part announces.
+    struct Collector {
+        enum Progress {
+            /// The header needs more bytes.
+            case incomplete
+            /// The record is not a local header; ``bytes`` holds its 4-byte signature.
+            case otherRecord(signature: UInt32)
+            /// ``bytes`` holds the whole header, ready for ``LocalHeader/parse(_:entry:)``.
+            case complete
+        }
+
+        private enum Part { case signature, fixed, variable }
+
+        /// The header's bytes gathered so far.
+        private(set) var bytes: [UInt8] = []
+        private var part = Part.signature
+        private var needed = 4
+
+        /// Takes from `input` only what the header still lacks; returns how many bytes it used.
+        mutating func collect(_ input: UnsafeRawBufferPointer) -> (used: Int, progress: Progress) {
+            var used = 0
+            while true {
+                let count = min(needed - bytes.count, input.count - used)
+                bytes.append(contentsOf: input[used..<(used + count)])
+                used += count
+                guard bytes.count == needed else { return (used, .incomplete) }
+                switch part {
+                case .signature:
+                    var reader = ByteReader(bytes)
+                    let signature = reader.u32()
+                    guard signature == ZipFormat.localHeaderSignature else { return (used, .otherRecord(signature: signature)) }
+                    part = .fixed
+                    needed = ZipFormat.localHeaderSize
+                case .fixed:
+                    var reader = ByteReader(bytes, offset: 26)
+                    needed += Int(reader.u16()) + Int(reader.u16())
+                    part = .variable
+                case .variable:
+                    return (used, .complete)
+                }
+            }
+        }
     }
 }

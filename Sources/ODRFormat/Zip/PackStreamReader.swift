@@ -20,7 +20,7 @@ public final class PackStreamReader {
     private let expected: [PackEntryExpectation]
     private let archiveSHA256: String?
     private let sink: any PackEntrySink
-    private var state: State = .header([])
+    private var state: State = .header(LocalHeader.Collector())
     private var nextEntry = 0
     private var seenNames = Set<String>()
     private var archiveHash = StreamingSHA256()
@@ -32,7 +32,7 @@ public final class PackStreamReader {
     public private(set) var bytesConsumed: Int64 = 0
 
     private enum State {
-        case header([UInt8])
+        case header(LocalHeader.Collector)
         case data(EntryDecoder)
         case trailer([UInt8])
         case failed
@@ -106,16 +106,16 @@ public final class PackStreamReader {
     /// ``bytesConsumed`` counts the bytes before `input` while a step runs.
     private func step(_ input: UnsafeRawBufferPointer) throws -> Int {
         switch state {
-        case .header(var buffer):
+        case .header(var collector):
             state = .failed  // releases the buffer so appending does not copy it
-            return try readHeader(&buffer, input)
+            return try readHeader(&collector, input)
         case .data(var decoder):
             let used = try decoder.feed(input, scratch: &scratch, sink: sink)
             if decoder.remainingInput == 0 {
                 try decoder.finish()
                 try sink.endEntry(decoder.expected)
                 nextEntry += 1
-                state = .header([])
+                state = .header(LocalHeader.Collector())
             } else {
                 state = .data(decoder)
             }
@@ -133,44 +133,27 @@ public final class PackStreamReader {
         }
     }
 
-    private func readHeader(_ buffer: inout [UInt8], _ input: UnsafeRawBufferPointer) throws -> Int {
-        // First the 4-byte signature, then the fixed part, then name and extra field.
-        var needed = 4
-        if buffer.count >= 4 { needed = ZipFormat.localHeaderSize }
-        if buffer.count >= ZipFormat.localHeaderSize, let lengths = LocalHeader.variableLengths(fixed: Array(buffer[..<30])) {
-            needed = ZipFormat.localHeaderSize + lengths.name + lengths.extra
-        }
-        let used = min(needed - buffer.count, input.count)
-        buffer.append(contentsOf: input[..<used])
-        if buffer.count < needed {
-            state = .header(buffer)
-            return used
-        }
-        if needed == 4 {
-            var reader = ByteReader(buffer)
-            let signature = reader.u32()
-            if signature == ZipFormat.localHeaderSignature {
-                state = .header(buffer)
-            } else if signature == ZipFormat.centralHeaderSignature || signature == ZipFormat.endOfCentralDirectorySignature
-                        || signature == ZipFormat.zip64EndSignature {
+    private func readHeader(_ collector: inout LocalHeader.Collector, _ input: UnsafeRawBufferPointer) throws -> Int {
+        let (used, progress) = collector.collect(input)
+        switch progress {
+        case .incomplete:
+            state = .header(collector)
+        case .otherRecord(let signature):
+            if signature == ZipFormat.centralHeaderSignature || signature == ZipFormat.endOfCentralDirectorySignature
+                || signature == ZipFormat.zip64EndSignature {
                 guard nextEntry == expected.count else {
                     throw FormatError(.unexpectedEntry, "The archive lacks entry '\(expected[nextEntry].name)' that the manifest lists.", field: expected[nextEntry].name)
                 }
-                state = .trailer(buffer)
+                state = .trailer(collector.bytes)
             } else if signature == ZipFormat.dataDescriptorSignature {
                 throw FormatError(.unsupportedFeature, "The archive uses data descriptors; packs must not.", field: nil)
             } else {
                 throw FormatError(.malformedArchive, "Unexpected bytes at offset \(bytesConsumed + Int64(used) - 4); this is not a valid pack.", field: nil)
             }
-            return used
+        case .complete:
+            try beginEntry(header: LocalHeader.parse(collector.bytes, entry: "entry \(nextEntry + 1)"),
+                           at: bytesConsumed + Int64(used) - Int64(collector.bytes.count))
         }
-        if needed == ZipFormat.localHeaderSize {
-            // The fixed part is complete; the name and extra lengths are now known.
-            state = .header(buffer)
-            return used
-        }
-        try beginEntry(header: LocalHeader.parse(buffer, entry: "entry \(nextEntry + 1)"),
-                       at: bytesConsumed + Int64(used) - Int64(needed))
         return used
     }
 
@@ -205,7 +188,7 @@ public final class PackStreamReader {
             try decoder.finish()
             try sink.endEntry(entry)
             nextEntry += 1
-            state = .header([])
+            state = .header(LocalHeader.Collector())
         } else {
             state = .data(decoder)
         }

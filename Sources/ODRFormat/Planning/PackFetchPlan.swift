@@ -1,0 +1,136 @@
+
+/// How an install fetches a pack's missing entries: byte ranges of the archive, or the whole of it.
+///
+/// The cost model counts every request as ``requestCostBytes`` extra bytes, the bytes a connection
+/// could have moved in the round trip a request costs. Two ranges merge when the gap between them
+/// is at most that (downloading the gap is cheaper than another request); the whole archive is
+/// fetched, in one plain GET, when that costs no more than the ranges do; and ranges beyond
+/// ``maximumRequests`` merge across their smallest gaps. Both knobs are configuration values of
+/// the runtime (`PackInstaller.rangePolicy`, `ResourceManager.Configuration.rangePolicy`).
+///
+/// ```swift
+/// var installer = PackInstaller(store: store, transport: engine)
+/// installer.rangePolicy = RangePolicy(requestCostBytes: 256 << 10)  // a high-latency link
+/// ```
+public struct RangePolicy: Sendable, Hashable {
+    /// What one request costs, in bytes. Default 64 KiB: about one round trip's worth of a fast
+    /// mobile or home connection (50 Mbit/s at 10 ms).
+    public var requestCostBytes: Int64
+    /// The most range requests for one pack. Default 64.
+    public var maximumRequests: Int
+    /// Whether ranges may be used at all; `false` fetches the whole archive of any pack that lacks
+    /// an entry (installed files are still reused and complete staged entries still kept).
+    public var usesRanges: Bool
+
+    public init(requestCostBytes: Int64 = 64 << 10, maximumRequests: Int = 64, usesRanges: Bool = true) {
+        self.requestCostBytes = max(0, requestCostBytes)
+        self.maximumRequests = max(1, maximumRequests)
+        self.usesRanges = usesRanges
+    }
+}
+
+/// What getting one pack's entries takes: which are kept from an earlier attempt, which the
+/// client holds already (same SHA-256), and which byte ranges of the archive carry the rest.
+///
+/// Pure: the runtime's installer gathers the facts (staging, the store's files) and carries the plan
+/// out, and `odrpack diff` uses the same plan to say what an update costs a client.
+///
+/// ```swift
+/// let plan = PackFetchPlan.make(entries: manifest.expectedEntries(inPack: id), archiveBytes: pack.archiveBytes,
+///                               held: Set(oldManifest.files.map(\.sha256)))
+/// print(plan.fetchBytes, plan.fetches.count)
+/// ```
+public struct PackFetchPlan: Sendable {
+    /// One request: a byte range of the archive and the entries to take from it.
+    public struct Fetch: Sendable {
+        /// The archive bytes the request asks for.
+        public var range: Range<Int64>
+        /// The entries to take from them.
+        public var targets: [PackRangeReader.Target]
+        /// A plain GET of the whole archive rather than a `Range` request.
+        public var isWholeArchive: Bool
+    }
+
+    /// Entries complete and verified from an earlier attempt.
+    public var kept: [PackEntryExpectation] = []
+    /// Entries whose content the client holds already.
+    public var reused: [PackEntryExpectation] = []
+    /// The requests, in archive order.
+    public var fetches: [Fetch] = []
+
+    /// The archive bytes the fetches download.
+    public var fetchBytes: Int64 { fetches.reduce(0) { $0 + Int64($1.range.count) } }
+
+    /// Entries whose bytes travel.
+    public var fetchedEntries: Int { fetches.reduce(0) { $0 + $1.targets.count } }
+
+    /// Plans the install of a pack.
+    ///
+    /// - Parameters:
+    ///   - entries: the pack's distinct entries (any order).
+    ///   - archiveBytes: the archive's size.
+    ///   - complete: names of entries complete in staging.
+    ///   - partial: stored entries cut in the middle in staging, by name, with what they hold.
+    ///   - held: SHA-256 digests of contents the client holds already (installed files).
+    ///   - policy: when ranges are used and how they merge.
+    public static func make(
+        entries: [PackEntryExpectation], archiveBytes: Int64, complete: Set<String> = [],
+        partial: [String: PackRangeReader.Resume] = [:], held: Set<String> = [], policy: RangePolicy = RangePolicy()
+    ) -> PackFetchPlan {
+        let sorted = entries.sorted { $0.headerOffset < $1.headerOffset }
+        var plan = PackFetchPlan()
+        // Each missing entry's span: its local header through the byte before the next entry's
+        // header (or the archive's end, which brings the central directory along for the last one).
+        var spans: [(range: Range<Int64>, target: PackRangeReader.Target)] = []
+        for (index, entry) in sorted.enumerated() {
+            if complete.contains(entry.name) {
+                plan.kept.append(entry)
+            } else if held.contains(entry.sha256) {
+                plan.reused.append(entry)
+            } else {
+                let end = index + 1 < sorted.count ? sorted[index + 1].headerOffset : archiveBytes
+                if let resume = partial[entry.name], entry.method == .stored, policy.usesRanges {
+                    let start = resume.dataOffset + resume.heldBytes
+                    spans.append((start..<max(start, end), PackRangeReader.Target(entry: entry, resume: resume)))
+                } else {
+                    spans.append((entry.headerOffset..<max(entry.headerOffset, end), PackRangeReader.Target(entry: entry)))
+                }
+            }
+        }
+        guard !spans.isEmpty else { return plan }
+        let everything = 0..<archiveBytes
+        let wholeArchive = Fetch(range: everything, targets: spans.map { PackRangeReader.Target(entry: $0.target.entry) },
+                                 isWholeArchive: true)
+        guard policy.usesRanges, spans.count < sorted.count || spans.contains(where: { $0.target.resume != nil }) else {
+            plan.fetches = [wholeArchive]
+            return plan
+        }
+
+        // Merge neighbours whose gap costs less than a request.
+        var fetches: [Fetch] = []
+        for span in spans {
+            if let last = fetches.last, span.range.lowerBound - last.range.upperBound <= policy.requestCostBytes {
+                fetches[fetches.count - 1].range = last.range.lowerBound..<max(last.range.upperBound, span.range.upperBound)
+                fetches[fetches.count - 1].targets.append(span.target)
+            } else {
+                fetches.append(Fetch(range: span.range, targets: [span.target], isWholeArchive: false))
+            }
+        }
+        // Too many requests: close the smallest gaps first.
+        while fetches.count > policy.maximumRequests {
+            var smallest = 0
+            var smallestGap = Int64.max
+            for index in 0..<(fetches.count - 1) {
+                let gap = fetches[index + 1].range.lowerBound - fetches[index].range.upperBound
+                if gap < smallestGap { (smallest, smallestGap) = (index, gap) }
+            }
+            let next = fetches.remove(at: smallest + 1)
+            fetches[smallest].range = fetches[smallest].range.lowerBound..<next.range.upperBound
+            fetches[smallest].targets += next.targets
+        }
+        let rangesCost = fetches.reduce(Int64(0)) { $0 + Int64($1.range.count) + policy.requestCostBytes }
+        let wholeCost = archiveBytes + policy.requestCostBytes
+        plan.fetches = wholeCost <= rangesCost ? [wholeArchive] : fetches
+        return plan
+    }
+}
