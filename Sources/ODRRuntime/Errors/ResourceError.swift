@@ -41,6 +41,12 @@ public struct ResourceError: Error, CustomStringConvertible, Sendable {
         /// The server's TLS certificate could not be verified. Verification is never turned off: fix
         /// the server's certificate chain or the system's trust store.
         public static let untrustedServer = Code(rawValue: "untrusted-server")
+        /// A byte-range transfer (``TransferRequest/byteRange``) could not get exactly the bytes it asked
+        /// for: the server ignores `Range` (HTTP 200), the file changed since the range was planned
+        /// (`If-Range` did not match), the server answered another range, or the range lies outside the
+        /// file (HTTP 416). Not retried, and the sink receives none of the answer: download the whole
+        /// file instead, or refresh the catalog that planned the range.
+        public static let rangeNotSupported = Code(rawValue: "range-not-supported")
 
         // MARK: Content
 

@@ -5,7 +5,8 @@ import ODRFormat
 ///
 /// Runs as one task per transfer, so a slow sink delays only its own transfer (which the engine then
 /// pauses) and never the loop thread. `file://` URLs are read here directly, chunk by chunk at the
-/// sink's pace: curl's `file://` support reads a whole file in one go and cannot pause.
+/// sink's pace: curl's `file://` support reads a whole file in one go and cannot pause. For the same
+/// reason a byte range of a `file://` URL is read here (from its offset) rather than with `CURLOPT_RANGE`.
 struct TransferDelivery {
     let operation: TransferOperation
 
@@ -75,18 +76,37 @@ struct TransferDelivery {
         defer { close(descriptor) }
         var status = stat()
         let size: Int64? = fstat(descriptor, &status) == 0 ? Int64(status.st_size) : nil
-        try await begin(TransferResponseHead(offset: 0, totalBytes: size, statusCode: 0, validators: .init()), body: &body)
+        // Bytes still to read of a byte range; `nil` reads to the end of the file.
+        var remaining: Int64?
+        if let range = request.byteRange {
+            if let problem = request.byteRangeProblem { throw problem }
+            if let size, range.upperBound > size { throw rangePastEnd(range, fileSize: size) }
+            guard lseek(descriptor, off_t(range.lowerBound), SEEK_SET) >= 0 else {
+                throw ResourceError(.storageFailure, "Could not seek in \(path) (\(String(cString: strerror(errno)))).", url: request.url)
+            }
+            remaining = range.upperBound - range.lowerBound
+        }
+        try await begin(TransferResponseHead(offset: 0, totalBytes: remaining ?? size, statusCode: 0, validators: .init()),
+                        body: &body)
         let chunkSize = 1 << 20
-        while true {
+        while remaining.map({ $0 > 0 }) ?? true {
             guard await operation.waitWhilePaused() else { throw cancelled }
-            var chunk = Data(count: chunkSize)
-            let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, chunkSize) }
+            let wanted = remaining.map { Int(min(Int64(chunkSize), $0)) } ?? chunkSize
+            var chunk = Data(count: wanted)
+            let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, wanted) }
             if count < 0, errno == EINTR { continue }
             guard count >= 0 else {
                 throw ResourceError(.storageFailure, "Could not read \(path) (\(String(cString: strerror(errno)))).", url: request.url)
             }
-            if count == 0 { break }
+            if count == 0 {
+                // The file shrank while it was read: the range's end is gone.
+                if let range = request.byteRange, remaining != nil {
+                    throw rangePastEnd(range, fileSize: range.lowerBound + body.held)
+                }
+                break
+            }
             chunk.count = count
+            remaining? -= Int64(count)
             try await write(chunk, body: &body)
         }
         try await finish(body: body, statusCode: 0, validators: .init(), attempts: 1, resumedBytes: 0)
@@ -137,6 +157,12 @@ struct TransferDelivery {
 
     private var cancelled: ResourceError {
         ResourceError(.cancelled, "The transfer was cancelled.", url: request.url)
+    }
+
+    private func rangePastEnd(_ range: Range<Int64>, fileSize: Int64) -> ResourceError {
+        ResourceError(.rangeNotSupported,
+                      "The byte range \(range.lowerBound)..<\(range.upperBound) lies past the end of \(request.url.path), which has \(fileSize) bytes. Refresh the catalog that planned the range.",
+                      url: request.url)
     }
 
     private func sizeMismatch(received: Int64, expected: Int64, atLeast: Bool) -> ResourceError {

@@ -63,6 +63,10 @@ final class TransferLoop {
             operation.deliver(.failed(Self.cancelledError(operation)))
             return
         }
+        if let problem = operation.request.byteRangeProblem {
+            operation.deliver(.failed(problem))
+            return
+        }
         let session = TransferSession(operation: operation)
         let control = operation.control
         session.userPaused = control.userPaused
@@ -203,6 +207,11 @@ final class TransferLoop {
             operation.deliver(.failed(Self.cancelledError(operation)))
             return
         }
+        if let refusal = session.rangeRefusal {
+            // Another try would get the same answer; the caller must fall back to the whole file.
+            fail(session, refusal)
+            return
+        }
         if session.restartFromZero {
             session.received = 0
             session.validators = TransferValidators()
@@ -217,6 +226,11 @@ final class TransferLoop {
             return
         }
         let status = (try? easy.info(CURLINFO_RESPONSE_CODE)) ?? 0
+        // An empty answer (a 416 or 200 without a body) never reached the write callback's check.
+        if session.accepting == nil, let range = session.range, let refusal = session.refusal(of: range, status: status) {
+            fail(session, refusal)
+            return
+        }
         if status == 416, session.requestedOffset > 0 {
             // The held bytes no longer fit the resource (it may be complete already): start over.
             session.received = 0

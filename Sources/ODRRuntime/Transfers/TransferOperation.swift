@@ -55,13 +55,24 @@ final class TransferOperation: TransferHandle {
         let point = sink.resumePoint()
         // Without a validator the server cannot tell us whether the held bytes still match, so the
         // download starts over (the sink is told so by a head at offset 0).
-        if let point, point.offset > 0, point.validators.ifRangeValue != nil, !request.url.isFileURL {
+        if let point, point.offset > 0, point.validators.ifRangeValue != nil, !request.url.isFileURL,
+           Self.heldBytesFit(point, request) {
             initialResumePoint = point
         } else {
             initialResumePoint = nil
         }
         state = Locked(State(priority: request.priority,
                             progress: TransferProgress(receivedBytes: 0, expectedBytes: request.expectedSize)))
+    }
+
+    /// Whether held bytes can continue a byte-range request: they must leave part of the range to
+    /// fetch, and come from the version of the file the caller planned the range against (one
+    /// `If-Range` cannot vouch for two sets of validators).
+    private static func heldBytesFit(_ point: TransferResumePoint, _ request: TransferRequest) -> Bool {
+        guard let range = request.byteRange else { return true }
+        guard point.offset < range.upperBound - range.lowerBound else { return false }
+        guard let planned = request.ifRange?.ifRangeValue else { return true }
+        return planned == point.validators.ifRangeValue
     }
 
     // MARK: TransferHandle

@@ -23,6 +23,27 @@ public struct TransferRequest: Sendable {
     /// Validators of a copy the caller already has; when the server says it is unchanged (304) the
     /// result is ``TransferResult/Outcome/notModified`` and the sink receives nothing.
     public var conditional: TransferValidators?
+    /// Only bytes `lowerBound..<upperBound` of the resource, fetched with a `Range` request (for
+    /// `file://`, read from that offset).
+    ///
+    /// The range then is the body: the sink's offsets, the progress and ``TransferResult/bytes`` count
+    /// from `lowerBound`, so set ``expectedSize`` to the range's length. A server that answers with
+    /// anything but exactly this range (the whole file, another range, HTTP 416) fails the transfer
+    /// with ``ResourceError/Code/rangeNotSupported`` before the sink sees a byte of it: splicing the
+    /// wrong bytes into a caller's file would be worse than failing.
+    ///
+    /// ```swift
+    /// var request = TransferRequest(url: packURL, byteRange: entry.offset..<entry.offset + entry.size)
+    /// request.expectedSize = entry.size
+    /// request.ifRange = validatorsOfTheIndexResponse
+    /// ```
+    public var byteRange: Range<Int64>?
+    /// The validators the resource had when the caller planned ``byteRange`` (from an earlier response
+    /// for the same URL). The first request sends them as `If-Range`, so a file that changed since is
+    /// answered whole and fails with ``ResourceError/Code/rangeNotSupported`` instead of yielding
+    /// bytes of another version. Retries within the transfer are guarded by the validators of the
+    /// response the held bytes came from. Ignored without a ``byteRange``.
+    public var ifRange: TransferValidators?
 
     public init(
         url: URL,
@@ -30,7 +51,9 @@ public struct TransferRequest: Sendable {
         headers: [String: String] = [:],
         expectedSize: Int64? = nil,
         expectedSHA256: String? = nil,
-        conditional: TransferValidators? = nil
+        conditional: TransferValidators? = nil,
+        byteRange: Range<Int64>? = nil,
+        ifRange: TransferValidators? = nil
     ) {
         self.url = url
         self.priority = priority
@@ -38,6 +61,17 @@ public struct TransferRequest: Sendable {
         self.expectedSize = expectedSize
         self.expectedSHA256 = expectedSHA256
         self.conditional = conditional
+        self.byteRange = byteRange
+        self.ifRange = ifRange
+    }
+
+    /// Why ``byteRange`` cannot be asked for at all, or `nil`: `Range: bytes=5-4` is not valid HTTP,
+    /// and a server would answer it with the whole file.
+    var byteRangeProblem: ResourceError? {
+        guard let byteRange, byteRange.isEmpty || byteRange.lowerBound < 0 else { return nil }
+        return ResourceError(.rangeNotSupported,
+                             "The byte range \(byteRange.lowerBound)..<\(byteRange.upperBound) is empty or starts before byte 0; ask for at least one byte of the file.",
+                             url: url)
     }
 }
 

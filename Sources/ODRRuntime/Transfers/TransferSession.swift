@@ -8,11 +8,15 @@ import Foundation
 final class TransferSession {
     let operation: TransferOperation
     let isFile: Bool
+    /// The request's byte range, if any: the body is then that range, and every offset here
+    /// (`received`, `requestedOffset`) counts from its lower bound.
+    let range: Range<Int64>?
     /// Requests made so far.
     var attempts = 0
     /// Contiguous body bytes handed on so far (held bytes of the sink included).
     var received: Int64
     /// Validators of the response `received` came from; they guard the next `Range` request.
+    /// Before any response, those the caller planned a byte range against.
     var validators: TransferValidators
     /// Bytes saved by `Range` requests over all attempts.
     var resumedBytes: Int64 = 0
@@ -30,14 +34,19 @@ final class TransferSession {
     var accepting: Bool?
     /// The attempt answered with an unusable `Content-Range`; start over from byte 0.
     var restartFromZero = false
+    /// The server did not answer the byte range exactly; the transfer fails with this, unretried.
+    var rangeRefusal: ResourceError?
     /// Whether curl has this exchange paused (by us or by the write callback).
     var curlPaused = false
 
     init(operation: TransferOperation) {
         self.operation = operation
         isFile = operation.request.url.isFileURL
+        range = operation.request.byteRange
         received = operation.initialResumePoint?.offset ?? 0
-        validators = operation.initialResumePoint?.validators ?? TransferValidators()
+        validators = operation.initialResumePoint?.validators
+            ?? (range == nil ? nil : operation.request.ifRange)
+            ?? TransferValidators()
     }
 
     var sequence: UInt64 { operation.sequence }
@@ -49,6 +58,7 @@ final class TransferSession {
         headers = ResponseHeaders()
         accepting = nil
         restartFromZero = false
+        rangeRefusal = nil
         curlPaused = false
         requestedOffset = (!isFile && received > 0 && validators.ifRangeValue != nil) ? received : 0
     }
@@ -58,10 +68,15 @@ final class TransferSession {
         var fields = defaults
         for (name, value) in operation.request.headers { fields[name] = value }
         var lines = fields.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }
-        if requestedOffset > 0, let guardValue = validators.ifRangeValue {
+        if let range {
+            lines.append("Range: bytes=\(requestedSpan(of: range))")
+            if let guardValue = validators.ifRangeValue { lines.append("If-Range: \(guardValue)") }
+        } else if requestedOffset > 0, let guardValue = validators.ifRangeValue {
             lines.append("Range: bytes=\(requestedOffset)-")
             lines.append("If-Range: \(guardValue)")
-        } else if let conditional = operation.request.conditional {
+        }
+        // Held bytes are a partial copy: a 304 for them would say nothing about the rest.
+        if requestedOffset == 0, let conditional = operation.request.conditional {
             if let tag = conditional.entityTag { lines.append("If-None-Match: \(tag)") }
             if let date = conditional.lastModified { lines.append("If-Modified-Since: \(date)") }
         }
@@ -72,12 +87,18 @@ final class TransferSession {
 
     // MARK: curl callbacks
 
+    /// The absolute bytes this attempt asks for, as `first-last` (`Range` syntax, last included).
+    func requestedSpan(of range: Range<Int64>) -> String {
+        "\(range.lowerBound + requestedOffset)-\(range.upperBound - 1)"
+    }
+
     /// Body bytes from curl's write callback; returns what curl expects back.
     func receive(_ bytes: UnsafeRawBufferPointer) -> Int {
         if accepting == nil { decideHead() }
         guard accepting == true else {
-            // An error page or a redirect body: not the resource. Swallow it, or abort on a bad range.
-            return restartFromZero ? 0 : bytes.count
+            // An error page or a redirect body: not the resource. Swallow it, or abort on a bad
+            // range: a server that ignores `Range` would otherwise send the whole file for nothing.
+            return restartFromZero || rangeRefusal != nil ? 0 : bytes.count
         }
         switch operation.offer(bytes) {
         case .accepted:
@@ -95,6 +116,11 @@ final class TransferSession {
     /// the resource and where it starts; tells the sink.
     func decideHead() {
         let status = (try? easy?.info(CURLINFO_RESPONSE_CODE)) ?? 0
+        if let range, let refusal = refusal(of: range, status: status) {
+            accepting = false
+            rangeRefusal = refusal
+            return
+        }
         guard isFile || (200..<300).contains(status) else {
             accepting = false
             return
@@ -103,6 +129,11 @@ final class TransferSession {
         var total: Int64?
         if isFile {
             total = (try? easy?.info(offset: CURLINFO_CONTENT_LENGTH_DOWNLOAD_T)).flatMap { $0 >= 0 ? $0 : nil }
+        } else if let range {
+            // `refusal(of:status:)` let only the exact range through.
+            offset = requestedOffset
+            total = range.upperBound - range.lowerBound
+            resumedBytes += offset
         } else if status == 206 {
             guard let range = headers.contentRange, range.first == requestedOffset, requestedOffset > 0 else {
                 // A range we did not ask for (or a multipart answer): do not trust it; start over.
@@ -121,6 +152,34 @@ final class TransferSession {
         accepting = true
         operation.deliver(.begin(TransferResponseHead(offset: offset, totalBytes: total, statusCode: status,
                                                       validators: validators)))
+    }
+
+    /// Why the current response cannot serve this attempt's part of a byte range, or `nil` when it
+    /// carries exactly that part (or is an error status that the usual failure handling covers).
+    func refusal(of range: Range<Int64>, status: Int) -> ResourceError? {
+        guard !isFile else { return nil }
+        let asked = "The server answered the range request for bytes \(requestedSpan(of: range))"
+        let reason: String
+        switch status {
+        case 206:
+            if let served = headers.contentRange {
+                if served.first == range.lowerBound + requestedOffset, served.last == range.upperBound - 1 { return nil }
+                reason = "\(asked) with bytes \(served.first)-\(served.last) (HTTP 206): the file is shorter than the range, or the server serves only part of it."
+            } else {
+                reason = "\(asked) with a multipart or unlabelled body (HTTP 206 without one Content-Range)."
+            }
+        case 200:
+            reason = "\(asked) with the whole file (HTTP 200): it ignores Range, or the file changed since the range was planned (If-Range)."
+        case 416:
+            reason = "\(asked) with HTTP 416 (range not satisfiable): the range lies past the end of the file, or the file changed."
+        case 200..<300:
+            reason = "\(asked) with HTTP \(status) instead of the range."
+        default:
+            return nil
+        }
+        return ResourceError(.rangeNotSupported,
+                             reason + " Download the whole file instead, or refresh the catalog that planned the range.",
+                             url: operation.request.url)
     }
 
     /// One header line from curl's header callback.
