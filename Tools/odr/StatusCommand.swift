@@ -36,14 +36,17 @@ struct StatusCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingResourceErrors {
-            let (store, client, _) = try options.open()
+            let (store, client, engine) = try options.open()
             let snapshot = try await client.snapshot(online: !options.offline)
             let installed = try store.installedPackIDs()
+            // What each missing pack would really download: files the store holds are reused.
+            let planned = try PackInstaller(store: store, transport: engine, bundledCatalog: client.bundledCatalog)
+                .downloadBytes(of: snapshot.manifest.packs.filter { !installed.contains($0.id) }, in: snapshot)
             let overrides = try store.preservationPriorityOverrides(catalogURL: snapshot.catalogURL)
             let rows = Dictionary(uniqueKeysWithValues: try store.packs().map { ($0.id, $0) })
             let tags = snapshot.manifest.tags.map { tag in
                 Report.Tag(name: tag.name, state: store.state(ofTag: tag, installed: installed),
-                           downloadBytes: tag.downloadBytes, installedBytes: tag.installedBytes,
+                           downloadBytes: tag.packs.reduce(0) { $0 + (planned[$1] ?? 0) }, installedBytes: tag.installedBytes,
                            preservationPriority: snapshot.preservationPriority(ofTag: tag.name, overrides: overrides),
                            packs: tag.packs)
             }

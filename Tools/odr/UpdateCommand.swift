@@ -10,7 +10,8 @@ struct UpdateCommand: AsyncParsableCommand {
         abstract: "Check the catalog for a new version and say what it would download.",
         discussion: """
             Compares the tags the store holds with the distribution's current version: packs with
-            the same id carry over; only new or changed packs would be downloaded. Packs the new
+            the same id carry over; of new or changed packs, only the files whose content the store
+            does not hold already would be downloaded. Packs the new
             version no longer needs become the first candidates for purging.
             Example: odr update --catalog http://127.0.0.1:8080/ --store ./store
             """)
@@ -32,7 +33,7 @@ struct UpdateCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingResourceErrors {
-            let (store, client, _) = try options.open()
+            let (store, client, engine) = try options.open()
             let previous = try client.storedSnapshot()
             let current = try await client.refresh()
             let installed = try store.installedPackIDs()
@@ -41,9 +42,12 @@ struct UpdateCommand: AsyncParsableCommand {
             let kept = held.filter { current.lookup.tag(named: $0) != nil }
             let needed = current.lookup.packs(forTags: kept).compactMap { current.lookup.pack(id: $0) }
             let download = needed.filter { !installed.contains($0.id) }
+            // Only the files that changed travel: entries whose content the store holds are reused.
+            let planned = try PackInstaller(store: store, transport: engine, bundledCatalog: client.bundledCatalog)
+                .downloadBytes(of: download, in: current)
             let superseded = try store.packs().filter { $0.isInstalled && $0.isSuperseded }
             let report = Report(previousVersion: previous?.version, currentVersion: current.version, tags: kept,
-                                download: download.map(\.id), downloadBytes: download.reduce(0) { $0 + $1.archiveBytes },
+                                download: download.map(\.id), downloadBytes: download.reduce(0) { $0 + (planned[$1.id] ?? $1.archiveBytes) },
                                 superseded: superseded.map(\.id), supersededBytes: superseded.reduce(0) { $0 + $1.installedBytes })
             if json { try printJSON(report); return }
             if let from = report.previousVersion, from != report.currentVersion {
@@ -52,7 +56,11 @@ struct UpdateCommand: AsyncParsableCommand {
                 print("version \(report.currentVersion) is current")
             }
             print("would download \(download.count) pack(s), \(byteText(report.downloadBytes)), for tags: \(kept.joined(separator: ", "))")
-            for pack in download { print("  \(pack.id.prefix(12))  \(byteText(pack.archiveBytes))  \(pack.tags.joined(separator: ","))") }
+            for pack in download {
+                let bytes = planned[pack.id] ?? pack.archiveBytes
+                let delta = bytes < pack.archiveBytes ? " of \(byteText(pack.archiveBytes))" : ""
+                print("  \(pack.id.prefix(12))  \(byteText(bytes))\(delta)  \(pack.tags.joined(separator: ","))")
+            }
             print("superseded (purged first): \(superseded.count) pack(s), \(byteText(report.supersededBytes))")
         }
     }

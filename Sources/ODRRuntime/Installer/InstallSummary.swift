@@ -8,8 +8,45 @@ public struct InstallSummary: Sendable, Hashable, Codable {
     public var fromBundle: [String] = []
     /// Archive bytes fetched over the network (bytes resumed from a partial download excluded).
     public var downloadedBytes: Int64 = 0
-    /// Archive bytes that a resumed download did not fetch again.
+    /// Archive bytes an earlier, interrupted attempt had already fetched and verified, so they were
+    /// not fetched again (complete entries kept in staging, and the held part of a cut entry).
     public var resumedBytes: Int64 = 0
+    /// Archive bytes not fetched because an installed file had the same content (a delta update).
+    public var reusedBytes: Int64 = 0
+    /// Entries taken from installed files instead of the network.
+    public var reusedFiles: Int = 0
+    /// Entries whose bytes were fetched.
+    public var fetchedFiles: Int = 0
+    /// HTTP requests made for pack bytes (byte ranges or whole archives; retries not counted).
+    public var requests: Int = 0
+
+    /// How each installed pack was assembled, in the order they finished.
+    public var packs: [PackReport] = []
 
     public init() {}
+
+    /// How one pack was assembled: what travelled and what did not.
+    public struct PackReport: Sendable, Hashable, Codable {
+        /// The pack id.
+        public var id: String
+        /// The archive's size: what a download of the whole pack would have cost.
+        public var archiveBytes: Int64
+        /// Archive bytes fetched over the network now.
+        public var downloadedBytes: Int64
+        /// The pack's distinct entries (files with the same content count once).
+        public var entries: Int
+        /// Entries whose bytes were fetched now.
+        public var fetchedEntries: Int
+        /// Entries linked from installed files with the same content.
+        public var reusedEntries: Int
+
+        public init(id: String, archiveBytes: Int64, downloadedBytes: Int64, entries: Int, fetchedEntries: Int, reusedEntries: Int) {
+            self.id = id
+            self.archiveBytes = archiveBytes
+            self.downloadedBytes = downloadedBytes
+            self.entries = entries
+            self.fetchedEntries = fetchedEntries
+            self.reusedEntries = reusedEntries
+        }
+    }
 }

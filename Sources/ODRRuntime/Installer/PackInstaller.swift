@@ -6,18 +6,28 @@ import Musl
 import Foundation
 import ODRFormat
 
-/// Downloads, verifies and installs packs into a ``ResourceStore``, crash-safely.
+/// Downloads, verifies and installs packs into a ``ResourceStore``, crash-safely, moving only
+/// the bytes the store lacks.
 ///
-/// Each pack streams from the transport through the format's verifying reader into `staging/`
-/// (inflating and hashing as it arrives, so installing costs about what downloading costs), files
-/// that share an entry become hard links, everything is flushed, the folder is renamed into
-/// `packs/`, and only then is the row committed. A pack that does not match its manifest is refused
-/// with `integrity` (the ``FormatError`` as cause) and leaves nothing behind. Packs present in a
-/// bundled catalog directory install from disk.
+/// Installing a pack is a plan over its entries (``PackFetchPlan``):
+/// - an entry already complete in `staging/` from an earlier attempt is kept;
+/// - an entry whose content (SHA-256) an installed pack holds, of any version, is hard-linked from
+///   it (copied where linking is not possible) after hashing the link, so nothing travels;
+/// - the rest arrive as byte ranges of the archive (neighbours merged, see ``RangePolicy``), or as
+///   one plain GET of the whole archive when that costs less. An entry cut in the middle continues
+///   from its last byte on disk.
+///
+/// Every byte that becomes a file streams once from the network into its entry's file in
+/// `staging/<id>.d/`: inflated when deflated, hashed against the manifest, its local header checked.
+/// Then files that share an entry become hard links, everything is flushed, the folder is renamed
+/// into `packs/`, and only then is the row committed. A pack that does not match its manifest is
+/// refused with `integrity` (the ``FormatError`` as cause); the next attempt fetches only the entry
+/// that failed. Packs present in a bundled catalog directory install from disk.
 ///
 /// ```swift
 /// let installer = PackInstaller(store: store, transport: engine)
 /// let summary = try await installer.install(try snapshot.packs(forTags: ["level3"]), from: snapshot)
+/// print(summary.downloadedBytes, summary.reusedBytes)
 /// ```
 public struct PackInstaller: Sendable {
     public let store: ResourceStore
@@ -26,8 +36,18 @@ public struct PackInstaller: Sendable {
     public var bundledCatalog: URL?
     /// How many packs download and unpack at once.
     public var maximumConcurrentInstalls: Int = 2
+    /// How many range requests of one pack run at once.
+    public var maximumConcurrentRanges: Int = 4
     /// The transfer priority of the downloads.
     public var priority: TransferPriority = .normal
+    /// When ranges are used and how they merge.
+    public var rangePolicy = RangePolicy()
+    /// Whether files the store already holds are reused for entries with the same content.
+    public var reusesInstalledFiles = true
+    /// Whether a reused file is hashed before it counts (on by default). Off, the store's own
+    /// invariants stand guard (read-only files, repair, `odr verify`), and a file changed behind the
+    /// store's back would spread into the new pack.
+    public var verifiesReusedFiles = true
 
     public init(store: ResourceStore, transport: any Transport, bundledCatalog: URL? = nil) {
         self.store = store
@@ -57,7 +77,7 @@ public struct PackInstaller: Sendable {
                 pending.append(pack)
             }
         }
-        let tracker = ProgressTracker(total: pending.reduce(0) { $0 + $1.archiveBytes }, packs: pending.count, report: progress)
+        let tracker = ProgressTracker(planned: try downloadBytes(of: pending, in: snapshot), report: progress)
         tracker.report()
         do {
             try await withThrowingTaskGroup(of: PackOutcome.self) { group in
@@ -78,6 +98,43 @@ public struct PackInstaller: Sendable {
         return summary
     }
 
+    /// The archive bytes installing each pack would download now: nothing for an installed pack,
+    /// and nothing for entries kept in staging or held by installed files.
+    ///
+    /// The figures are the plans' (ranges included, with what merging adds), computed without
+    /// hashing anything: a reused file that turns out to be damaged, or a server that ignores
+    /// ranges, makes the real download larger.
+    ///
+    /// - Returns: bytes by pack id.
+    public func downloadBytes(of packs: [PackRecord], in snapshot: CatalogSnapshot) throws(ResourceError) -> [String: Int64] {
+        let installed = try store.installedPackIDs()
+        var result: [String: Int64] = [:]
+        var pending: [(pack: PackRecord, entries: [PackEntryExpectation], staged: StagedEntries)] = []
+        for pack in packs where result[pack.id] == nil {
+            guard !installed.contains(pack.id) else {
+                result[pack.id] = 0
+                continue
+            }
+            let entries = snapshot.lookup.expectedEntries(inPack: pack.id)
+            let staged = StagedEntries.look(in: stagingFolder(of: pack), entries: entries,
+                                            journal: StagingJournal(url: journalURL(of: pack)), hashing: false)
+            pending.append((pack, entries, staged))
+            result[pack.id] = pack.archiveBytes
+        }
+        let reusable = reusesInstalledFiles
+            ? Set(try store.installedFiles(withSHA256: pending.flatMap { item in
+                item.entries.lazy.filter { !item.staged.complete.contains($0.name) }.map(\.sha256) }).keys)
+            : []
+        for item in pending {
+            // Packs not installed have no files among these, so none is offered its own.
+            result[item.pack.id] = PackFetchPlan.make(
+                entries: item.entries, archiveBytes: item.pack.archiveBytes, complete: item.staged.complete,
+                partial: item.staged.partial, held: reusable, policy: policy(for: source(of: item.pack, in: snapshot).url)
+            ).fetchBytes
+        }
+        return result
+    }
+
     private func installOne(_ pack: PackRecord, snapshot: CatalogSnapshot, tracker: ProgressTracker) async throws(ResourceError) -> PackOutcome {
         let lock = try await FileLock.lock(store.lockPath(for: pack.id))
         defer { lock.unlock() }
@@ -89,52 +146,217 @@ public struct PackInstaller: Sendable {
         // A folder without a committed row is what a crash between rename and commit leaves.
         ResourceStore.removeTree(destination)
 
-        let bundled = bundledCatalog.map { $0.appending(path: pack.archivePath) }
-            .flatMap { FileManager.default.fileExists(atPath: $0.path) ? $0 : nil }
-        let source = bundled ?? snapshot.packURL(id: pack.id)
-        let rawURL = store.stagingURL.appending(path: "\(pack.id).zip")
+        let (source, isBundled) = source(of: pack, in: snapshot)
+        let folder = stagingFolder(of: pack)
+        let journal = StagingJournal(url: journalURL(of: pack))
         let entries = snapshot.lookup.expectedEntries(inPack: pack.id)
-        let sink = PackInstallSink(
-            pack: pack, entries: entries, source: source,
-            extraction: store.stagingURL.appending(path: "\(pack.id).d", directoryHint: .isDirectory),
-            raw: source.isFileURL ? nil : rawURL, syncFiles: store.synchronousWrites,
-            progress: { tracker.received($0, of: pack) })
-        var request = TransferRequest(url: source, priority: priority)
-        request.expectedSize = pack.archiveBytes
-        let result: TransferResult
+        var outcome = PackOutcome(id: pack.id, kind: isBundled ? .fromBundle : .downloaded)
         do {
-            result = try await transport.download(request, into: sink)
+            try await assemble(pack, entries: entries, from: source, into: folder, journal: journal,
+                               policy: policy(for: source), tracker: tracker, outcome: &outcome)
         } catch {
-            sink.discard(keepingRaw: error.code != .integrity)
-            throw sink.formatFailure ?? error
+            // A full disk leaves nothing. Otherwise (network, cancel, a refused entry) verified
+            // entries stay for the next attempt, which fetches only the rest; with none, nothing stays.
+            let staged = StagedEntries.look(in: folder, entries: entries, journal: journal, hashing: false)
+            if error.code == .outOfSpace || staged.complete.isEmpty && staged.partial.isEmpty { discardStaging(of: pack) }
+            throw error
         }
-        guard sink.isVerified else {
-            sink.discard(keepingRaw: false)
-            throw ResourceError(.integrity, "Pack \(pack.id.prefix(12)) was not verified completely; it was refused.", url: source)
-        }
+        if isBundled { outcome.downloaded = 0 }
+        outcome.report = InstallSummary.PackReport(
+            id: pack.id, archiveBytes: pack.archiveBytes, downloadedBytes: outcome.downloaded, entries: entries.count,
+            fetchedEntries: outcome.fetchedFiles, reusedEntries: outcome.reusedFiles)
         do throws(ResourceError) {
-            try linkSharedFiles(of: pack, in: snapshot.lookup, at: sink.extraction)
+            try linkSharedFiles(of: pack, in: snapshot.lookup, at: folder)
             CrashPoint.unpack.reached()
-            if store.synchronousWrites { try syncDirectories(below: sink.extraction) }
-            guard rename(sink.extraction.path, destination.path) == 0 else {
+            if store.synchronousWrites { try syncDirectories(below: folder) }
+            guard rename(folder.path, destination.path) == 0 else {
                 throw StoreFailure.posix("move pack \(pack.id.prefix(12)) into packs/")
             }
             if store.synchronousWrites { try syncDirectory(store.packsURL.path) }
         } catch {
-            sink.discard(keepingRaw: true)
+            if error.code == .outOfSpace { discardStaging(of: pack) }
             throw error
         }
+        journal.reset()
         CrashPoint.afterRename.reached()
         do {
-            try store.recordInstall(pack, entries: entries, reason: bundled != nil ? "bundled" : "downloaded")
+            try store.recordInstall(pack, entries: entries, reason: isBundled ? "bundled" : "downloaded")
         } catch {
             ResourceStore.removeTree(destination)
             throw error
         }
-        sink.discard(keepingRaw: false)
         tracker.finished(pack)
-        return PackOutcome(id: pack.id, kind: bundled != nil ? .fromBundle : .downloaded,
-                           downloaded: bundled != nil ? 0 : result.bytes - result.resumedBytes, resumed: result.resumedBytes)
+        return outcome
+    }
+
+    /// Fills `folder` with every entry of the pack, verified: kept, reused, then fetched.
+    private func assemble(
+        _ pack: PackRecord, entries: [PackEntryExpectation], from source: URL, into folder: URL, journal: StagingJournal,
+        policy initialPolicy: RangePolicy, tracker: ProgressTracker, outcome: inout PackOutcome
+    ) async throws(ResourceError) {
+        var policy = initialPolicy
+        while true {
+            do {
+                try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            } catch {
+                throw ResourceError(.storageFailure, "Could not create '\(folder.path)'.", cause: StoreFailure(description: "\(error)"))
+            }
+            let staged = StagedEntries.look(in: folder, entries: entries, journal: journal, hashing: true)
+            var complete = staged.complete
+            outcome.resumed = staged.heldBytes
+            outcome.reusedFiles = 0
+            outcome.reused = 0
+            if reusesInstalledFiles {
+                let missing = entries.filter { !complete.contains($0.name) }
+                let sources = try store.installedFiles(withSHA256: missing.map(\.sha256), excluding: pack.id)
+                for entry in missing {
+                    guard let file = sources[entry.sha256], try reuse(file, as: entry, in: folder) else { continue }
+                    complete.insert(entry.name)
+                    outcome.reusedFiles += 1
+                    outcome.reused += entry.storedSize
+                }
+            }
+            let plan = PackFetchPlan.make(entries: entries, archiveBytes: pack.archiveBytes, complete: complete,
+                                        partial: staged.partial, policy: policy)
+            tracker.plan(pack, bytes: plan.fetchBytes)
+            // Whatever a fetch writes afresh must not meet a stale partial file.
+            for fetch in plan.fetches {
+                for target in fetch.targets where target.resume == nil {
+                    unlink(folder.appending(path: target.entry.name).path)
+                }
+            }
+            do {
+                let fetched = try await fetch(plan.fetches, of: pack, entries: entries, from: source, into: folder,
+                                              journal: journal, tracker: tracker)
+                outcome.downloaded = fetched
+                outcome.requests = plan.fetches.count
+                outcome.fetchedFiles = plan.fetchedEntries
+                return
+            } catch where error.code == .integrity && plan.fetches.contains(where: \.isWholeArchive) {
+                // The archive as a whole is not what the manifest describes (its central directory
+                // disagrees, say): nothing taken from it is kept.
+                discardStaging(of: pack)
+                throw error
+            } catch where error.code == .rangeNotSupported && policy.usesRanges {
+                // The server ignores ranges, or the archive changed since the staged bytes came
+                // (If-Range): start this pack over with one plain GET, keeping nothing staged.
+                discardStaging(of: pack)
+                journal.reset()
+                policy.usesRanges = false
+            }
+        }
+    }
+
+    /// Runs the plan's requests, a few at a time; returns the bytes downloaded.
+    private func fetch(
+        _ fetches: [PackFetchPlan.Fetch], of pack: PackRecord, entries: [PackEntryExpectation], from source: URL, into folder: URL,
+        journal: StagingJournal, tracker: ProgressTracker
+    ) async throws(ResourceError) -> Int64 {
+        guard !fetches.isEmpty else { return 0 }
+        let syncFiles = store.synchronousWrites
+        let priority = self.priority
+        let transport = self.transport
+        let one: @Sendable (PackFetchPlan.Fetch) async throws(ResourceError) -> Int64 = { fetch throws(ResourceError) in
+            let sink = EntryRangeSink(packID: pack.id, fetch: fetch, allEntries: entries, folder: folder, journal: journal,
+                                      syncFiles: syncFiles, source: source, received: { tracker.received($0, of: pack) })
+            var request = TransferRequest(url: source, priority: priority)
+            if fetch.isWholeArchive {
+                request.expectedSize = pack.archiveBytes
+            } else {
+                request.byteRange = fetch.range
+                request.expectedSize = Int64(fetch.range.count)
+                let validators = journal.validators
+                if !validators.isEmpty { request.ifRange = validators }
+            }
+            do throws(ResourceError) {
+                let result = try await transport.download(request, into: sink)
+                guard sink.isVerified else {
+                    throw ResourceError(.integrity, "Pack \(pack.id.prefix(12)) was not verified completely; it was refused.", url: source)
+                }
+                return result.bytes - result.resumedBytes
+            } catch {
+                sink.close(keepingCurrentEntry: error.code != .integrity)
+                throw sink.formatFailure ?? error
+            }
+        }
+        do {
+            return try await withThrowingTaskGroup(of: Int64.self) { group in
+                var queue = fetches[...]
+                var total: Int64 = 0
+                for _ in 0..<max(1, maximumConcurrentRanges) {
+                    guard let next = queue.popFirst() else { break }
+                    group.addTask { try await one(next) }
+                }
+                while let bytes = try await group.next() {
+                    total += bytes
+                    if let next = queue.popFirst() { group.addTask { try await one(next) } }
+                }
+                return total
+            }
+        } catch {
+            throw ResourceError.installing(pack.id, url: source, error)
+        }
+    }
+
+    /// Places installed `file` in `folder` as `entry` (a hard link, or a copy across file systems)
+    /// and checks it; `false` (and nothing left behind) when it is not the entry's content.
+    private func reuse(_ file: URL, as entry: PackEntryExpectation, in folder: URL) throws(ResourceError) -> Bool {
+        let target = folder.appending(path: entry.name)
+        do {
+            try FileManager.default.createDirectory(at: target.deletingLastPathComponent(), withIntermediateDirectories: true)
+        } catch {
+            throw ResourceError(.storageFailure, "Could not create the folder of '\(entry.name)' in staging.",
+                                cause: StoreFailure(description: "\(error)"))
+        }
+        unlink(target.path)
+        if link(file.path, target.path) != 0 {
+            // The source pack was purged meanwhile: fetch the entry instead.
+            if errno == ENOENT { return false }
+            guard errno == EXDEV || errno == EPERM || errno == EMLINK else { throw StoreFailure.posix("link '\(entry.name)' from an installed pack") }
+            do {
+                try FileManager.default.copyItem(at: file, to: target)
+            } catch {
+                unlink(target.path)
+                if (error as NSError).code == NSFileNoSuchFileError || (error as NSError).code == NSFileReadNoSuchFileError { return false }
+                throw ResourceError(.storageFailure, "Could not copy '\(entry.name)' from an installed pack.", cause: StoreFailure(description: "\(error)"))
+            }
+            // A copy is new data: flushed like a downloaded entry (a link shares flushed data).
+            if store.synchronousWrites { try syncFile(target.path) }
+            chmod(target.path, 0o444)
+        }
+        // The link is ours: a purge of the source pack cannot take it away while it is checked.
+        var info = stat()
+        guard lstat(target.path, &info) == 0, info.st_mode & S_IFMT == S_IFREG, Int64(info.st_size) == entry.size,
+              !verifiesReusedFiles || (try? ContentHash.sha256Hex(ofFileAt: target)) == entry.sha256 else {
+            unlink(target.path)
+            return false
+        }
+        return true
+    }
+
+    private func source(of pack: PackRecord, in snapshot: CatalogSnapshot) -> (url: URL, isBundled: Bool) {
+        if let bundled = bundledCatalog.map({ $0.appending(path: pack.archivePath) }), FileManager.default.fileExists(atPath: bundled.path) {
+            return (bundled, true)
+        }
+        return (snapshot.packURL(id: pack.id), false)
+    }
+
+    /// Ranges pay off over a network; a local archive is read whole.
+    private func policy(for source: URL) -> RangePolicy {
+        var policy = rangePolicy
+        if source.isFileURL { policy.usesRanges = false }
+        return policy
+    }
+
+    private func stagingFolder(of pack: PackRecord) -> URL {
+        store.stagingURL.appending(path: "\(pack.id).d", directoryHint: .isDirectory)
+    }
+
+    private func journalURL(of pack: PackRecord) -> URL { store.stagingURL.appending(path: "\(pack.id).journal") }
+
+    private func discardStaging(of pack: PackRecord) {
+        ResourceStore.removeTree(stagingFolder(of: pack))
+        ResourceStore.removeTree(journalURL(of: pack))
     }
 
     /// Hard-links every path whose content is another path's entry, so games find every file by its own path.
@@ -165,7 +387,11 @@ public struct PackInstaller: Sendable {
     }
 
     private func syncDirectory(_ path: String) throws(ResourceError) {
-        let descriptor = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        try syncFile(path, flags: O_DIRECTORY)
+    }
+
+    private func syncFile(_ path: String, flags: Int32 = 0) throws(ResourceError) {
+        let descriptor = open(path, O_RDONLY | flags | O_CLOEXEC)
         guard descriptor >= 0 else { throw StoreFailure.posix("open '\(path)'") }
         defer { close(descriptor) }
         guard fsync(descriptor) == 0 else { throw StoreFailure.posix("flush '\(path)'") }
@@ -179,6 +405,11 @@ private struct PackOutcome: Sendable {
     var kind: Kind
     var downloaded: Int64 = 0
     var resumed: Int64 = 0
+    var reused: Int64 = 0
+    var reusedFiles = 0
+    var fetchedFiles = 0
+    var requests = 0
+    var report: InstallSummary.PackReport?
 
     func add(to summary: inout InstallSummary) {
         switch kind {
@@ -188,34 +419,53 @@ private struct PackOutcome: Sendable {
         }
         summary.downloadedBytes += downloaded
         summary.resumedBytes += resumed
+        summary.reusedBytes += reused
+        summary.reusedFiles += reusedFiles
+        summary.fetchedFiles += fetchedFiles
+        summary.requests += requests
+        if let report { summary.packs.append(report) }
     }
 }
 
 /// Sums the progress of packs installing at once and reports it, at most every 64 KiB of change.
+/// Totals are what the plans download, so a delta update's progress runs to its own size.
 private final class ProgressTracker: Sendable {
     private struct State {
+        var planned: [String: Int64]
         var received: [String: Int64] = [:]
         var completedPacks = 0
         var lastReported: Int64 = -1
     }
-    private let total: Int64
     private let packs: Int
     private let callback: @Sendable (InstallProgress) -> Void
-    private let state = Locked(State())
+    private let state: Locked<State>
 
-    init(total: Int64, packs: Int, report: @escaping @Sendable (InstallProgress) -> Void) {
-        self.total = total
-        self.packs = packs
+    init(planned: [String: Int64], report: @escaping @Sendable (InstallProgress) -> Void) {
+        packs = planned.count
         callback = report
+        state = Locked(State(planned: planned))
+    }
+
+    /// The pack's plan is known: its bytes replace the estimate.
+    func plan(_ pack: PackRecord, bytes: Int64) {
+        update { $0.planned[pack.id] = bytes }
     }
 
     func received(_ bytes: Int64, of pack: PackRecord) {
-        update { $0.received[pack.id] = bytes }
+        var crash = false
+        update { state in
+            let now = state.received[pack.id, default: 0] + bytes
+            state.received[pack.id] = now
+            // The `download` crash point: half of the pack's planned bytes are in.
+            let planned = state.planned[pack.id, default: pack.archiveBytes]
+            crash = now * 2 >= planned && now >= CrashPoint.downloadMinimumBytes
+        }
+        if crash { CrashPoint.download.reached() }
     }
 
     func finished(_ pack: PackRecord) {
         update {
-            $0.received[pack.id] = pack.archiveBytes
+            $0.received[pack.id] = $0.planned[pack.id, default: 0]
             $0.completedPacks += 1
             $0.lastReported = -1
         }
@@ -226,11 +476,57 @@ private final class ProgressTracker: Sendable {
     private func update(_ change: (inout State) -> Void) {
         let snapshot: InstallProgress? = state.withLock { state in
             change(&state)
+            let total = state.planned.values.reduce(0, +)
             let completed = min(total, state.received.values.reduce(0, +))
             guard state.lastReported < 0 || completed - state.lastReported >= 1 << 16 || completed == total else { return nil }
             state.lastReported = completed
             return InstallProgress(completedBytes: completed, totalBytes: total, completedPacks: state.completedPacks, totalPacks: packs)
         }
         if let snapshot { callback(snapshot) }
+    }
+}
+
+/// What `staging/<id>.d/` already holds of a pack's entries from an earlier attempt.
+struct StagedEntries {
+    /// Entries complete and verified: read-only files of their full size.
+    var complete: Set<String> = []
+    /// Stored entries cut in the middle whose data offset the journal knows.
+    var partial: [String: PackRangeReader.Resume] = [:]
+    /// Archive bytes these hold.
+    var heldBytes: Int64 = 0
+
+    /// Looks at the folder; anything else there for an entry (a cut deflated entry, a cut entry the
+    /// journal does not place, something that is not a regular file) is removed when `hashing`
+    /// (the install itself), and merely not counted otherwise (a size estimate).
+    static func look(in folder: URL, entries: [PackEntryExpectation], journal: StagingJournal, hashing: Bool) -> StagedEntries {
+        var staged = StagedEntries()
+        guard access(folder.path, F_OK) == 0 else { return staged }
+        for entry in entries {
+            let path = folder.appending(path: entry.name).path
+            var info = stat()
+            guard lstat(path, &info) == 0 else { continue }
+            let size = Int64(info.st_size)
+            let isFile = info.st_mode & S_IFMT == S_IFREG
+            if isFile, info.st_mode & 0o222 == 0, size == entry.size {
+                staged.complete.insert(entry.name)
+                staged.heldBytes += entry.storedSize
+                continue
+            }
+            if isFile, entry.method == .stored, size > 0, size < entry.size, let offset = journal.dataOffset(of: entry.name) {
+                if !hashing {
+                    staged.partial[entry.name] = PackRangeReader.Resume(dataOffset: offset, heldBytes: size, heldHash: StreamingSHA256())
+                    continue
+                }
+                // The held bytes are hashed again: the rest of the entry is checked against the
+                // manifest's digest together with them, so a damaged prefix fails that check.
+                if let hash = try? StreamingSHA256.ofFile(atPath: path, bytes: size) {
+                    staged.partial[entry.name] = PackRangeReader.Resume(dataOffset: offset, heldBytes: size, heldHash: hash)
+                    staged.heldBytes += size
+                    continue
+                }
+            }
+            if hashing { ResourceStore.removeTree(URL(filePath: path)) }
+        }
+        return staged
     }
 }

@@ -5,10 +5,11 @@ import ODRFormat
 /// installed join this download instead of starting another.
 final class PackDownload: Sendable {
     let pack: String
-    let bytes: Int64
-    private let state = Locked(State())
+    private let state: Locked<State>
 
     private struct State {
+        /// The bytes the download moves: the archive size until the install has its plan.
+        var bytes: Int64
         var received: Int64 = 0
         var result: Result<Void, ResourceError>?
         var waiters: [UInt64: CheckedContinuation<Void, any Error>] = [:]
@@ -20,8 +21,12 @@ final class PackDownload: Sendable {
 
     init(pack: String, bytes: Int64) {
         self.pack = pack
-        self.bytes = bytes
+        state = Locked(State(bytes: bytes))
     }
+
+    /// The bytes the download moves: the archive's size at first, then what the install plans to
+    /// fetch (less when installed files are reused or an earlier attempt left verified entries).
+    var bytes: Int64 { state.withLock { $0.bytes } }
 
     /// Starts the work; `work` runs once, and its outcome ends every wait.
     func start(_ work: @escaping @Sendable () async throws(ResourceError) -> Void) {
@@ -40,9 +45,10 @@ final class PackDownload: Sendable {
     var received: Int64 { state.withLock { $0.received } }
 
     /// Records progress and tells the observers.
-    func update(received: Int64) {
+    func update(received: Int64, of total: Int64? = nil) {
         let observers = state.withLock { state in
-            state.received = max(state.received, min(received, bytes))
+            if let total { state.bytes = total }
+            state.received = max(state.received, min(received, state.bytes))
             return Array(state.observers.values)
         }
         for observer in observers { observer(received) }

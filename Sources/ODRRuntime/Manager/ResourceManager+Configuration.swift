@@ -1,4 +1,5 @@
 import Foundation
+import ODRFormat
 
 extension ResourceManager {
     /// Everything a manager needs to know; only the catalog URL and the store directory are required.
@@ -40,6 +41,8 @@ extension ResourceManager {
         public var transport: (any Transport)?
         /// The purge policy.
         public var purgePlanner = PurgePlanner()
+        /// When an update or a resumed install fetches byte ranges of a pack instead of all of it.
+        public var rangePolicy = RangePolicy()
 
         public init(catalogURL: URL, storeDirectory: URL) {
             self.catalogURL = catalogURL

@@ -25,7 +25,12 @@ public struct TagGauge: Sendable, Equatable {
 extension ResourceManager {
     /// Every tag of the current version with its state and sizes.
     public func gauge() -> [TagGauge] {
-        let overrides = (state.withLock { $0.snapshot }).flatMap { try? store.preservationPriorityOverrides(catalogURL: $0.catalogURL) } ?? [:]
+        let current = state.withLock { state in (state.snapshot, state.installedIDs) }
+        let overrides = current.0.flatMap { try? store.preservationPriorityOverrides(catalogURL: $0.catalogURL) } ?? [:]
+        // Planned outside the lock: it reads the store and the staging folder.
+        let planned = current.0.map { snapshot in
+            plannedDownloadBytes(of: Set(snapshot.manifest.packs.map(\.id)).subtracting(current.1), in: snapshot)
+        } ?? [:]
         return state.withLock { state -> [TagGauge] in
             guard let snapshot = state.snapshot, let ledger = state.ledger else { return [] }
             return snapshot.manifest.tags.map { tag in
@@ -40,7 +45,7 @@ extension ResourceManager {
                 } else {
                     gaugeState = .notDownloaded
                 }
-                let download = missing.reduce(Int64(0)) { $0 + (snapshot.lookup.pack(id: $1)?.archiveBytes ?? 0) }
+                let download = missing.reduce(Int64(0)) { $0 + (planned[$1] ?? snapshot.lookup.pack(id: $1)?.archiveBytes ?? 0) }
                 return TagGauge(
                     name: tag.name, state: gaugeState, installedBytes: tag.installedBytes, downloadBytes: download,
                     preservationPriority: snapshot.preservationPriority(ofTag: tag.name, overrides: overrides))

@@ -46,11 +46,11 @@ extension ResourceManager {
         defer { for download in downloads { download.release() } }
         guard !downloads.isEmpty else { return }
         if let priority { raisePriority(of: downloads, to: priority) }
-        let total = downloads.reduce(Int64(0)) { $0 + $1.bytes }
         var tokens: [(PackDownload, UInt64)] = []
         if let progress {
+            // The total is read each time: a download's size becomes its plan's once known.
             let report: @Sendable (Int64) -> Void = { _ in
-                progress(downloads.reduce(Int64(0)) { $0 + $1.received }, total)
+                progress(downloads.reduce(Int64(0)) { $0 + $1.received }, downloads.reduce(Int64(0)) { $0 + $1.bytes })
             }
             tokens = downloads.map { ($0, $0.addObserver(report)) }
             report(0)
@@ -73,14 +73,31 @@ extension ResourceManager {
         for download in downloads { transport.setPaused(paused, for: snapshot.packURL(id: download.pack)) }
     }
 
+    /// The installer with the manager's settings.
+    func makeInstaller() -> PackInstaller {
+        var installer = PackInstaller(store: store, transport: transport, bundledCatalog: configuration.bundledCatalog)
+        installer.rangePolicy = configuration.rangePolicy
+        return installer
+    }
+
+    /// What installing each of `ids` would download now (see ``PackInstaller/downloadBytes(of:in:)``);
+    /// the catalog's archive sizes when the store cannot be read.
+    func plannedDownloadBytes(of ids: some Sequence<String>, in snapshot: CatalogSnapshot) -> [String: Int64] {
+        let packs = ids.compactMap { snapshot.lookup.pack(id: $0) }
+        if let planned = try? makeInstaller().downloadBytes(of: packs, in: snapshot) { return planned }
+        return Dictionary(packs.map { ($0.id, $0.archiveBytes) }, uniquingKeysWith: { first, _ in first })
+    }
+
     /// Makes room, then downloads, verifies and installs one pack.
     private func installPack(_ pack: PackRecord, snapshot: CatalogSnapshot, download: PackDownload) async throws(ResourceError) {
-        try await makeRoom(installing: pack.installedBytes, staging: pack.archiveBytes, reserve: true)
+        // Entries are assembled where the pack will live (staging is renamed into packs/), so
+        // the pack's installed size is all the room it takes; no archive copy is kept.
+        try await makeRoom(installing: pack.installedBytes, reserve: true)
         defer { releaseReservation(pack.installedBytes) }
-        var installer = PackInstaller(store: store, transport: transport, bundledCatalog: configuration.bundledCatalog)
+        var installer = makeInstaller()
         installer.maximumConcurrentInstalls = 1
         _ = try await installer.install([pack], from: snapshot) { progress in
-            download.update(received: progress.completedBytes)
+            download.update(received: progress.completedBytes, of: progress.totalBytes)
         }
         state.withLock { state in
             state.installedIDs.insert(pack.id)

@@ -159,17 +159,19 @@ public final class ResourceManager: Sendable {
     // MARK: - Queries
 
     /// The bytes a request for `tags` would download now: packs already installed, or shared with
-    /// installed tags, cost nothing.
+    /// installed tags, cost nothing, and neither do entries whose content an installed pack of any
+    /// version holds (an update fetches only the files that changed) or that an interrupted install
+    /// already verified.
     ///
     /// - Throws: ``ResourceError`` `invalid-tag` for a tag the catalog does not define.
     public func downloadSize(forTags tags: Set<String>) throws(ResourceError) -> Int64 {
-        try state.withLock { state throws(ResourceError) -> Int64 in
+        let (snapshot, missing) = try state.withLock { state throws(ResourceError) in
             let snapshot = try Self.requireSnapshot(state)
             let ids = try Self.packIDs(forTags: tags, in: snapshot)
-            return ids.reduce(Int64(0)) { sum, id in
-                state.installedIDs.contains(id) ? sum : sum + (snapshot.lookup.pack(id: id)?.archiveBytes ?? 0)
-            }
+            return (snapshot, ids.filter { !state.installedIDs.contains($0) })
         }
+        guard !missing.isEmpty else { return 0 }
+        return plannedDownloadBytes(of: missing, in: snapshot).values.reduce(0, +)
     }
 
     /// Sets the preservation priority (0...1) of tags; it persists across launches. Packs whose

@@ -125,6 +125,7 @@ public final class ResourceRequest: Sendable {
         progress.completedUnitCount = 0
         let waiter = Task { [manager, progress, updates] in
             try await manager.wait(for: downloads, priority: nil) { received, total in
+                progress.totalUnitCount = total + 1
                 progress.completedUnitCount = min(received, total)
                 updates.continuation.yield(ProgressSnapshot(
                     completedBytes: received, totalBytes: total,

@@ -10,7 +10,8 @@ import ODRFormat
 extension ResourceStore {
     /// Brings the directory back in line with the database after a crash (ARCHITECTURE.md rule 5).
     ///
-    /// - Partial downloads in `staging/` that can be resumed (`<id>.zip` with its `.resume` file) stay.
+    /// - Packs being assembled in `staging/` (`<id>.d/` with its `<id>.journal`) stay: their
+    ///   verified entries are not fetched again.
     /// - Every other `staging/` item is deleted.
     /// - Folders in `packs/` without an installed row are deleted: a crash hit between rename and commit.
     /// - Installed rows whose folder is missing, or lacks an entry or has one of the wrong size, are
@@ -44,10 +45,13 @@ extension ResourceStore {
             let id = String(name.prefix(while: { $0 != "." }))
             guard let held = try lock(id) else { continue }
             defer { held.unlock() }
-            let resumable = name == "\(id).zip" && itemNames.contains("\(id).zip.resume")
-                || name == "\(id).zip.resume" && itemNames.contains("\(id).zip")
+            // A pack being assembled: its verified entries, and the journal that places a cut one.
+            var isFolder: ObjCBool = false
+            let assembling = itemNames.contains("\(id).d")
+                && fileManager.fileExists(atPath: staging.appending(path: "\(id).d").path, isDirectory: &isFolder) && isFolder.boolValue
+            let resumable = assembling && (name == "\(id).d" || name == "\(id).journal")
             if resumable {
-                if name.hasSuffix(".zip") { report.keptPartialDownloads.append(id) }
+                if name.hasSuffix(".d") { report.keptPartialDownloads.append(id) }
                 continue
             }
             removeTree(staging.appending(path: name))

@@ -98,14 +98,23 @@ enum StoreSchema {
                 );
                 """)
         }
+        migrator.registerMigration("v4") { db in
+            // Each recorded entry's SHA-256, so an install can reuse a file the store already holds
+            // (same content in any installed pack, of any version) instead of downloading it again.
+            // Rows recorded before this migration have none and are simply not reused.
+            try db.execute(sql: """
+                ALTER TABLE packEntry ADD COLUMN sha256 TEXT;
+                CREATE INDEX packEntryBySHA256 ON packEntry(sha256);
+                """)
+        }
         return migrator
     }
 
     /// Replaces the recorded entries of pack `id`.
     static func recordEntries(_ entries: [PackEntryExpectation], ofPack id: String, _ db: Database) throws {
         try db.execute(sql: "DELETE FROM packEntry WHERE packID = ?", arguments: [id])
-        let insert = try db.cachedStatement(sql: "INSERT OR REPLACE INTO packEntry (packID, name, size) VALUES (?, ?, ?)")
-        for entry in entries { try insert.execute(arguments: [id, entry.name, entry.size]) }
+        let insert = try db.cachedStatement(sql: "INSERT OR REPLACE INTO packEntry (packID, name, size, sha256) VALUES (?, ?, ?, ?)")
+        for entry in entries { try insert.execute(arguments: [id, entry.name, entry.size, entry.sha256]) }
     }
 
     /// Marks every pack that no followed catalog's current version lists as superseded.

@@ -65,12 +65,23 @@ struct ODRCommandTests {
             let store = try ResourceStore(directory: storeDirectory.url)
             let report = store.repairReport
             switch point {
-            case "download": #expect(!report.keptPartialDownloads.isEmpty)
-            case "unpack": #expect(report.removedStagingItems.contains { $0.hasSuffix(".d") })
+            case "download", "unpack": #expect(!report.keptPartialDownloads.isEmpty)
             default: #expect(!report.removedPackFolders.isEmpty)  // packs install two at a time
             }
             #expect(try store.verify().isEmpty)
+            // What the crash left on disk, by pack, in archive bytes: complete entries and the
+            // written part of a cut one.
+            var staged: [String: Int64] = [:]
+            let manifest = try fixture.manifest(1)
+            for id in report.keptPartialDownloads {
+                for entry in manifest.expectedEntries(inPack: id) {
+                    let path = storeDirectory.appending("staging/\(id).d/\(entry.name)").path
+                    guard let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.int64Value else { continue }
+                    staged[id, default: 0] += size == entry.size ? entry.storedSize : size
+                }
+            }
 
+            await server.waitUntilIdle()  // the killed fetch's last request is logged before clearing
             server.clearRequests()
             let second = try await ODRExecutable.run(arguments)
             #expect(second.status == 0, "\(second.stderr)")
@@ -78,6 +89,14 @@ struct ODRCommandTests {
             if point == "download" {
                 // The partial download was resumed, not started over.
                 #expect(server.requests().contains { $0.path.hasPrefix("/packs/") && $0.range != nil })
+            }
+            // What was on disk does not travel again: a pack's second download is at most what it
+            // lacked (the fixture's entries are stored, so archive bytes and file bytes match),
+            // plus headers and the central directory.
+            for (id, held) in staged {
+                let archive = try #require(manifest.packs.first { $0.id == id }).archiveBytes
+                let sent = server.requests().filter { $0.path == "/packs/\(id).zip" }.reduce(0) { $0 + Int64($1.bytesSent) }
+                #expect(sent <= archive - held + (64 << 10), "\(id): \(sent) bytes sent, \(held) of \(archive) were on disk")
             }
             let verify = try await ODRExecutable.run(["verify", "--store", storeDirectory.url.path])
             #expect(verify.status == 0, "\(verify.stdout)")
@@ -107,5 +126,34 @@ struct ODRCommandTests {
 
         let missing = try await ODRExecutable.run(["path"] + common + ["big/music.bin"])
         #expect(missing.status == 1 && missing.stderr.hasPrefix("error[resource-not-installed]:"))
+    }
+
+    @Test func updateStatusAndFetchReportWhatAnUpdateReallyDownloads() async throws {
+        let fixture = try await EntryInstallTests.levelFixture()
+        let storeDirectory = try TemporaryDirectory(prefix: "odr-store")
+        try await withTestServer(root: fixture.catalog) { server in
+            let common = ["--catalog", server.baseURL.absoluteString, "--store", storeDirectory.url.path]
+            #expect(try await ODRExecutable.run(["fetch"] + common + ["level"]).status == 0)
+            try fixture.write(EntryInstallTests.name(3), deterministicBytes(count: 64 << 10, seed: 1234))
+            try await fixture.build()
+            let v2 = try fixture.manifest(2)
+            let pack = try #require(v2.packs.first)
+            let entries = v2.expectedEntries(inPack: pack.id).sorted { $0.headerOffset < $1.headerOffset }
+            let changed = try #require(entries.firstIndex { $0.name == EntryInstallTests.name(3) })
+            let range = entries[changed + 1].headerOffset - entries[changed].headerOffset
+
+            struct Update: Decodable { var downloadBytes: Int64 }
+            let update = try await ODRExecutable.run(["update"] + common + ["--json"])
+            #expect(try JSONDecoder().decode(Update.self, from: Data(update.stdout.utf8)).downloadBytes == range)
+            struct Status: Decodable { struct Tag: Decodable { var name: String; var downloadBytes: Int64 }; var tags: [Tag] }
+            let status = try await ODRExecutable.run(["status"] + common + ["--json"])
+            #expect(try JSONDecoder().decode(Status.self, from: Data(status.stdout.utf8)).tags.first?.downloadBytes == range)
+
+            let fetch = try await ODRExecutable.run(["fetch"] + common + ["level"])
+            #expect(fetch.status == 0, "\(fetch.stderr)")
+            #expect(fetch.stdout.contains("level: 1 of 8 files changed"), "\(fetch.stdout)")
+            let after = try await ODRExecutable.run(["status"] + common + ["--json"])
+            #expect(try JSONDecoder().decode(Status.self, from: Data(after.stdout.utf8)).tags.first?.downloadBytes == 0)
+        }
     }
 }

@@ -17,11 +17,16 @@ struct ResourceStoreTests {
         let someEntry = try #require(snapshot.manifest.expectedEntries(inPack: incomplete).first)
         let victim = store.packURL(id: incomplete).appending(path: someEntry.name)
         try FileManager.default.removeItem(at: victim)
-        let orphan = String(repeating: "a", count: 64)
+        let orphan = String(repeating: "a", count: 64), stray = String(repeating: "b", count: 64)
         try FileManager.default.createDirectory(at: directory.appending("packs/\(orphan)"), withIntermediateDirectories: true)
-        try Data("x".utf8).write(to: directory.appending("staging/\(orphan).d"))
-        try Data("partial".utf8).write(to: directory.appending("staging/\(orphan).zip"))
-        try Data(#"{"entityTag":"\"e\""}"#.utf8).write(to: directory.appending("staging/\(orphan).zip.resume"))
+        // A pack being assembled: a verified entry and its journal stay for the next attempt.
+        try FileManager.default.createDirectory(at: directory.appending("staging/\(orphan).d"), withIntermediateDirectories: true)
+        try Data("entry".utf8).write(to: directory.appending("staging/\(orphan).d/entry.bin"))
+        try Data("data 30 cut.bin\n".utf8).write(to: directory.appending("staging/\(orphan).journal"))
+        // Not a folder, and the raw archive of the installer before entry-level installs: removed.
+        try Data("x".utf8).write(to: directory.appending("staging/\(stray).d"))
+        try Data("partial".utf8).write(to: directory.appending("staging/\(stray).zip"))
+        try Data(#"{"entityTag":"\"e\""}"#.utf8).write(to: directory.appending("staging/\(stray).zip.resume"))
 
         // The first store stays open, as a crashed process would have left it: no clean close.
         let reopened = try withExtendedLifetime(store) { try ResourceStore(directory: directory.url) }
@@ -29,8 +34,10 @@ struct ResourceStoreTests {
         #expect(report.checkedEveryEntry)
         #expect(report.removedPackFolders == [orphan])
         #expect(Set(report.packsMarkedNotInstalled) == [missing, incomplete])
-        #expect(report.removedStagingItems == ["\(orphan).d"])
+        #expect(report.removedStagingItems == ["\(stray).d", "\(stray).zip", "\(stray).zip.resume"])
         #expect(report.keptPartialDownloads == [orphan])
+        #expect(try Data(contentsOf: directory.appending("staging/\(orphan).d/entry.bin")) == Data("entry".utf8))
+        #expect(FileManager.default.fileExists(atPath: directory.appending("staging/\(orphan).journal").path))
         #expect(!FileManager.default.fileExists(atPath: reopened.packURL(id: incomplete).path))
         #expect(try reopened.installedPackIDs() == Set(packs).subtracting([missing, incomplete]))
         #expect(try reopened.events().filter { $0.kind == .repair }.count == 2)
