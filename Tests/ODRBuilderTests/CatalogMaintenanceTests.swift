@@ -73,6 +73,26 @@ struct CatalogMaintenanceTests {
         #expect(diff.rendered().contains("files added (1):\n  C/three.txt"))
     }
 
+    @Test func diffCountsOnlyTheChangedEntriesOfANewPack() async throws {
+        let fixture = try BuildFixture()
+        try fixture.write("odr.json", #"{"tags": {"level": ["L"]}}"#)
+        for index in 0..<6 { try fixture.write("L/\(index).txt", String(repeating: "file \(index) ", count: 2000)) }
+        try await fixture.build()
+        try fixture.write("L/4.txt", String(repeating: "changed ", count: 2000))
+        try await fixture.build()
+        let v2 = try fixture.manifest(2)
+        let diff = try CatalogDiff(catalog: fixture.catalog, from: 1, to: 2)
+        let pack = try #require(v2.packs.first)
+        #expect(diff.addedPacks == [pack.id])
+        #expect(diff.archiveBytes == pack.archiveBytes)
+        // Entry 4's range: its local header and data, up to entry 5's header.
+        let entries = v2.expectedEntries(inPack: pack.id).sorted { $0.headerOffset < $1.headerOffset }
+        let changed = try #require(entries.firstIndex { $0.name == "L/4.txt" })
+        #expect(diff.downloadBytes == entries[changed + 1].headerOffset - entries[changed].headerOffset)
+        #expect(diff.changedTags.first?.downloadBytes == diff.downloadBytes)
+        #expect(diff.rendered().contains("only the changed files"))
+    }
+
     @Test func verifyReportsACorruptEntry() async throws {
         let fixture = try await twoVersions()
         let pack = try #require(try fixture.manifest(2).packs.first { $0.tags == ["b"] })

@@ -7,7 +7,8 @@ public struct CatalogDiff: Codable, Sendable, Equatable {
     public struct ChangedTag: Codable, Sendable, Equatable {
         /// The tag.
         public var name: String
-        /// Bytes a client holding the tag's packs of the first version downloads to hold them in the second.
+        /// Bytes a client holding the tag's packs of the first version downloads to hold them in the
+        /// second: only the entries of new packs whose content it does not hold.
         public var downloadBytes: Int64
         /// Whether its preservation priority changed.
         public var priorityChanged: Bool
@@ -35,8 +36,11 @@ public struct CatalogDiff: Codable, Sendable, Equatable {
     public var removedFiles: [String]
     /// Paths in both whose content changed.
     public var changedFiles: [String]
-    /// Bytes a client holding every pack of `from` downloads to hold every pack of `to`.
+    /// Bytes a client holding every pack of `from` downloads to hold every pack of `to`: the entries
+    /// of new packs whose content it does not hold, as byte ranges.
     public var downloadBytes: Int64
+    /// The archive bytes of the new packs: what downloading them whole would cost.
+    public var archiveBytes: Int64
 
     /// Compares two manifests.
     public init(from old: VersionManifest, to new: VersionManifest) {
@@ -48,13 +52,26 @@ public struct CatalogDiff: Codable, Sendable, Equatable {
         removedTags = oldTags.keys.filter { newTags[$0] == nil }.sorted()
         let oldPacks = Set(old.packs.map(\.id))
         let newPackRecords = Dictionary(uniqueKeysWithValues: new.packs.map { ($0.id, $0) })
+        // Clients install entry by entry: of a new pack they fetch only the entries whose content
+        // they do not hold, as byte ranges (the runtime's plan, with its default policy).
+        let newIndex = ManifestIndex(new)
+        let oldIndex = ManifestIndex(old)
+        func fetchBytes(_ packs: some Sequence<String>, holding held: Set<String>) -> Int64 {
+            packs.reduce(Int64(0)) { sum, id in
+                guard let pack = newPackRecords[id] else { return sum }
+                return sum + PackFetchPlan.make(entries: newIndex.expectedEntries(inPack: id), archiveBytes: pack.archiveBytes,
+                                                held: held).fetchBytes
+            }
+        }
+        func contents(ofPacks packs: some Sequence<String>) -> Set<String> {
+            Set(packs.flatMap { oldIndex.expectedEntries(inPack: $0).map(\.sha256) })
+        }
         changedTags = newTags.keys.sorted().compactMap { name in
             guard let before = oldTags[name], let after = newTags[name],
                   before.packs != after.packs || before.preservationPriority != after.preservationPriority
             else { return nil }
             let held = Set(before.packs)
-            let download = after.packs.filter { !held.contains($0) }
-                .reduce(Int64(0)) { $0 + (newPackRecords[$1]?.archiveBytes ?? 0) }
+            let download = fetchBytes(after.packs.filter { !held.contains($0) }, holding: contents(ofPacks: before.packs))
             return ChangedTag(
                 name: name, downloadBytes: download, priorityChanged: before.preservationPriority != after.preservationPriority)
         }
@@ -66,7 +83,8 @@ public struct CatalogDiff: Codable, Sendable, Equatable {
         addedFiles = newFiles.keys.filter { oldFiles[$0] == nil }.sorted()
         removedFiles = oldFiles.keys.filter { newFiles[$0] == nil }.sorted()
         changedFiles = newFiles.keys.filter { oldFiles[$0] != nil && oldFiles[$0] != newFiles[$0] }.sorted()
-        downloadBytes = addedPacks.reduce(Int64(0)) { $0 + (newPackRecords[$1]?.archiveBytes ?? 0) }
+        downloadBytes = fetchBytes(addedPacks, holding: Set(old.files.map(\.sha256)))
+        archiveBytes = addedPacks.reduce(Int64(0)) { $0 + (newPackRecords[$1]?.archiveBytes ?? 0) }
     }
 
     /// Reads versions `from` and `to` of a catalog and compares them.
@@ -78,7 +96,8 @@ public struct CatalogDiff: Codable, Sendable, Equatable {
 
     /// The comparison as text.
     public func rendered() -> String {
-        var lines = ["version \(from) -> \(to): a client holding all of \(from) downloads \(ByteCount.format(downloadBytes))"]
+        var lines = ["version \(from) -> \(to): a client holding all of \(from) downloads \(ByteCount.format(downloadBytes))"
+                     + (downloadBytes < archiveBytes ? " of the new packs' \(ByteCount.format(archiveBytes)) (only the changed files)" : "")]
         func section(_ title: String, _ items: [String]) {
             guard !items.isEmpty else { return }
             lines.append("\(title) (\(items.count)):")
