@@ -51,6 +51,25 @@ echo "$map: $(stat -c %s "$map") bytes"
 step "Check every installed pack against its manifest (odr verify)"
 "$odr" verify --store "$store"
 
+step "Publish version 2 with one changed file in level 3; the update moves only that file"
+"$odr" fetch --quiet --catalog "$url" --store "$store" level3
+rm -rf "$out/assets-v2"
+cp -R SampleAssets "$out/assets-v2"
+python3 - "$out/assets-v2/Levels/Level3/map.json" <<'PY'
+import json, sys
+path = sys.argv[1]
+with open(path) as f:
+    level = json.load(f)
+level["revision"] = 2
+with open(path, "w") as f:
+    json.dump(level, f, indent=2)
+PY
+"$odrpack" build "$out/assets-v2" --output "$catalog" --no-cache >"$out/build-v2.txt"
+head -n 1 "$out/build-v2.txt"
+"$odr" update --catalog "$url" --store "$store"
+"$odr" fetch --catalog "$url" --store "$store" level3 | tee "$out/update.txt"
+grep -q "level3: 1 of .* files changed" "$out/update.txt" || { echo "expected level3 to update by one file"; exit 1; }
+
 step "A request for a tag the catalog does not have fails with a typed error"
 if "$odr" fetch --catalog "$url" --store "$store" level9 2>"$out/error.txt"; then
   echo "expected a failure"; exit 1
