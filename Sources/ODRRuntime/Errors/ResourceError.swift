@@ -58,6 +58,9 @@ public struct ResourceError: Error, CustomStringConvertible, Sendable {
         public static let invalidCatalog = Code(rawValue: "invalid-catalog")
         /// A tag that the catalog does not define was requested.
         public static let invalidTag = Code(rawValue: "invalid-tag")
+        /// A value outside what the call accepts (a preservation priority outside 0...1, say); the
+        /// message names the value and the range. Nothing changed.
+        public static let invalidArgument = Code(rawValue: "invalid-argument")
 
         // MARK: Local storage
 
@@ -79,8 +82,6 @@ public struct ResourceError: Error, CustomStringConvertible, Sendable {
         public static let beginAfterEnd = Code(rawValue: "begin-after-end")
         /// `end` was called on a request that never began.
         public static let endBeforeBegin = Code(rawValue: "end-before-begin")
-        /// The resource manager was used after it was shut down.
-        public static let managerClosed = Code(rawValue: "manager-closed")
     }
 
     /// What kind of error this is; stable across releases.

@@ -11,6 +11,8 @@ final class PackDownload: Sendable {
         /// The bytes the download moves: the archive size until the install has its plan.
         var bytes: Int64
         var received: Int64 = 0
+        /// The loading priority of each request waiting on it, by requester.
+        var priorities: [UInt64: TransferPriority] = [:]
         var result: Result<Void, ResourceError>?
         var waiters: [UInt64: CheckedContinuation<Void, any Error>] = [:]
         var observers: [UInt64: @Sendable (Int64) -> Void] = [:]
@@ -52,6 +54,26 @@ final class PackDownload: Sendable {
             return Array(state.observers.values)
         }
         for observer in observers { observer(received) }
+    }
+
+    /// Records `requester`'s priority; returns the download's: the highest among its requesters.
+    func setPriority(_ priority: TransferPriority, for requester: UInt64) -> TransferPriority {
+        state.withLock { state in
+            state.priorities[requester] = priority
+            return Self.highest(state.priorities.values) ?? priority
+        }
+    }
+
+    /// Forgets `requester`'s priority; returns the highest of the rest, `nil` when none is left.
+    func withdrawPriority(of requester: UInt64) -> TransferPriority? {
+        state.withLock { state in
+            guard state.priorities.removeValue(forKey: requester) != nil else { return nil }
+            return Self.highest(state.priorities.values)
+        }
+    }
+
+    private static func highest(_ priorities: some Sequence<TransferPriority>) -> TransferPriority? {
+        priorities.reduce(nil) { best, next in best.map { next.runsBefore($0) ? next : $0 } ?? next }
     }
 
     /// A request starts needing this download.

@@ -10,7 +10,17 @@ extension ResourceManager {
             let ids = try Self.packIDs(forTags: tags, in: snapshot)
             return startDownloads(of: ids, snapshot: snapshot, state: &state)
         }
-        try await wait(for: downloads, priority: priority, progress: progress)
+        try await wait(for: downloads, priority: priority, requester: Self.nextRequesterID(), progress: progress)
+    }
+
+    private static let requesterCounter = Locked<UInt64>(0)
+
+    /// A number that tells one waiter on downloads (a request, a prefetch) from the others.
+    static func nextRequesterID() -> UInt64 {
+        requesterCounter.withLock { counter in
+            counter += 1
+            return counter
+        }
     }
 
     /// Joins or starts a download for every pack of `ids` that is not installed. Call with the lock held.
@@ -39,13 +49,18 @@ extension ResourceManager {
         return downloads
     }
 
-    /// Waits for `downloads`, reporting bytes received of bytes to download; releases them after.
+    /// Waits for `downloads`, reporting bytes received of bytes to download; releases them after,
+    /// and withdraws `requester`'s priority from them.
     ///
-    /// - Parameter priority: applied to the downloads first; `nil` when the caller applied it.
-    func wait(for downloads: [PackDownload], priority: TransferPriority?, progress: (@Sendable (Int64, Int64) -> Void)?) async throws(ResourceError) {
-        defer { for download in downloads { download.release() } }
+    /// - Parameter priority: `requester`'s priority, applied first; `nil` when the caller applied it.
+    func wait(for downloads: [PackDownload], priority: TransferPriority?, requester: UInt64,
+              progress: (@Sendable (Int64, Int64) -> Void)?) async throws(ResourceError) {
+        defer {
+            withdrawPriority(of: downloads, for: requester)
+            for download in downloads { download.release() }
+        }
         guard !downloads.isEmpty else { return }
-        if let priority { raisePriority(of: downloads, to: priority) }
+        if let priority { setPriority(priority, of: downloads, for: requester) }
         var tokens: [(PackDownload, UInt64)] = []
         if let progress {
             // The total is read each time: a download's size becomes its plan's once known.
@@ -59,11 +74,21 @@ extension ResourceManager {
         for download in downloads { try await download.wait() }
     }
 
-    /// Sets the transfer priority of downloads; urgent or higher wins over what they had.
-    func raisePriority(of downloads: [PackDownload], to priority: TransferPriority) {
+    /// Sets `requester`'s priority on downloads. Each download's transfers run at the highest
+    /// priority among the requests waiting on it, so a later, lower request never demotes an urgent one.
+    func setPriority(_ priority: TransferPriority, of downloads: [PackDownload], for requester: UInt64) {
         guard let snapshot = state.withLock({ $0.snapshot }) else { return }
         for download in downloads {
-            transport.setPriority(priority, for: snapshot.packURL(id: download.pack))
+            transport.setPriority(download.setPriority(priority, for: requester), for: snapshot.packURL(id: download.pack))
+        }
+    }
+
+    /// `requester` stops waiting: each download drops to the highest priority of those still waiting.
+    func withdrawPriority(of downloads: [PackDownload], for requester: UInt64) {
+        guard let snapshot = state.withLock({ $0.snapshot }) else { return }
+        for download in downloads {
+            guard let rest = download.withdrawPriority(of: requester) else { continue }
+            transport.setPriority(rest, for: snapshot.packURL(id: download.pack))
         }
     }
 

@@ -177,11 +177,11 @@ public final class ResourceManager: Sendable {
     /// Sets the preservation priority (0...1) of tags; it persists across launches. Packs whose
     /// tags have higher priority are purged later.
     ///
-    /// - Throws: ``ResourceError`` `invalid-tag` for unknown tags or a priority outside 0...1;
-    ///   nothing changes then.
+    /// - Throws: ``ResourceError`` `invalid-argument` for a priority outside 0...1, `invalid-tag`
+    ///   for unknown tags; nothing changes then.
     public func setPreservationPriority(_ priority: Double, forTags tags: Set<String>) throws(ResourceError) {
         guard (0...1).contains(priority) else {
-            throw ResourceError(.invalidTag, "A preservation priority must be between 0 and 1; \(priority) is not.")
+            throw ResourceError(.invalidArgument, "A preservation priority must be in 0...1; \(priority) is not. Pass a value from 0 (purged first) to 1 (kept longest).")
         }
         let snapshot = try state.withLock { state throws(ResourceError) in try Self.requireSnapshot(state) }
         _ = try Self.packIDs(forTags: tags, in: snapshot)

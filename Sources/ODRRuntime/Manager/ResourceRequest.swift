@@ -35,6 +35,8 @@ public final class ResourceRequest: Sendable {
     public let progress: Progress
 
     private let box: Locked<Inner>
+    /// Tells this request's priority apart from other requests' on downloads they share.
+    private let requesterID = ResourceManager.nextRequesterID()
     private let updates: (stream: AsyncStream<ProgressSnapshot>, continuation: AsyncStream<ProgressSnapshot>.Continuation)
 
     private struct Inner {
@@ -95,7 +97,7 @@ public final class ResourceRequest: Sendable {
                 inner.priority = newValue
                 return inner.downloads
             }
-            manager.raisePriority(of: downloads, to: newValue)
+            manager.setPriority(newValue, of: downloads, for: requesterID)
         }
     }
 
@@ -117,14 +119,14 @@ public final class ResourceRequest: Sendable {
             inner.trace = manager.traceBegin(tags, priority: inner.priority)
             // Under the lock `loadingPriority`'s setter takes, so a priority set right after this
             // begin is applied after this one, never overwritten by it.
-            manager.raisePriority(of: downloads, to: inner.priority)
+            manager.setPriority(inner.priority, of: downloads, for: requesterID)
             return (held, ids, downloads)
         }
         let total = downloads.reduce(Int64(0)) { $0 + $1.bytes }
         progress.totalUnitCount = total + 1
         progress.completedUnitCount = 0
-        let waiter = Task { [manager, progress, updates] in
-            try await manager.wait(for: downloads, priority: nil) { received, total in
+        let waiter = Task { [manager, progress, updates, requesterID] in
+            try await manager.wait(for: downloads, priority: nil, requester: requesterID) { received, total in
                 progress.totalUnitCount = total + 1
                 progress.completedUnitCount = min(received, total)
                 updates.continuation.yield(ProgressSnapshot(

@@ -43,12 +43,17 @@ struct ResourceManagerTests {
             try manager.setPreservationPriority(0.9, forTags: ["small"])
             #expect(try manager.preservationPriority(forTag: "small") == 0.9)
 
-            for (priority, tags) in [(0.5, Set(["small", "nope"])), (1.5, Set(["big"])), (-0.1, Set(["big"]))] {
+            let refusals: [(Double, Set<String>, ResourceError.Code)] = [
+                (0.5, ["small", "nope"], .invalidTag), (1.5, ["big"], .invalidArgument), (-0.1, ["big"], .invalidArgument),
+                (.nan, ["big"], .invalidArgument),
+            ]
+            for (priority, tags, code) in refusals {
                 do throws(ResourceError) {
                     try manager.setPreservationPriority(priority, forTags: tags)
                     Issue.record("accepted \(priority) for \(tags)")
                 } catch {
-                    #expect(error.code == .invalidTag)
+                    #expect(error.code == code)
+                    if code == .invalidArgument { #expect(error.message.contains("\(priority)") && error.message.contains("0...1")) }
                 }
             }
             #expect(try manager.preservationPriority(forTag: "small") == 0.9, "a refused call changes nothing")
