@@ -16,8 +16,11 @@ import Foundation
 public struct ResourceError: Error, CustomStringConvertible, Sendable {
     /// A stable identifier for a kind of runtime error; the raw values never change between releases.
     public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+        /// The stable string, such as `network-unavailable`.
         public var rawValue: String
+        /// Wraps a raw value; use the static members rather than spelling the string.
         public init(rawValue: String) { self.rawValue = rawValue }
+        /// The raw value, as messages and logs show it.
         public var description: String { rawValue }
 
         // MARK: Network and server
@@ -101,6 +104,7 @@ public struct ResourceError: Error, CustomStringConvertible, Sendable {
         self.cause = cause
     }
 
+    /// `[code] message`, followed by the URL and the cause when there are any.
     public var description: String {
         var text = "[\(code)] \(message)"
         if let url { text += " (\(url.absoluteString))" }

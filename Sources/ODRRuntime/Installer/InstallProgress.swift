@@ -9,6 +9,7 @@ public struct InstallProgress: Sendable, Hashable {
     /// Packs the install needs to fetch.
     public var totalPacks: Int
 
+    /// Creates a progress snapshot from its counts.
     public init(completedBytes: Int64, totalBytes: Int64, completedPacks: Int, totalPacks: Int) {
         self.completedBytes = completedBytes
         self.totalBytes = totalBytes

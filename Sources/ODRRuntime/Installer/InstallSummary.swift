@@ -23,6 +23,7 @@ public struct InstallSummary: Sendable, Hashable, Codable {
     /// How each installed pack was assembled, in the order they finished.
     public var packs: [PackReport] = []
 
+    /// An empty summary, which an install fills in as packs finish.
     public init() {}
 
     /// How one pack was assembled: what travelled and what did not.
@@ -40,6 +41,7 @@ public struct InstallSummary: Sendable, Hashable, Codable {
         /// Entries linked from installed files with the same content.
         public var reusedEntries: Int
 
+        /// Records how one pack was assembled.
         public init(id: String, archiveBytes: Int64, downloadedBytes: Int64, entries: Int, fetchedEntries: Int, reusedEntries: Int) {
             self.id = id
             self.archiveBytes = archiveBytes

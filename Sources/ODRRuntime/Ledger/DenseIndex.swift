@@ -6,8 +6,10 @@
 /// ``LedgerCatalog/tag(named:)`` and keep the index.
 @frozen
 public struct DenseIndex<Space: IndexSpace>: RawRepresentable, Hashable, Comparable, Sendable, CustomStringConvertible {
+    /// The position in its table.
     public var rawValue: Int32
 
+    /// The entry at position `rawValue` of its table.
     @inlinable
     public init(rawValue: Int32) { self.rawValue = rawValue }
 
@@ -19,9 +21,11 @@ public struct DenseIndex<Space: IndexSpace>: RawRepresentable, Hashable, Compara
     @inlinable
     public var index: Int { Int(rawValue) }
 
+    /// Orders positions as their entries are ordered in the table.
     @inlinable
     public static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
 
+    /// The table and the position, such as `tag#3`, for logs and test failures.
     public var description: String { "\(Space.label)#\(rawValue)" }
 }
 
@@ -33,11 +37,13 @@ public protocol IndexSpace {
 
 /// Marks indices into a catalog's tags.
 public enum TagSpace: IndexSpace {
+    /// Tag indices read `tag#N`.
     public static var label: String { "tag" }
 }
 
 /// Marks indices into a catalog's packs.
 public enum PackSpace: IndexSpace {
+    /// Pack indices read `pack#N`.
     public static var label: String { "pack" }
 }
 

@@ -24,6 +24,7 @@ public struct LedgerCatalog: Sendable {
         /// The tags whose requests need this pack.
         public var tags: [String]
 
+        /// Describes a pack by its id, installed size and tags.
         public init(id: String, bytes: Int64, tags: [String]) {
             self.id = id
             self.bytes = bytes

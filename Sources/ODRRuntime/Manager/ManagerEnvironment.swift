@@ -13,7 +13,9 @@ public protocol ManagerClock: Sendable {
 
 /// The wall clock.
 public struct SystemClock: ManagerClock {
+    /// Creates the wall clock.
     public init() {}
+    /// Seconds since 1970, from `Date`.
     public func now() -> Double { Date().timeIntervalSince1970 }
 }
 
@@ -26,8 +28,10 @@ public protocol DiskSpaceProbe: Sendable {
 
 /// Reads free space with `statvfs`.
 public struct FileSystemSpaceProbe: DiskSpaceProbe {
+    /// Creates the probe; it keeps no state.
     public init() {}
 
+    /// The bytes `statvfs` reports available to unprivileged writers, or `nil` when the call fails.
     public func freeBytes(at directory: URL) -> Int64? {
         var info = statvfs()
         guard statvfs(directory.path, &info) == 0 else { return nil }

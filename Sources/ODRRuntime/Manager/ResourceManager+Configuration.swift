@@ -44,6 +44,7 @@ extension ResourceManager {
         /// When an update or a resumed install fetches byte ranges of a pack instead of all of it.
         public var rangePolicy = RangePolicy()
 
+        /// The defaults for everything but the catalog and where its packs are kept.
         public init(catalogURL: URL, storeDirectory: URL) {
             self.catalogURL = catalogURL
             self.storeDirectory = storeDirectory

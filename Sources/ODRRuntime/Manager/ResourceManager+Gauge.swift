@@ -6,13 +6,19 @@ import Synchronization
 public struct TagGauge: Sendable, Equatable {
     /// Where a tag stands.
     public enum State: String, Sendable {
+        /// Some of its packs are missing and none of those is downloading.
         case notDownloaded = "not downloaded"
+        /// Some of its packs are missing and at least one of them is downloading.
         case downloading
+        /// Every pack it needs is installed.
         case downloaded
+        /// Every pack it needs is installed and a request of this manager holds it.
         case inUse = "in use"
     }
 
+    /// The tag's name.
     public var name: String
+    /// Whether its packs are missing, downloading, installed or held by a request.
     public var state: State
     /// The bytes its packs take once installed.
     public var installedBytes: Int64

@@ -6,8 +6,11 @@ import Synchronization
 public struct PurgeProposal: Sendable, Equatable {
     /// One pack to delete and why.
     public struct Deletion: Sendable, Equatable {
+        /// The pack's id (the SHA-256 of its archive).
         public var packID: String
+        /// The bytes deleting it frees.
         public var bytes: Int64
+        /// Why the planner chose it.
         public var reason: PurgeReason
     }
 

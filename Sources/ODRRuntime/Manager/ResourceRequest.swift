@@ -15,7 +15,7 @@ import ODRFormat
 /// }
 /// let map = try Data(contentsOf: level.url(forResource: "map", withExtension: "json",
 ///                                          subdirectory: "Levels/Level3")!)
-/// level.endAccessingResources()
+/// try level.endAccessingResources()
 /// ```
 ///
 /// States: `initial` --begin--> `requested` --(installed)--> `accessing` --end--> `ended`;
@@ -23,6 +23,7 @@ import ODRFormat
 public final class ResourceRequest: Sendable {
     /// Where a request stands.
     public enum State: String, Sendable {
+        /// `initial` until begun, `requested` while downloading, `accessing` while holding its packs, then `ended`.
         case initial, requested, accessing, ended
     }
 
@@ -52,7 +53,9 @@ public final class ResourceRequest: Sendable {
 
     /// A point-in-time view of a request's progress, for platforms without key-value observing.
     public struct ProgressSnapshot: Sendable, Equatable {
+        /// Bytes received so far by the downloads the request waits for.
         public var completedBytes: Int64
+        /// Bytes those downloads transfer in all; 0 when everything was installed.
         public var totalBytes: Int64
         /// 0...1; 1 only when the resources are usable.
         public var fractionCompleted: Double

@@ -14,6 +14,7 @@ public struct PurgeCandidate: Sendable, Hashable {
     /// Whether an in-use tag needs the pack; such a pack is never chosen.
     public var isInUse: Bool
 
+    /// Describes a pack; by default of middle priority, needed by the current version, and not in use.
     public init(
         id: Int, bytes: Int64, lastUse: Double, preservationPriority: Double = 0.5,
         isSuperseded: Bool = false, isInUse: Bool = false

@@ -9,6 +9,7 @@ public struct PurgePlan: Sendable, Equatable {
         /// Why it goes.
         public var reason: PurgeReason
 
+        /// Deletes candidate `id`, freeing `bytes`, for `reason`.
         public init(id: Int, bytes: Int64, reason: PurgeReason) {
             self.id = id
             self.bytes = bytes
@@ -21,6 +22,7 @@ public struct PurgePlan: Sendable, Equatable {
     /// The packs to delete, in the order the policy chose them.
     public var deletions: [Deletion]
 
+    /// A plan to free `bytesNeeded` bytes by deleting `deletions`, in that order.
     public init(bytesNeeded: Int64, deletions: [Deletion]) {
         self.bytesNeeded = bytesNeeded
         self.deletions = deletions

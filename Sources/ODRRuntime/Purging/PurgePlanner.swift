@@ -28,8 +28,10 @@ public struct PurgePlanner: PurgePolicy, Equatable {
         self.overPurgeSlack = overPurgeSlack
     }
 
+    /// `default`: the runtime's policy, as reports and `odrsim` name it.
     public var name: String { "default" }
 
+    /// Chooses packs rank by rank, passing over those that would overshoot the need (see ``PurgePlanner``).
     public func plan(_ candidates: [PurgeCandidate], bytesNeeded: Int64) -> PurgePlan {
         guard bytesNeeded > 0 else { return PurgePlan(bytesNeeded: bytesNeeded, deletions: []) }
         let (pool, ranks) = Self.ranked(candidates)

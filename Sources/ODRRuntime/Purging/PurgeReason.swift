@@ -2,10 +2,13 @@
 ///
 /// An extensible set of stable strings: policies outside the runtime (such as `odrsim`'s) add their own.
 public struct PurgeReason: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    /// The stable string written to the store's log, such as `least-recently-used`.
     public var rawValue: String
 
+    /// Wraps a raw value; policies outside the runtime define their own reasons with it.
     public init(rawValue: String) { self.rawValue = rawValue }
 
+    /// The raw value, as logs and reports show it.
     public var description: String { rawValue }
 
     /// No current catalog version needs the pack.

@@ -18,6 +18,7 @@ public struct FollowedCatalog: Sendable {
     /// When the catalog was last checked, in seconds since 1970.
     public var checkedAt: Double?
 
+    /// Describes a followed catalog; the defaults describe one never checked.
     public init(url: URL, distribution: String, validators: TransferValidators = .init(), highestSerial: Int = -1,
                 index: CatalogIndex? = nil, currentVersion: Int? = nil, checkedAt: Double? = nil) {
         self.url = url

@@ -19,6 +19,7 @@ public struct InstalledPack: Sendable, Hashable, Codable {
     /// Whether no followed catalog's current version needs it: a first candidate for purging.
     public var isSuperseded: Bool
 
+    /// Describes one pack row of the store.
     public init(number: Int, id: String, archiveBytes: Int64, installedBytes: Int64, installedAt: Double,
                 lastUsedAt: Double, isInstalled: Bool, isSuperseded: Bool) {
         self.number = number

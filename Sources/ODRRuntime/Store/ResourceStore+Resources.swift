@@ -20,8 +20,11 @@ public enum TagState: String, Sendable, Codable, Hashable {
 
 /// Where a pack stands in a store.
 public enum PackState: String, Sendable, Codable, Hashable {
+    /// Not installed, and nobody is downloading it.
     case notDownloaded = "not downloaded"
+    /// Being downloaded (its lock is held) or a partial download waits in `staging/` to be resumed.
     case downloading
+    /// Installed in `packs/`.
     case downloaded
 }
 

@@ -4,8 +4,11 @@ import Foundation
 public struct StoreEvent: Sendable, Hashable, Codable {
     /// What happened.
     public struct Kind: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
+        /// The stable string stored in the log, such as `purge`.
         public var rawValue: String
+        /// Wraps a raw value; use the static members rather than spelling the string.
         public init(rawValue: String) { self.rawValue = rawValue }
+        /// The raw value, as logs show it.
         public var description: String { rawValue }
 
         /// A pack was verified and moved into `packs/`.
@@ -18,6 +21,7 @@ public struct StoreEvent: Sendable, Hashable, Codable {
 
     /// When, in seconds since 1970.
     public var time: Double
+    /// Whether the pack was installed, purged or repaired.
     public var kind: Kind
     /// The pack concerned.
     public var packID: String
@@ -26,6 +30,7 @@ public struct StoreEvent: Sendable, Hashable, Codable {
     /// Why (a ``PurgeReason`` raw value for purges; the source for installs).
     public var reason: String
 
+    /// Creates a log line.
     public init(time: Double, kind: Kind, packID: String, bytes: Int64, reason: String) {
         self.time = time
         self.kind = kind

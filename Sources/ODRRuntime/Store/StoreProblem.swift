@@ -7,12 +7,14 @@ public struct StoreProblem: Sendable, Hashable, Codable, CustomStringConvertible
     /// What is wrong.
     public var message: String
 
+    /// A problem with pack `packID`, or with its file `path` when given.
     public init(packID: String, path: String? = nil, message: String) {
         self.packID = packID
         self.path = path
         self.message = message
     }
 
+    /// The pack's short id, the file when there is one, and the message, for reports.
     public var description: String {
         "pack \(packID.prefix(12))\(path.map { " \($0)" } ?? ""): \(message)"
     }

@@ -15,6 +15,7 @@ public struct StoreRepairReport: Sendable, Hashable, Codable {
     /// crash, or while another process has the store open, it checks every entry.
     public var checkedEveryEntry = true
 
+    /// An empty report: nothing found, nothing done.
     public init() {}
 
     /// Whether the store was already clean.

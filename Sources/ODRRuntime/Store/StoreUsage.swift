@@ -7,6 +7,7 @@ public struct StoreUsage: Sendable, Hashable, Codable {
     /// The free space available to the store's file system, in bytes.
     public var freeBytes: Int64
 
+    /// Creates a usage summary from its figures.
     public init(installedBytes: Int64, installedPacks: Int, freeBytes: Int64) {
         self.installedBytes = installedBytes
         self.installedPacks = installedPacks

@@ -9,6 +9,7 @@ import Foundation
 /// let events = try codec.decode(data)     // the same events
 /// ```
 public struct TraceCodec: Sendable {
+    /// Creates a codec.
     public init() {}
 
     /// One event as a line of JSON, without the newline.

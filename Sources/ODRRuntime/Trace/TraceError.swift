@@ -2,8 +2,11 @@
 public struct TraceError: Error, CustomStringConvertible, Sendable {
     /// A stable identifier for the kind of problem.
     public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+        /// The stable string, such as `malformed-line`.
         public var rawValue: String
+        /// Wraps a raw value; use the static members rather than spelling the string.
         public init(rawValue: String) { self.rawValue = rawValue }
+        /// The raw value, as messages show it.
         public var description: String { rawValue }
 
         /// A line is not a JSON object of the trace format.
@@ -16,6 +19,7 @@ public struct TraceError: Error, CustomStringConvertible, Sendable {
         public static let writeFailed = Code(rawValue: "write-failed")
     }
 
+    /// What kind of problem this is; stable across releases.
     public var code: Code
     /// What is wrong and what to do about it.
     public var message: String
@@ -24,6 +28,7 @@ public struct TraceError: Error, CustomStringConvertible, Sendable {
     /// The decoder's own error, if any.
     public var cause: (any Error & Sendable)?
 
+    /// Creates an error.
     public init(_ code: Code, _ message: String, line: Int? = nil, cause: (any Error & Sendable)? = nil) {
         self.code = code
         self.message = message
@@ -31,6 +36,7 @@ public struct TraceError: Error, CustomStringConvertible, Sendable {
         self.cause = cause
     }
 
+    /// `[code]`, the line when known, the message, and the cause when there is one.
     public var description: String {
         var text = "[\(code)]"
         if let line { text += " line \(line):" }

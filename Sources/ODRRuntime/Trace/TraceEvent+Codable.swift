@@ -10,6 +10,7 @@ extension TraceEvent: Codable {
         case preservationPriority = "preservation-priority"
     }
 
+    /// Reads one event of the trace format; an unknown event or a value out of range is a ``TraceError``.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: Key.self)
         let name = try container.decode(String.self, forKey: .event)
@@ -55,6 +56,7 @@ extension TraceEvent: Codable {
         }
     }
 
+    /// Writes the event in the trace format: its `event` name, `t`, and the event's own keys.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: Key.self)
         switch self {

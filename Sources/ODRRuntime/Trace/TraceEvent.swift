@@ -42,9 +42,12 @@ public enum TraceEvent: Sendable, Equatable {
 public struct TraceCatalog: Sendable, Equatable, Codable {
     /// A tag and its preservation priority.
     public struct Tag: Sendable, Equatable, Codable {
+        /// The tag's name.
         public var name: String
+        /// Its preservation priority (0...1) when the trace was recorded.
         public var preservationPriority: Double
 
+        /// Describes a tag.
         public init(name: String, preservationPriority: Double) {
             self.name = name
             self.preservationPriority = preservationPriority
@@ -53,13 +56,16 @@ public struct TraceCatalog: Sendable, Equatable, Codable {
 
     /// A pack: its sizes and its tag set.
     public struct Pack: Sendable, Equatable, Codable {
+        /// The pack's id.
         public var id: String
         /// Installed bytes: what it takes on disk and counts against the in-use limit.
         public var bytes: Int64
         /// Archive bytes: what downloading it costs.
         public var downloadBytes: Int64
+        /// The tags whose requests need this pack.
         public var tags: [String]
 
+        /// Describes a pack.
         public init(id: String, bytes: Int64, downloadBytes: Int64, tags: [String]) {
             self.id = id
             self.bytes = bytes
@@ -68,9 +74,12 @@ public struct TraceCatalog: Sendable, Equatable, Codable {
         }
     }
 
+    /// Every tag of the catalog.
     public var tags: [Tag]
+    /// Every pack of the catalog.
     public var packs: [Pack]
 
+    /// A catalog of `tags` and `packs`.
     public init(tags: [Tag], packs: [Pack]) {
         self.tags = tags
         self.packs = packs

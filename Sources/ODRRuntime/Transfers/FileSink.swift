@@ -52,6 +52,7 @@ public final class FileSink: TransferSink {
         }
     }
 
+    /// The bytes of a partial download in the file, when its `.resume` file holds the validators they came from.
     public func resumePoint() -> TransferResumePoint? {
         // access() first: a missing file is the common case, and a failed Data(contentsOf:) builds an error.
         guard keepsPartialBytes, access(resumeInfoURL.path, F_OK) == 0,
@@ -64,6 +65,7 @@ public final class FileSink: TransferSink {
         return TransferResumePoint(offset: size, validators: validators)
     }
 
+    /// Reads the file's first `count` bytes back, so the engine can hash what an earlier attempt kept.
     public func readHeldBytes(count: Int64, _ consume: (UnsafeRawBufferPointer) throws -> Void) async throws {
         let descriptor = open(url.path, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else { throw storageError("open \(url.path) for reading") }
@@ -80,6 +82,7 @@ public final class FileSink: TransferSink {
         }
     }
 
+    /// Opens the file (emptied when the body starts over) and keeps exactly `head.offset` held bytes.
     public func begin(_ head: TransferResponseHead) async throws {
         let staleResumeInfo = try state.withLock { state throws(ResourceError) -> Bool in
             if state.descriptor < 0 {
@@ -103,6 +106,7 @@ public final class FileSink: TransferSink {
         if staleResumeInfo { try? FileManager.default.removeItem(at: resumeInfoURL) }
     }
 
+    /// Appends the bytes; at 1 MiB held, writes the validators down so even a killed process can resume.
     public func write(_ bytes: Data) async throws {
         let persist = try state.withLock { state throws -> TransferValidators? in
             guard state.descriptor >= 0 else {
@@ -129,10 +133,12 @@ public final class FileSink: TransferSink {
         if let persist { try writeResumeInfo(persist) }
     }
 
+    /// Closes the file and removes the `.resume` file: the download is complete.
     public func finish() async throws {
         if closeFile().resumeInfoMayExist { try? FileManager.default.removeItem(at: resumeInfoURL) }
     }
 
+    /// Closes the file and keeps its bytes for a resume, unless they failed integrity or partial bytes are not kept.
     public func fail(_ error: ResourceError) async {
         let closed = closeFile()
         if error.code == .integrity || !keepsPartialBytes {

@@ -16,6 +16,7 @@ public struct RetryPolicy: Sendable, Hashable {
     /// Upper bound of the delay, in seconds.
     public var maximumDelay: Double
 
+    /// Creates a policy; values out of range are clamped (at least one attempt, a multiplier of at least 1).
     public init(maximumAttempts: Int = 5, initialDelay: Double = 0.5, multiplier: Double = 2, maximumDelay: Double = 30) {
         self.maximumAttempts = max(1, maximumAttempts)
         self.initialDelay = max(0, initialDelay)

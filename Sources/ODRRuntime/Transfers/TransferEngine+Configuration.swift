@@ -21,6 +21,7 @@ extension TransferEngine {
         /// The `User-Agent` header.
         public var userAgent: String
 
+        /// The engine's defaults: 4 transfers, standard retries, 15 s to connect, a stall below 1 KiB/s for 30 s.
         public init(
             maximumConcurrentTransfers: Int = 4,
             retryPolicy: RetryPolicy = .standard,

@@ -36,6 +36,7 @@ public enum TransferPriority: Sendable, Hashable, CustomStringConvertible {
         return level > other.level
     }
 
+    /// `urgent`, or the loading level.
     public var description: String {
         isUrgent ? "urgent" : "\(level)"
     }

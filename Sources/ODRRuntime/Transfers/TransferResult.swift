@@ -8,6 +8,7 @@ public struct TransferResult: Sendable {
         case notModified
     }
 
+    /// Whether the body was downloaded or the caller's copy is current.
     public var outcome: Outcome
     /// The final HTTP status (0 for `file://`).
     public var statusCode: Int
@@ -24,6 +25,7 @@ public struct TransferResult: Sendable {
     /// The most bytes ever held between curl and the sink; bounded by the engine's buffer limit.
     public var peakBufferedBytes: Int
 
+    /// Creates a result, as the engine (or a stand-in transport in tests) does.
     public init(outcome: Outcome, statusCode: Int, bytes: Int64, resumedBytes: Int64 = 0, sha256: String? = nil,
                 validators: TransferValidators = .init(), attempts: Int = 1, peakBufferedBytes: Int = 0) {
         self.outcome = outcome
@@ -44,6 +46,7 @@ public struct TransferProgress: Sendable, Hashable {
     /// The full body size when known (from the request or the response).
     public var expectedBytes: Int64?
 
+    /// Creates a progress snapshot.
     public init(receivedBytes: Int64 = 0, expectedBytes: Int64? = nil) {
         self.receivedBytes = receivedBytes
         self.expectedBytes = expectedBytes

@@ -39,14 +39,18 @@ public protocol TransferSink: Sendable {
 }
 
 extension TransferSink {
+    /// By default a sink holds nothing, so every transfer starts from the beginning.
     public func resumePoint() -> TransferResumePoint? { nil }
 
+    /// By default a sink cannot read held bytes back, which fails with `storage-failure`.
     public func readHeldBytes(count: Int64, _ consume: (UnsafeRawBufferPointer) throws -> Void) async throws {
         throw ResourceError(.storageFailure, "This sink reported a resume point but cannot read its held bytes back.")
     }
 
+    /// By default there is nothing to do once a body is complete.
     public func finish() async throws {}
 
+    /// By default there is nothing to clean up after a failure.
     public func fail(_ error: ResourceError) async {}
 }
 
@@ -58,6 +62,7 @@ public struct TransferResumePoint: Sendable, Hashable, Codable {
     /// request with `If-Range`. Without them the download starts over.
     public var validators: TransferValidators
 
+    /// Bytes held up to `offset`, from a response with `validators`.
     public init(offset: Int64, validators: TransferValidators) {
         self.offset = offset
         self.validators = validators
@@ -76,6 +81,7 @@ public struct TransferResponseHead: Sendable, Hashable {
     /// The response's validators, which a sink that can resume later should keep.
     public var validators: TransferValidators
 
+    /// Describes the start of a response body.
     public init(offset: Int64, totalBytes: Int64?, statusCode: Int, validators: TransferValidators) {
         self.offset = offset
         self.totalBytes = totalBytes
