@@ -9,11 +9,11 @@ import ODRFormat
 /// Downloads, verifies and installs packs into a ``ResourceStore``, crash-safely, moving only
 /// the bytes the store lacks.
 ///
-/// Installing a pack is a plan over its entries (``PackFetchPlan``):
+/// Installing a pack is a plan over its entries (`PackFetchPlan` (ODRFormat)):
 /// - an entry already complete in `staging/` from an earlier attempt is kept;
 /// - an entry whose content (SHA-256) an installed pack holds, of any version, is hard-linked from
 ///   it (copied where linking is not possible) after hashing the link, so nothing travels;
-/// - the rest arrive as byte ranges of the archive (neighbours merged, see ``RangePolicy``), or as
+/// - the rest arrive as byte ranges of the archive (neighbours merged, see `RangePolicy` (ODRFormat)), or as
 ///   one plain GET of the whole archive when that costs less. An entry cut in the middle continues
 ///   from its last byte on disk.
 ///
@@ -21,7 +21,7 @@ import ODRFormat
 /// `staging/<id>.d/`: inflated when deflated, hashed against the manifest, its local header checked.
 /// Then files that share an entry become hard links, everything is flushed, the folder is renamed
 /// into `packs/`, and only then is the row committed. A pack that does not match its manifest is
-/// refused with `integrity` (the ``FormatError`` as cause); the next attempt fetches only the entry
+/// refused with `integrity` (the `FormatError` (ODRFormat) as cause); the next attempt fetches only the entry
 /// that failed. Packs present in a bundled catalog directory install from disk.
 ///
 /// ```swift
@@ -30,7 +30,9 @@ import ODRFormat
 /// print(summary.downloadedBytes, summary.reusedBytes)
 /// ```
 public struct PackInstaller: Sendable {
+    /// The store the packs are installed into.
     public let store: ResourceStore
+    /// What downloads pack bytes: a ``TransferEngine`` in an app, a stand-in in tests.
     public let transport: any Transport
     /// A catalog directory shipped with the app; its `packs/<id>.zip` are read instead of downloaded.
     public var bundledCatalog: URL?
@@ -49,6 +51,7 @@ public struct PackInstaller: Sendable {
     /// store's back would spread into the new pack.
     public var verifiesReusedFiles = true
 
+    /// Creates an installer into `store` that downloads with `transport` what `bundledCatalog` lacks.
     public init(store: ResourceStore, transport: any Transport, bundledCatalog: URL? = nil) {
         self.store = store
         self.transport = transport
@@ -201,7 +204,8 @@ public struct PackInstaller: Sendable {
             } catch {
                 throw ResourceError(.storageFailure, "Could not create '\(folder.path)'.", cause: StoreFailure(description: "\(error)"))
             }
-            let staged = StagedEntries.look(in: folder, entries: entries, journal: journal, hashing: true)
+            let staged = StagedEntries.look(in: folder, entries: entries, journal: journal, hashing: true,
+                                            flush: store.synchronousWrites)
             var complete = staged.complete
             outcome.resumed = staged.heldBytes
             outcome.reusedFiles = 0
@@ -488,6 +492,18 @@ private final class ProgressTracker: Sendable {
 
 /// What `staging/<id>.d/` already holds of a pack's entries from an earlier attempt.
 struct StagedEntries {
+    /// Flushes (when asked) and makes read-only a staged file whose content was just checked.
+    private static func markVerified(_ path: String, flush: Bool) {
+        if flush {
+            let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+            if descriptor >= 0 {
+                fsync(descriptor)
+                close(descriptor)
+            }
+        }
+        chmod(path, 0o444)
+    }
+
     /// Entries complete and verified: read-only files of their full size.
     var complete: Set<String> = []
     /// Stored entries cut in the middle whose data offset the journal knows.
@@ -498,7 +514,8 @@ struct StagedEntries {
     /// Looks at the folder; anything else there for an entry (a cut deflated entry, a cut entry the
     /// journal does not place, something that is not a regular file) is removed when `hashing`
     /// (the install itself), and merely not counted otherwise (a size estimate).
-    static func look(in folder: URL, entries: [PackEntryExpectation], journal: StagingJournal, hashing: Bool) -> StagedEntries {
+    static func look(in folder: URL, entries: [PackEntryExpectation], journal: StagingJournal, hashing: Bool,
+                     flush: Bool = false) -> StagedEntries {
         var staged = StagedEntries()
         guard access(folder.path, F_OK) == 0 else { return staged }
         for entry in entries {
@@ -511,6 +528,17 @@ struct StagedEntries {
                 staged.complete.insert(entry.name)
                 staged.heldBytes += entry.storedSize
                 continue
+            }
+            // Full size but not yet read-only: the process stopped between writing the entry's last
+            // byte and marking it verified (while flushing it, say). Check it now rather than
+            // fetch it again.
+            if isFile, size == entry.size, size > 0 {
+                if !hashing || (try? StreamingSHA256.ofFile(atPath: path).finalize()) == entry.sha256 {
+                    if hashing { Self.markVerified(path, flush: flush) }
+                    staged.complete.insert(entry.name)
+                    staged.heldBytes += entry.storedSize
+                    continue
+                }
             }
             if isFile, entry.method == .stored, size > 0, size < entry.size, let offset = journal.dataOffset(of: entry.name) {
                 if !hashing {
