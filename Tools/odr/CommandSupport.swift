@@ -28,3 +28,15 @@ func byteText(_ bytes: Int64) -> String {
     while value >= 1024, unit < units.count - 1 { value /= 1024; unit += 1 }
     return unit == 0 ? "\(bytes) bytes" : String(format: "%.1f %@", value, units[unit])
 }
+
+/// Says on stderr when `snapshot` is the stored catalog because the server could not be reached,
+/// and from when; prints nothing for a catalog checked online.
+func announceFallback(_ snapshot: CatalogSnapshot) {
+    guard let fallback = snapshot.fallback else { return }
+    var when = "an earlier run"
+    if let checkedAt = fallback.checkedAt {
+        when = Date(timeIntervalSince1970: checkedAt).formatted(.iso8601.dateSeparator(.dash).timeSeparator(.colon))
+    }
+    let line = "notice: the catalog server cannot be reached [\(fallback.reason.code)]; using the catalog stored by \(when) (version \(snapshot.version)).\n"
+    FileHandle.standardError.write(Data(line.utf8))
+}

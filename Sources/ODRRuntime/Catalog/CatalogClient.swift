@@ -21,9 +21,12 @@ public struct CatalogClient: Sendable {
     /// A catalog directory shipped with the app: its `catalog.json` and manifest serve until the
     /// first online check, and its packs install from disk.
     public let bundledCatalog: URL?
+    /// The store that keeps the accepted catalog and manifests, so they serve offline.
     public let store: ResourceStore
+    /// What fetches `catalog.json` and manifests: a ``TransferEngine`` in an app, a stand-in in tests.
     public let transport: any Transport
 
+    /// Creates a client for the catalog at `catalogURL`; nothing is fetched until ``snapshot(online:)``.
     public init(catalogURL: URL, distribution: String = "live", store: ResourceStore, transport: any Transport,
                 bundledCatalog: URL? = nil) {
         self.catalogURL = CatalogLocation.base(catalogURL)
@@ -42,9 +45,20 @@ public struct CatalogClient: Sendable {
     public func refresh() async throws(ResourceError) -> CatalogSnapshot {
         let followed = try store.followedCatalog(url: catalogURL)
         var request = TransferRequest(url: CatalogLocation.url(of: CatalogIndex.fileName, in: catalogURL), priority: .urgent)
+        // A server that refuses connections is not retried: snapshot() falls back to the stored copy at once.
+        request.retriesUnreachableServer = false
         if let followed, followed.index != nil, followed.distribution == distribution { request.conditional = followed.validators }
         let sink = DataSink()
-        let result = try await transport.download(request, into: sink)
+        let result: TransferResult
+        do {
+            result = try await transport.download(request, into: sink)
+        } catch where error.code == .resourceUnavailable || error.code == .accessDenied {
+            // The server answered: say what it said about which URL, since no stored copy stands in.
+            let status = (error.cause as? HTTPStatusError).map { "HTTP \($0.status)" } ?? error.code.rawValue
+            let what = error.code == .accessDenied ? "refuses access to" : "has no"
+            throw ResourceError(error.code, "The server \(what) \(request.url.absoluteString) (\(status)). Check the catalog URL and that the catalog is published there\(error.code == .accessDenied ? ", and the credentials" : "").",
+                                url: request.url, cause: error.cause)
+        }
         let index: CatalogIndex
         if result.outcome == .notModified, let stored = followed?.index {
             index = stored
@@ -98,8 +112,10 @@ public struct CatalogClient: Sendable {
 
     /// Checks online when the network allows, and otherwise starts from the stored copy.
     ///
-    /// Only failures to reach the server fall back (no network, timeouts, server errors);
-    /// a rollback or an invalid catalog is reported, never hidden behind the stored copy.
+    /// Only failures to reach the server fall back (no network, a refused connection, timeouts,
+    /// server errors), and the snapshot then says so (``CatalogSnapshot/fallback``). A catalog the
+    /// server says is missing or forbidden (404, 403), a rollback or an invalid catalog is reported,
+    /// never hidden behind the stored copy.
     ///
     /// - Parameter online: `false` skips the network entirely.
     public func snapshot(online: Bool = true) async throws(ResourceError) -> CatalogSnapshot {
@@ -107,7 +123,10 @@ public struct CatalogClient: Sendable {
             do {
                 return try await refresh()
             } catch where Self.isUnreachable(error) {
-                if let stored = try storedSnapshot() { return stored }
+                if var stored = try storedSnapshot() {
+                    stored.fallback = CatalogSnapshot.Fallback(reason: error, checkedAt: try store.followedCatalog(url: catalogURL)?.checkedAt)
+                    return stored
+                }
                 throw ResourceError(.catalogUnavailable, "The catalog was never fetched and the server cannot be reached: \(error.message)",
                                     url: catalogURL, cause: error)
             }
@@ -120,7 +139,7 @@ public struct CatalogClient: Sendable {
     }
 
     static func isUnreachable(_ error: ResourceError) -> Bool {
-        [.networkUnavailable, .timedOut, .serverError, .untrustedServer, .resourceUnavailable, .accessDenied].contains(error.code)
+        [.networkUnavailable, .timedOut, .serverError, .untrustedServer].contains(error.code)
     }
 
     static func rollbackError(serial: Int, highest: Int, url: URL) -> ResourceError {

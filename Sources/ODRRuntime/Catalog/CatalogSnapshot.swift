@@ -12,7 +12,19 @@ public struct CatalogSnapshot: Sendable {
     public var manifest: VersionManifest { lookup.manifest }
     /// Lookups by pack, tag and path.
     public let lookup: ManifestIndex
+    /// Set when ``CatalogClient/snapshot(online:)`` could not reach the server and this is the
+    /// stored copy; `nil` for a catalog checked online (or a snapshot asked for offline).
+    public var fallback: Fallback?
 
+    /// Why a snapshot is the stored copy although the network was asked for.
+    public struct Fallback: Sendable {
+        /// The error that made the server unreachable.
+        public var reason: ResourceError
+        /// When the stored copy was last checked online (seconds since 1970), if known.
+        public var checkedAt: Double?
+    }
+
+    /// Pairs an accepted index with the manifest its distribution points at, indexing the manifest once.
     public init(catalogURL: URL, index: CatalogIndex, manifest: VersionManifest) {
         self.catalogURL = CatalogLocation.base(catalogURL)
         self.index = index

@@ -9,6 +9,11 @@ struct TransferFailure: Sendable {
     /// Transient failures (connection, reset, truncation, stall, 5xx) are retried within the budget.
     var isRetryable: Bool
 
+    /// Whether `code` says the server could not be reached at all (no connection was made).
+    static func meansUnreachable(_ code: CURLcode) -> Bool {
+        code == CURLE_COULDNT_RESOLVE_HOST || code == CURLE_COULDNT_RESOLVE_PROXY || code == CURLE_COULDNT_CONNECT
+    }
+
     /// Classifies an attempt that curl ended with `code` (not `CURLE_OK`).
     static func curl(_ code: CURLcode, cause: CurlError, url: URL) -> TransferFailure {
         func failure(_ errorCode: ResourceError.Code, _ message: String, retry: Bool) -> TransferFailure {

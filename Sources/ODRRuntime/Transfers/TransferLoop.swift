@@ -222,7 +222,9 @@ final class TransferLoop {
         }
         guard code == CURLE_OK else {
             let cause = CurlError(code: code, operation: "transfer", detail: easy.errorDetail)
-            retryOrFail(session, TransferFailure.curl(code, cause: cause, url: url))
+            var failure = TransferFailure.curl(code, cause: cause, url: url)
+            if TransferFailure.meansUnreachable(code), !operation.request.retriesUnreachableServer { failure.isRetryable = false }
+            retryOrFail(session, failure)
             return
         }
         let status = (try? easy.info(CURLINFO_RESPONSE_CODE)) ?? 0

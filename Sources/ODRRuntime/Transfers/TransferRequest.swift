@@ -23,6 +23,11 @@ public struct TransferRequest: Sendable {
     /// Validators of a copy the caller already has; when the server says it is unchanged (304) the
     /// result is ``TransferResult/Outcome/notModified`` and the sink receives nothing.
     public var conditional: TransferValidators?
+    /// Whether a server that cannot be reached at all (connection refused, host not found) is tried
+    /// again within the retry budget. `true` for pack transfers, where a moment's outage should not
+    /// fail an install; the catalog client sets it `false`, since it falls back to its stored copy
+    /// at once rather than after seconds of backoff.
+    public var retriesUnreachableServer = true
     /// Only bytes `lowerBound..<upperBound` of the resource, fetched with a `Range` request (for
     /// `file://`, read from that offset).
     ///
@@ -45,6 +50,7 @@ public struct TransferRequest: Sendable {
     /// response the held bytes came from. Ignored without a ``byteRange``.
     public var ifRange: TransferValidators?
 
+    /// A request for `url`; every setting can also be changed afterwards.
     public init(
         url: URL,
         priority: TransferPriority = .normal,
@@ -85,6 +91,7 @@ public struct TransferValidators: Sendable, Hashable, Codable {
     /// The `Last-Modified` header value, verbatim.
     public var lastModified: String?
 
+    /// Validators from a response's headers; both `nil` when the server sent neither.
     public init(entityTag: String? = nil, lastModified: String? = nil) {
         self.entityTag = entityTag
         self.lastModified = lastModified

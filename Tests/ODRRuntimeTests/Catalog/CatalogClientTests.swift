@@ -40,22 +40,43 @@ struct CatalogClientTests {
             _ = try await InstallerTests.install(["small"], from: server.baseURL, store: storeDirectory.url)
             return server.baseURL
         }
-        // The server is gone: a new process opens the store and uses what it has.
+        // The server is gone: a new process opens the store and uses what it has, and says so. The
+        // engine keeps its default retries: a refused connection to the catalog is not retried.
         let store = try ResourceStore(directory: storeDirectory.url)
-        var configuration = TransferEngine.Configuration()
-        configuration.retryPolicy.maximumAttempts = 1
-        let client = CatalogClient(catalogURL: baseURL, store: store, transport: try TransferEngine(configuration: configuration))
+        let client = CatalogClient(catalogURL: baseURL, store: store, transport: try TransferEngine())
         let snapshot = try await client.snapshot()
         #expect(snapshot.version == 1)
+        #expect(snapshot.fallback?.reason.code == .networkUnavailable)
+        #expect(snapshot.fallback?.checkedAt != nil)
         let url = try store.url(forResource: "small/map.json", in: snapshot)
         #expect(try Data(contentsOf: url) == fixture.contents(of: "small/map.json"))
 
         // A store that never fetched has nothing to start from.
         let empty = try TemporaryDirectory(prefix: "odr-store")
         let fresh = CatalogClient(catalogURL: baseURL, store: try ResourceStore(directory: empty.url),
-                                  transport: try TransferEngine(configuration: configuration))
+                                  transport: try TransferEngine())
         let error = await #expect(throws: ResourceError.self) { _ = try await fresh.snapshot() }
         #expect(error?.code == .catalogUnavailable)
+    }
+
+    @Test(arguments: [(404, ResourceError.Code.resourceUnavailable), (403, .accessDenied)])
+    func aMissingOrForbiddenCatalogIsAnErrorNotAFallback(status: Int, code: ResourceError.Code) async throws {
+        let fixture = try CatalogFixture.game(bigBytes: 1000)
+        try await fixture.build()
+        let storeDirectory = try TemporaryDirectory(prefix: "odr-store")
+        try await withTestServer(root: fixture.catalog) { server in
+            let store = try ResourceStore(directory: storeDirectory.url)
+            let client = CatalogClient(catalogURL: server.baseURL, store: store, transport: try TransferEngine())
+            _ = try await client.refresh()
+            // The server answers, and says the catalog is not there (or not for us): a stored copy
+            // must not hide that.
+            server.injectFaults(.status(status), count: 10, path: "/catalog.json")
+            let error = await #expect(throws: ResourceError.self) { _ = try await client.snapshot() }
+            #expect(error?.code == code)
+            #expect(error?.url?.lastPathComponent == "catalog.json")
+            let cause = error?.cause.map { "\($0)" } ?? ""
+            #expect(cause.contains("\(status)"), "\(cause)")
+        }
     }
 
     @Test func anUnknownTagIsATypedErrorNamingIt() async throws {

@@ -156,4 +156,24 @@ struct ODRCommandTests {
             #expect(try JSONDecoder().decode(Status.self, from: Data(after.stdout.utf8)).tags.first?.downloadBytes == 0)
         }
     }
+
+    @Test func statusFallsBackWithANoticeWhenTheServerIsDownAndFailsOnAMissingCatalog() async throws {
+        let fixture = try CatalogFixture.game(bigBytes: 1000)
+        try await fixture.build()
+        let storeDirectory = try TemporaryDirectory(prefix: "odr-store")
+        let baseURL = try await withTestServer(root: fixture.catalog) { server in
+            let common = ["--catalog", server.baseURL.absoluteString, "--store", storeDirectory.url.path]
+            #expect(try await ODRExecutable.run(["fetch"] + common + ["small"]).status == 0)
+            server.injectFaults(.status(404), count: 10, path: "/catalog.json")
+            let missing = try await ODRExecutable.run(["status"] + common)
+            #expect(missing.status == 1)
+            #expect(missing.stderr.hasPrefix("error[resource-unavailable]:") && missing.stderr.contains("catalog.json"), "\(missing.stderr)")
+            return server.baseURL
+        }
+        // The server is gone: the stored catalog serves, and odr says so and from when.
+        let down = try await ODRExecutable.run(["status", "--catalog", baseURL.absoluteString, "--store", storeDirectory.url.path])
+        #expect(down.status == 0, "\(down.stderr)")
+        #expect(down.stderr.contains("notice: the catalog server cannot be reached [network-unavailable]"), "\(down.stderr)")
+        #expect(down.stdout.contains("small"))
+    }
 }
