@@ -2,6 +2,7 @@
 # Both first make sure the C libraries the package links are installed.
 
 SWIFT ?= swift
+SHELL := bash
 SYSTEM_PACKAGES := libcurl4-openssl-dev libsqlite3-dev zlib1g-dev unzip curl python3
 DEMO_DIR ?= .build/demo
 
@@ -30,8 +31,11 @@ deps:
 build: deps
 	$(SWIFT) build
 
+# A warning in the project's own code fails the test run (scripts/check-warnings.sh).
 test: deps
-	$(SWIFT) build --build-tests
+	@mkdir -p .build
+	set -o pipefail; $(SWIFT) build --build-tests 2>&1 | tee .build/build-tests.log
+	@scripts/check-warnings.sh .build/build-tests.log
 	$(SWIFT) test --skip-build --parallel --num-workers 2
 
 demo: deps

@@ -47,7 +47,7 @@ struct BuildReportTests {
         try fixture.write("A/one.txt", String(repeating: "one", count: 1000))
         try fixture.write("A/two.txt", "two")
         let seen = Locked<[BuildProgress]>([])
-        try await CatalogBuilder(options: fixture.options()).build { progress in seen.withLock { $0.append(progress) } }
+        _ = try await CatalogBuilder(options: fixture.options()).build { progress in seen.withLock { $0.append(progress) } }
         let events = seen.withLock { $0 }
         var phases: [BuildProgress.Phase] = []
         for event in events where phases.last != event.phase { phases.append(event.phase) }

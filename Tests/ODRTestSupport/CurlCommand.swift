@@ -36,7 +36,9 @@ public enum CurlCommand {
         let directory = try TemporaryDirectory(prefix: "odr-curl")
         let headerFile = directory.appending("headers")
         let bodyFile = directory.appending("body")
-        FileManager.default.createFile(atPath: bodyFile.path, contents: nil)
+        guard FileManager.default.createFile(atPath: bodyFile.path, contents: nil) else {
+            throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "could not create \(bodyFile.path)"])
+        }
         let process = Process()
         process.executableURL = URL(filePath: "/usr/bin/env")
         process.arguments = ["curl", "--silent", "--show-error", "--globoff", "--max-time", "120",

@@ -179,7 +179,7 @@ public final class PackWriter {
         let count = try read(0, &sample)
         let probe = try ZlibStream(.deflate, level: options.compressionLevel)
         var compressed = 0
-        try sample.withUnsafeBytes { raw in
+        _ = try sample.withUnsafeBytes { raw in
             try probe.process(UnsafeRawBufferPointer(rebasing: raw[..<count]), finish: true, scratch: &scratch) { compressed += $0.count }
         }
         return Double(compressed) <= Double(count) * (1 - options.minimumSavings) ? .deflate : .stored
