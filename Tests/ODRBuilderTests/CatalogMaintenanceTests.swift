@@ -28,7 +28,13 @@ struct CatalogMaintenanceTests {
         try editor.setDistribution("live", to: 1)
         #expect(try fixture.index().distributions["live"] == 1)
         #expect { try editor.setDistribution("live", to: 7) } throws: { ($0 as? BuildError)?.code == .unknownVersion }
-        #expect { try editor.setDistribution("", to: 1) } throws: { ($0 as? BuildError)?.code == .unknownDistribution }
+        for name in ["", "bad name"] {
+            #expect { try editor.setDistribution(name, to: 1) } throws: { error in
+                let error = error as? BuildError
+                return error?.code == .invalidDistribution && error?.key == "distribution" && error?.value == "'\(name)'"
+                    && error?.message.contains("distribution name") == true && error?.message.contains("tag") == false
+            }
+        }
     }
 
     @Test func pruneRemovesUnusedVersionsAndTheirPacksOnly() async throws {

@@ -8,10 +8,10 @@ struct DemoCommand: AsyncParsableCommand {
         commandName: "demo",
         abstract: "Play the sample game's levels in order, the way a game uses the runtime.",
         discussion: """
-            For each level it prefetches the next level at low priority while "playing" the
-            current one, asks for the current level as urgent when the player arrives before the
-            prefetch finished (with a progress bar), ends the previous level's request, and prints
-            the gauge: each tag's state and size. The cache budget is small enough that old levels
+            For each level it prefetches the next level at low priority while "playing" the \
+            current one, asks for the current level as urgent when the player arrives before the \
+            prefetch finished (with a progress bar), ends the previous level's request, and prints \
+            the gauge: each tag's state and size. The cache budget is small enough that old levels \
             are purged; each purge is printed with its reason. It ends with a summary.
 
             Example (with `odrpack serve SampleAssets-catalog --rate 2000000`):
@@ -20,6 +20,7 @@ struct DemoCommand: AsyncParsableCommand {
     )
 
     @OptionGroup var options: CatalogOptions
+    @OptionGroup var install: InstallOptions
 
     @Option(help: "How many levels to play (tags level1 ... levelN).")
     var levels = 5
@@ -42,7 +43,7 @@ struct DemoCommand: AsyncParsableCommand {
                 catalogURL: options.catalogURL, storeDirectory: URL(filePath: options.store, directoryHint: .isDirectory))
             configuration.distribution = options.distribution
             configuration.cacheBudget = cacheBudget
-            configuration.bundledCatalog = options.bundled.map { URL(filePath: $0, directoryHint: .isDirectory) }
+            configuration.bundledCatalog = install.bundledCatalog
             let manager = try ResourceManager(configuration: configuration)
             let log = DemoLog()
             let events = manager.events()

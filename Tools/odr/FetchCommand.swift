@@ -9,14 +9,16 @@ struct FetchCommand: AsyncParsableCommand {
         commandName: "fetch",
         abstract: "Download, verify and install the packs the given tags need.",
         discussion: """
-            Checks the catalog (conditional GET), then installs every pack the tags need that the
-            store lacks: only entries whose content the store does not hold travel (byte ranges),
+            Checks the catalog (conditional GET), then installs every pack the tags need that the \
+            store lacks: only entries whose content the store does not hold travel (byte ranges), \
             and an interrupted fetch continues where it stopped. Exits 0 when every tag is installed.
 
-            Example: odr fetch --catalog http://127.0.0.1:8080/ --store ./store level1 tutorial
+            Example:
+              odr fetch --catalog http://127.0.0.1:8080/ --store ./store level1 tutorial
             """)
 
     @OptionGroup var options: CatalogOptions
+    @OptionGroup var install: InstallOptions
 
     @Flag(help: "Print nothing on success, even on a terminal.")
     var quiet = false
@@ -47,8 +49,9 @@ struct FetchCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingResourceErrors {
-            let (store, client, engine) = try options.open()
+            let (store, client, engine) = try options.open(installing: install)
             let snapshot = try await client.snapshot(online: !options.offline)
+            announceFallback(snapshot)
             let packs = try snapshot.packs(forTags: tags)
             var installer = PackInstaller(store: store, transport: engine, bundledCatalog: client.bundledCatalog)
             installer.priority = .urgent

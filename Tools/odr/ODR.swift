@@ -7,15 +7,15 @@ struct ODR: AsyncParsableCommand {
         commandName: "odr",
         abstract: "Fetch, inspect and verify on-demand resources in a store.",
         discussion: """
-            A store is a directory holding installed packs and a SQLite database. Every command
-            that talks to a catalog takes its base URL (the folder of catalog.json): http(s):// or
+            A store is a directory holding installed packs and a SQLite database. Every command \
+            that talks to a catalog takes its base URL (the folder of catalog.json): http(s):// or \
             file://. Errors print `error[<code>]: <message>` on stderr and exit with status 1.
 
-            Examples:
-              odr fetch --catalog http://127.0.0.1:8080/ --store ~/odr-store level1 level2
-              odr status --catalog http://127.0.0.1:8080/ --store ~/odr-store --json
-              odr path --catalog http://127.0.0.1:8080/ --store ~/odr-store Levels/Level1/map.json
-              odr update --catalog http://127.0.0.1:8080/ --store ~/odr-store
+            Examples, with CDN=http://127.0.0.1:8080/:
+              odr fetch --catalog $CDN --store ~/odr-store level1 level2
+              odr status --catalog $CDN --store ~/odr-store --json
+              odr path --catalog $CDN --store ~/odr-store Levels/Level1/map.json
+              odr update --catalog $CDN --store ~/odr-store
               odr verify --store ~/odr-store
             """,
         subcommands: [FetchCommand.self, StatusCommand.self, PathCommand.self, VerifyCommand.self, UpdateCommand.self, DemoCommand.self]

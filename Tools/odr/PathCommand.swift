@@ -7,7 +7,7 @@ struct PathCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "path",
         abstract: "Print the installed file of a resource path; fail if its tags are not installed.",
-        discussion: "Example: odr path --catalog http://127.0.0.1:8080/ --store ./store Levels/Level1/map.json")
+        discussion: "Example, with CDN=http://127.0.0.1:8080/:\n  odr path --catalog $CDN --store ./store Levels/Level1/map.json")
 
     @OptionGroup var options: CatalogOptions
 

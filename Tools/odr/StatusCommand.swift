@@ -10,7 +10,8 @@ struct StatusCommand: AsyncParsableCommand {
         abstract: "Show each tag's size and state, each pack, the store's usage and free space.",
         discussion: """
             States: not downloaded, downloading (in progress or resumable), downloaded, in use.
-            Example: odr status --catalog http://127.0.0.1:8080/ --store ./store --json
+            Example:
+              odr status --catalog http://127.0.0.1:8080/ --store ./store --json
             """)
 
     @OptionGroup var options: CatalogOptions
@@ -38,6 +39,7 @@ struct StatusCommand: AsyncParsableCommand {
         try await reportingResourceErrors {
             let (store, client, engine) = try options.open()
             let snapshot = try await client.snapshot(online: !options.offline)
+            announceFallback(snapshot)
             let installed = try store.installedPackIDs()
             // What each missing pack would really download: files the store holds are reused.
             let planned = try PackInstaller(store: store, transport: engine, bundledCatalog: client.bundledCatalog)
@@ -71,8 +73,10 @@ struct StatusCommand: AsyncParsableCommand {
     private func printText(_ report: Report) {
         print("catalog \(report.catalog.id) serial \(report.catalog.serial), \(report.catalog.distribution) = version \(report.catalog.version)")
         print("tags:")
+        // The name column is as wide as the longest name, so no name is cut.
+        let width = report.tags.map(\.name.count).max() ?? 0
         for tag in report.tags {
-            print("  \(tag.name.padding(toLength: 20, withPad: " ", startingAt: 0)) \(tag.state.rawValue.padding(toLength: 15, withPad: " ", startingAt: 0)) \(byteText(tag.installedBytes)) (download \(byteText(tag.downloadBytes)))")
+            print("  \(tag.name.padding(toLength: width, withPad: " ", startingAt: 0)) \(tag.state.rawValue.padding(toLength: 15, withPad: " ", startingAt: 0)) \(byteText(tag.installedBytes)) (download \(byteText(tag.downloadBytes)))")
         }
         print("packs:")
         for pack in report.packs {

@@ -9,11 +9,12 @@ struct UpdateCommand: AsyncParsableCommand {
         commandName: "update",
         abstract: "Check the catalog for a new version and say what it would download.",
         discussion: """
-            Compares the tags the store holds with the distribution's current version: packs with
-            the same id carry over; of new or changed packs, only the files whose content the store
-            does not hold already would be downloaded. Packs the new
+            Compares the tags the store holds with the distribution's current version: packs with \
+            the same id carry over; of new or changed packs, only the files whose content the store \
+            does not hold already would be downloaded. Packs the new \
             version no longer needs become the first candidates for purging.
-            Example: odr update --catalog http://127.0.0.1:8080/ --store ./store
+            Example:
+              odr update --catalog http://127.0.0.1:8080/ --store ./store
             """)
 
     @OptionGroup var options: CatalogOptions

@@ -24,11 +24,11 @@ struct DeltaBench: AsyncParsableCommand {
             `odr` built next to this executable, reading what each fetch did from `odr fetch --json` \
             (and the pack requests from the server's log, as a check):
 
-              1. full download: v1 into an empty store; `curl -o` of the same pack for reference;
-              2. one file changed: v2 into the same store; target: at most 1.1 MiB downloaded;
-              3. a tenth of the files changed (every 10th): v3 into the same store; targets: at most \
+            1. full download: v1 into an empty store; `curl -o` of the same pack for reference;
+            2. one file changed: v2 into the same store; target: at most 1.1 MiB downloaded;
+            3. a tenth of the files changed (every 10th): v3 into the same store; targets: at most \
             1.15x the changed files' stored bytes downloaded, at most 60 requests;
-              4. resume: a fresh single-pack catalog of --resume-mib MiB, once as 1 MiB files and once \
+            4. resume: a fresh single-pack catalog of --resume-mib MiB, once as 1 MiB files and once \
             as one file, fetched with ODR_CRASH_AT=download (odr kills itself with SIGKILL once \
             half of the pack arrived); the bytes left in STORE/staging/<id>.d are summed, then \
             the fetch runs again; target: downloaded <= archive bytes - bytes on disk + 1 MiB.

@@ -8,10 +8,10 @@ struct FormatBench: AsyncParsableCommand {
         commandName: "format",
         abstract: "Verifying read of a mixed pack vs. unzip -t, and writer/reader peak memory.",
         discussion: """
-            Generates a mixed tree (half compressible JSON-like text, half incompressible media),
-            writes it into one pack, then times our verifying read (inflate + SHA-256 of every entry
-            and of the archive) against `unzip -tq` (inflate + CRC-32) on the same file, best of
-            --runs. Peak memory of the writer and the reader is measured in child processes on a
+            Generates a mixed tree (half compressible JSON-like text, half incompressible media), \
+            writes it into one pack, then times our verifying read (inflate + SHA-256 of every entry \
+            and of the archive) against `unzip -tq` (inflate + CRC-32) on the same file, best of \
+            --runs. Peak memory of the writer and the reader is measured in child processes on a \
             second, larger pack to show it does not grow with pack size.
 
             Targets: verify time <= 1.3x unzip -t; writer and reader peak memory < 64 MiB for 1 GiB.

@@ -18,8 +18,8 @@ struct RequestBench: AsyncParsableCommand {
         commandName: "request",
         abstract: "Conditional begin + end on installed tags (10,000-tag catalog), and opening a manager.",
         discussion: """
-            Generates an assets tree (one folder per tag, --files-per-tag small files in each),
-            builds it with the builder into a file:// catalog, installs the packs of the first
+            Generates an assets tree (one folder per tag, --files-per-tag small files in each), \
+            builds it with the builder into a file:// catalog, installs the packs of the first \
             --installed tags into a store, then times:
               - --pairs conditional begin + end pairs on random installed tags, each timed alone;
                 a bare Ledger begin/end of the same tags is the baseline;

@@ -9,13 +9,15 @@ struct SimBench: AsyncParsableCommand {
         commandName: "sim",
         abstract: "odrsim throughput: requests per second (default policy) and a 1-million-request Belady run.",
         discussion: """
-            Generates a travel workload (Zipf popularity) on a catalog of --tags tags and an 8 GiB
+            Generates a travel workload (Zipf popularity) on a catalog of --tags tags and an 8 GiB \
             device, then times:
-              1. the default policy over --requests requests (target: at least 2 million requests
-                 per second on one core), against the baseline of beginning and ending the same
-                 requests on a bare Ledger (the least any simulation must do);
-              2. Belady's MIN over --belady-requests requests, including reading the future
-                 (target: under 5 seconds).
+
+            1. the default policy over --requests requests (target: at least 2 million requests \
+            per second on one core), against the baseline of beginning and ending the same \
+            requests on a bare Ledger (the least any simulation must do);
+            2. Belady's MIN over --belady-requests requests, including reading the future \
+            (target: under 5 seconds).
+
             Each figure is the best of --runs. Generating the script is not timed.
             """
     )

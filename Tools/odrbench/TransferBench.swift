@@ -14,9 +14,9 @@ struct TransferBench: AsyncParsableCommand {
         commandName: "transfer",
         abstract: "Download throughput and many-small-files time against curl, over loopback.",
         discussion: """
-            Serves generated files with the development server in-process on 127.0.0.1, downloads them
-            with the transfer engine and with the curl command line, and prints both figures and their
-            ratio. Each measurement is the best of --runs, taken alternately. Generated files live in a
+            Serves generated files with the development server in-process on 127.0.0.1, downloads them \
+            with the transfer engine and with the curl command line, and prints both figures and their \
+            ratio. Each measurement is the best of --runs, taken alternately. Generated files live in a \
             temporary directory that is removed afterwards.
             """
     )

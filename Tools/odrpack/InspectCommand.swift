@@ -8,26 +8,27 @@ struct InspectCommand: AsyncParsableCommand {
         commandName: "inspect",
         abstract: "Show a catalog's distributions and versions, and one version's tags and packs.",
         discussion: """
-            Without --version, shows the version the 'live' distribution points at (or the latest). \
-            --json prints the index summary with the full version manifest.
+            Without --catalog-version, shows the version the 'live' distribution points at (or the \
+            latest). --json prints the index summary with the full version manifest.
 
             Examples:
               odrpack inspect out/catalog
-              odrpack inspect out/catalog --version 3 --json | jq '.manifest.tags[].name'
+              odrpack inspect out/catalog --catalog-version 3 --json | jq .manifest.tags
             """
     )
 
     @Argument(help: ArgumentHelp("The catalog folder.", valueName: "catalog"))
     var catalog: String
 
-    @Option(help: "The version to show, e.g. --version 3.")
+    // Not --version: that is the tool's own version flag.
+    @Option(name: .customLong("catalog-version"), help: "The catalog version to show, e.g. --catalog-version 3.")
     var version: Int?
 
     @Flag(help: "Print JSON.")
     var json = false
 
     func validate() throws {
-        if let version, version < 1 { throw ValidationError("--version starts at 1.") }
+        if let version, version < 1 { throw ValidationError("--catalog-version starts at 1.") }
     }
 
     func run() async throws {

@@ -144,7 +144,12 @@ struct ByteRate: ExpressibleByArgument {
         let number = multiplier == 1 ? Substring(text) : text.dropLast()
         guard let value = Double(number), value.isFinite, value * multiplier < Double(Int.max) else { return nil }
         bytesPerSecond = Int((value * multiplier).rounded())
+        written = argument
     }
+
+    /// As written, for `--help`.
+    private var written = ""
+    var defaultValueDescription: String { written }
 }
 
 extension Logger.Level: @retroactive ExpressibleByArgument {}

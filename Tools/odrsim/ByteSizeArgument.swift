@@ -4,11 +4,16 @@ import ODRSimulation
 /// A size on the command line: `8GiB`, `512MB`, `300k`, `4096`.
 struct ByteSizeArgument: ExpressibleByArgument {
     var bytes: Int64
+    /// As written, so `--help` shows a default as `8GiB` rather than as Swift debug text.
+    private var text: String
 
     init?(argument: String) {
         guard let bytes = ByteCount.parse(argument) else { return nil }
         self.bytes = bytes
+        text = argument
     }
+
+    var defaultValueDescription: String { text }
 
     static var defaultCompletionKind: CompletionKind { .default }
 }
@@ -21,4 +26,6 @@ struct SizeDistributionArgument: ExpressibleByArgument {
         guard let distribution = SizeDistribution(parsing: argument) else { return nil }
         self.distribution = distribution
     }
+
+    var defaultValueDescription: String { distribution.description }
 }

@@ -227,4 +227,6 @@ struct WorkloadArgument: ExpressibleByArgument {
     }
 
     static var allValueStrings: [String] { Workload.allCases.map(\.rawValue) }
+
+    var defaultValueDescription: String { workload.rawValue }
 }

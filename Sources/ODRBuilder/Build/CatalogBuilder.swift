@@ -37,11 +37,7 @@ public struct CatalogBuilder: Sendable {
         let catalog = CatalogDirectory(root: options.output)
         let index = try catalog.loadIndexIfPresent()
         let catalogID = try resolveCatalogID(rules: rules, index: index)
-        if let problem = TagRecord.problem(inName: options.distribution) {
-            throw BuildError(
-                .unknownDistribution, "distribution names follow the tag name rules: \(problem)",
-                key: "--distribution", value: options.distribution)
-        }
+        try BuildError.checkDistributionName(options.distribution, key: "--distribution")
 
         progress(BuildProgress(phase: .scanning, completedBytes: 0, totalBytes: 0))
         let scan = try AssetScanner(root: options.assets, rules: rules, skipping: skippedPaths()).scan()

@@ -1,3 +1,5 @@
+import ODRFormat
+
 /// An error from building, inspecting or editing a catalog, with a stable code and a message that
 /// says what to do.
 ///
@@ -51,8 +53,10 @@ public struct BuildError: Error, CustomStringConvertible, Sendable {
         public static let immutableConflict = Code(rawValue: "catalog.immutableConflict")
         /// A version number that the catalog does not list.
         public static let unknownVersion = Code(rawValue: "catalog.unknownVersion")
-        /// A distribution name that is empty or malformed, or that the catalog does not define.
+        /// A distribution name that the catalog does not define.
         public static let unknownDistribution = Code(rawValue: "catalog.unknownDistribution")
+        /// A distribution name that is empty or uses characters names may not use.
+        public static let invalidDistribution = Code(rawValue: "catalog.invalidDistribution")
 
         // Verification.
         /// A file the catalog refers to is missing.
@@ -89,6 +93,16 @@ public struct BuildError: Error, CustomStringConvertible, Sendable {
         self.key = key
         self.value = value
         self.cause = cause
+    }
+
+    /// A `catalog.invalidDistribution` error when `name` is not a valid distribution name: 1...128
+    /// letters, digits, `.`, `_` or `-` (the rule tag names follow too).
+    static func checkDistributionName(_ name: String, key: String) throws(BuildError) {
+        guard TagRecord.problem(inName: name) != nil else { return }
+        throw BuildError(
+            .invalidDistribution,
+            "a distribution name uses 1 to 128 letters, digits, '.', '_' or '-' (for example 'live' or 'beta-2'); '\(name)' does not",
+            key: key, value: "'\(name)'")
     }
 
     public var description: String {

@@ -24,12 +24,10 @@ public struct CatalogEditor: Sendable {
     ///
     /// - Returns: the version it pointed at before, if any.
     /// - Throws: `catalog.unknownVersion` when the catalog does not list `version`;
-    ///   `catalog.unknownDistribution` for an invalid name.
+    ///   `catalog.invalidDistribution` for an invalid name.
     @discardableResult
     public func setDistribution(_ name: String, to version: Int) throws(BuildError) -> Int? {
-        if let problem = TagRecord.problem(inName: name) {
-            throw BuildError(.unknownDistribution, "distribution names follow the tag name rules: \(problem)", value: name)
-        }
+        try BuildError.checkDistributionName(name, key: "distribution")
         var index = try catalog.loadIndex()
         // Reading the manifest proves the version exists and is intact before clients are sent to it.
         _ = try catalog.loadManifest(version: version, in: index)
