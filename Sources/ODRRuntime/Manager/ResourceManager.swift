@@ -43,6 +43,8 @@ public final class ResourceManager: Sendable {
         /// A newer version waiting for the requests of the current one to end.
         var pendingSnapshot: CatalogSnapshot?
         var prefetch: Task<Void, Never>?
+        /// The background loop of ``ResourceManager/checkForUpdates(every:)``, while one runs.
+        var updateChecks: Task<Void, Never>?
     }
 
     /// Opens the store (repairing what a crash left) and, when it holds a copy of the catalog,
@@ -73,7 +75,10 @@ public final class ResourceManager: Sendable {
     }
 
     deinit {
-        state.withLock { $0.prefetch?.cancel() }
+        state.withLock { state in
+            state.prefetch?.cancel()
+            state.updateChecks?.cancel()
+        }
         try? traceRecorder.withLock { $0 }?.finish()
         hub.finish()
     }
@@ -122,6 +127,53 @@ public final class ResourceManager: Sendable {
     /// Waits until the background prefetch started by ``prepare(online:)`` has finished.
     public func waitForPrefetch() async {
         await state.withLock { $0.prefetch }?.value
+    }
+
+    // MARK: - Updates
+
+    /// Checks the catalog for a new version now, and returns the newest version the manager knows.
+    ///
+    /// A new version takes effect at once when no request holds packs of the current one;
+    /// otherwise requests keep using the version they began with, and the new one takes effect when
+    /// the last of them ends (``currentVersion`` then changes and ``ResourceManagerEvent/catalogUpdated(version:)``
+    /// is emitted). Nothing is downloaded: packs of the new version install when requests need them,
+    /// moving only the files that changed.
+    ///
+    /// ```swift
+    /// if try await manager.checkForUpdates() != manager.currentVersion { showUpdateBadge() }
+    /// ```
+    ///
+    /// - Throws: ``ResourceError``: transfer errors (unreachable server, 404), `catalog-rollback`,
+    ///   `invalid-catalog`. The current version stays as it was.
+    @discardableResult
+    public func checkForUpdates() async throws(ResourceError) -> Int {
+        let snapshot = try await client.refresh()
+        try adopt(snapshot)
+        return snapshot.version
+    }
+
+    /// Checks for updates every `interval` in the background (``checkForUpdates()``), until called
+    /// again with `nil` or the manager goes away. A failed check (no network, say) is skipped
+    /// silently; the next one tries again.
+    ///
+    /// ```swift
+    /// manager.checkForUpdates(every: .seconds(15 * 60))
+    /// ```
+    public func checkForUpdates(every interval: Duration?) {
+        let task = interval.map { interval in
+            Task { [weak self] in
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: interval)
+                    guard !Task.isCancelled, let self else { return }
+                    _ = try? await self.checkForUpdates()
+                }
+            }
+        }
+        let previous = state.withLock { state in
+            defer { state.updateChecks = task }
+            return state.updateChecks
+        }
+        previous?.cancel()
     }
 
     /// Makes `snapshot` the current version, or keeps it pending while requests use the current one.

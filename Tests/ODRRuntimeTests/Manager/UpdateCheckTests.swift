@@ -1,0 +1,55 @@
+import Foundation
+import ODRFormat
+import ODRRuntime
+import ODRServe
+import ODRTestSupport
+import Testing
+
+/// A running app learns of a new catalog version without calling prepare() again, and the new
+/// version takes effect only after the requests on the old one end.
+struct UpdateCheckTests {
+    @Test func aNewVersionWaitsForTheRequestsOnTheOldOneToEnd() async throws {
+        let fixture = try await ManagerFixture.make(bigBytes: 10_000)
+        try await withTestServer(root: fixture.game.catalog) { server in
+            let manager = try fixture.manager(url: server.baseURL)
+            try await manager.prepare()
+            let events = manager.events()
+            #expect(try await manager.checkForUpdates() == 1, "nothing new yet")
+
+            let request = ResourceRequest(tags: ["small"], manager: manager)
+            try await request.beginAccessingResources()
+            try fixture.game.write("small/notes.txt", Data("version two\n".utf8))
+            try await fixture.game.build()
+
+            #expect(try await manager.checkForUpdates() == 2)
+            #expect(manager.currentVersion == 1, "a request still uses version 1")
+            let url = try #require(request.url(forResource: "small/notes.txt"))
+            #expect(try Data(contentsOf: url) == Data("notes\n".utf8))
+
+            try request.endAccessingResources()
+            #expect(manager.currentVersion == 2)
+            var updated: Int?
+            for await event in events {
+                if case .catalogUpdated(let version) = event { updated = version; break }
+            }
+            #expect(updated == 2)
+        }
+    }
+
+    @Test func periodicChecksFindANewVersion() async throws {
+        let fixture = try await ManagerFixture.make(bigBytes: 10_000)
+        try await withTestServer(root: fixture.game.catalog) { server in
+            let manager = try fixture.manager(url: server.baseURL)
+            try await manager.prepare()
+            manager.checkForUpdates(every: .milliseconds(20))
+            try fixture.game.write("small/notes.txt", Data("version two\n".utf8))
+            try await fixture.game.build()
+            let deadline = ContinuousClock.now + .seconds(30)
+            while manager.currentVersion != 2 {
+                guard ContinuousClock.now < deadline else { Issue.record("no periodic check adopted version 2"); return }
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            manager.checkForUpdates(every: nil)
+        }
+    }
+}
