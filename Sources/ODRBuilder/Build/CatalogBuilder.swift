@@ -104,10 +104,12 @@ public struct CatalogBuilder: Sendable {
         }
         progress(BuildProgress(phase: .publishing, completedBytes: 1, totalBytes: 1))
 
-        return report(
+        var built = report(
             manifest: published ? manifest : { var m = manifest; m.version = version; return m }(),
             published: published, plan: plan, written: written, rules: rules, hashing: hashing,
             warnings: scan.warnings + plan.warnings)
+        built.followedLinks = scan.followedLinks
+        return built
     }
 
     private func resolveCatalogID(rules: TagRules, index: CatalogIndex?) throws(BuildError) -> String {

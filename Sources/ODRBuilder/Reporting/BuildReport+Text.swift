@@ -6,7 +6,8 @@ extension BuildReport {
         var lines: [String] = []
         let verb = publishedNewVersion ? "published version \(version)" : "nothing changed; version \(version) is current"
         lines.append("catalog \(catalogID): \(verb); distribution '\(distribution)' -> \(version)")
-        lines.append("files: \(files) (\(hashedFiles) hashed, \(ByteCount.format(hashedBytes)) read; the rest from the build cache)")
+        lines.append("files: \(files) (\(hashedFiles) hashed, \(ByteCount.format(hashedBytes)) read; the rest from the build cache)"
+                     + (followedLinks > 0 ? "; \(followedLinks) symbolic link(s) followed" : ""))
         lines.append("")
         lines.append("packs (\(packs.count), \(writtenPacks) written, \(packs.count - writtenPacks) reused):")
         for pack in packs {

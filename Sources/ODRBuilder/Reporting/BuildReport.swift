@@ -76,4 +76,6 @@ public struct BuildReport: Codable, Sendable, Equatable {
     public var initialInstallAndPrefetchBudget: Int64
     /// Warnings: split packs, budgets exceeded, tags without files, untagged or skipped files.
     public var warnings: [BuildWarning]
+    /// Symbolic links in the assets folder that were followed (their targets packed as regular files).
+    public var followedLinks = 0
 }

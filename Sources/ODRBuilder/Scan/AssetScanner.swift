@@ -10,8 +10,11 @@ import ODRFormat
 ///
 /// Hidden files and folders (`.DS_Store`, `.git/`) are skipped unless the rules include them, and so
 /// are files the rules exclude, the rules file itself and any folder passed in `skipping` (for
-/// example a catalog written inside the assets folder). Symbolic links and special files are
-/// skipped with a warning. The result is sorted by path, so builds do not depend on directory order.
+/// example a catalog written inside the assets folder). A symbolic link is followed: one that
+/// resolves to a regular file is packed as a regular file with the link's path and the target's
+/// content (never as a link), one that resolves to a folder is walked like a folder; a link that
+/// leads back into a folder being walked (a loop), a dangling link and special files are skipped with
+/// a warning. The result is sorted by path, so builds do not depend on directory order.
 public struct AssetScanner: Sendable {
     /// The assets folder.
     public var root: URL
@@ -33,6 +36,22 @@ public struct AssetScanner: Sendable {
         public var files: [AssetFile]
         /// Files that were skipped and why.
         public var warnings: [BuildWarning]
+        /// Symbolic links followed (to files or folders).
+        public var followedLinks: Int
+    }
+
+    /// A folder's identity, to notice a link that leads back into a folder being walked.
+    private struct FolderID: Hashable {
+        var device: UInt64
+        var inode: UInt64
+    }
+
+    /// What the walk collects.
+    private struct Walk {
+        var files: [AssetFile] = []
+        var skipped: [String] = []
+        var loops: [String] = []
+        var followedLinks = 0
     }
 
     /// Walks the folder.
@@ -43,21 +62,28 @@ public struct AssetScanner: Sendable {
         guard FileManager.default.fileExists(atPath: root.path, isDirectory: &isDirectory), isDirectory.boolValue else {
             throw BuildError(.assetsUnreadable, "the assets folder does not exist or is not a folder", file: root.path)
         }
-        var files: [AssetFile] = []
-        var skipped: [String] = []
-        try walk(relative: "", into: &files, skipped: &skipped)
-        files.sort { $0.path.utf8.lexicographicallyPrecedes($1.path.utf8) }
+        var found = Walk()
+        var rootInfo = stat()
+        let rootID = stat(root.path, &rootInfo) == 0 ? FolderID(device: UInt64(rootInfo.st_dev), inode: UInt64(rootInfo.st_ino)) : nil
+        try walk(relative: "", ancestors: rootID.map { [$0] } ?? [], into: &found)
+        found.files.sort { $0.path.utf8.lexicographicallyPrecedes($1.path.utf8) }
         var warnings: [BuildWarning] = []
-        if !skipped.isEmpty {
+        if !found.skipped.isEmpty {
             warnings.append(BuildWarning(
                 .skippedFile,
-                "skipped \(skipped.count) symbolic link(s) or special file(s): "
-                    + skipped.sorted().prefix(5).joined(separator: ", ") + (skipped.count > 5 ? ", ..." : "")))
+                "skipped \(found.skipped.count) dangling symbolic link(s) or special file(s): "
+                    + found.skipped.sorted().prefix(5).joined(separator: ", ") + (found.skipped.count > 5 ? ", ..." : "")))
         }
-        return Result(files: files, warnings: warnings)
+        if !found.loops.isEmpty {
+            warnings.append(BuildWarning(
+                .skippedFile,
+                "skipped \(found.loops.count) symbolic link(s) that lead back into a folder being scanned (a loop): "
+                    + found.loops.sorted().prefix(5).joined(separator: ", ") + (found.loops.count > 5 ? ", ..." : "")))
+        }
+        return Result(files: found.files, warnings: warnings, followedLinks: found.followedLinks)
     }
 
-    private func walk(relative: String, into files: inout [AssetFile], skipped: inout [String]) throws(BuildError) {
+    private func walk(relative: String, ancestors: Set<FolderID>, into found: inout Walk) throws(BuildError) {
         let directory = relative.isEmpty ? root : root.appending(path: relative, directoryHint: .isDirectory)
         let names: [String]
         do {
@@ -77,19 +103,35 @@ public struct AssetScanner: Sendable {
                     .assetsUnreadable, "cannot read the file's metadata: \(String(cString: strerror(code)))",
                     file: url.path)
             }
+            var isLink = false
+            if info.st_mode & S_IFMT == S_IFLNK {
+                // Follow it: what matters is what it resolves to. A dangling link is skipped below.
+                guard stat(url.path, &info) == 0 else {
+                    found.skipped.append(path)
+                    continue
+                }
+                isLink = true
+            }
             switch info.st_mode & S_IFMT {
             case S_IFDIR:
-                try walk(relative: path, into: &files, skipped: &skipped)
+                let id = FolderID(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
+                guard !ancestors.contains(id) else {
+                    found.loops.append(path)
+                    continue
+                }
+                if isLink { found.followedLinks += 1 }
+                try walk(relative: path, ancestors: ancestors.union([id]), into: &found)
             case S_IFREG:
                 if let problem = RelativePath.problem(in: path) {
                     throw BuildError(.assetsUnreadable, "the file's path cannot go in a catalog: \(problem)", file: url.path)
                 }
+                if isLink { found.followedLinks += 1 }
                 let nanoseconds = Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec)
-                files.append(AssetFile(
+                found.files.append(AssetFile(
                     path: path, url: url, size: Int64(info.st_size), modificationTime: nanoseconds,
                     inode: UInt64(info.st_ino)))
             default:
-                skipped.append(path)
+                found.skipped.append(path)
             }
         }
     }
