@@ -106,6 +106,28 @@ struct HostileArchiveTests {
         bytes.replaceSubrange(22..<26, with: [0xE8, 0x03, 0, 0])  // local header: uncompressed size
         let (error, files) = try refuse(bytes, [entry])
         #expect(error?.code == .sizeMismatch)
+        #expect(error?.message.contains("decompression bomb") == true, "\(String(describing: error))")
+        #expect(files.isEmpty)
+    }
+
+    /// A damaged deflated entry is reported as not matching its manifest, never as a bomb.
+    @Test(arguments: [40, 200, 1000, 3000])
+    func oneFlippedByteInADeflatedEntryIsAMismatchNotABomb(offset: Int) throws {
+        let dir = try TemporaryDirectory()
+        let text = Data((0..<20_000).map { "level \($0 % 97) tile \($0 % 13)\n" }.joined().utf8)
+        let (url, summary) = try PackFixtures.writePack([("map.txt", text)], in: dir)
+        let entry = summary.entries[0].expectation
+        #expect(entry.method == .deflate)
+        var bytes = try Data(contentsOf: url)
+        let dataStart = 30 + "map.txt".utf8.count
+        try #require(offset < Int(entry.storedSize))
+        bytes[dataStart + offset] ^= 0x01
+        let (error, files) = try refuse(bytes, [entry])
+        let message = error?.message ?? ""
+        #expect(!message.contains("bomb"), "\(message)")
+        if error?.code == .sizeMismatch || error?.code == .hashMismatch {
+            #expect(message.contains("does not match its manifest"), "\(message)")
+        }
         #expect(files.isEmpty)
     }
 

@@ -7,6 +7,9 @@ struct EntryDecoder {
     let expected: PackEntryExpectation
     private(set) var remainingInput: Int64
     private var produced: Int64 = 0
+    /// Bytes inflated beyond the declared size (not written anywhere): a little means the entry is
+    /// damaged, a lot means a decompression bomb.
+    private var excess: Int64 = 0
     private var sha = StreamingSHA256()
     private let inflater: ZlibStream?
 
@@ -82,19 +85,29 @@ struct EntryDecoder {
             }
             let expected = self.expected
             var produced = self.produced
+            var excess = self.excess
             var sha = self.sha
+            let bombLimit = Self.bombLimit(forDeclared: expected.size)
             let used = try inflater.process(chunk, scratch: &scratch) { out in
-                guard produced + Int64(out.count) <= expected.size else {
-                    throw FormatError(
-                        .sizeMismatch,
-                        "Entry '\(expected.name)' inflates to more than its declared \(expected.size) bytes (a decompression bomb?); the pack was refused.",
-                        field: expected.name)
+                guard excess == 0, produced + Int64(out.count) <= expected.size else {
+                    // Past the declared size nothing more is written; keep counting to tell damage
+                    // (a little more) from a bomb (far more), up to a bound.
+                    excess += produced + Int64(out.count) - max(produced, expected.size)
+                    produced = expected.size
+                    guard excess <= bombLimit else {
+                        throw FormatError(
+                            .sizeMismatch,
+                            "Entry '\(expected.name)' inflates to more than \(expected.size + bombLimit) bytes, far beyond the \(expected.size) its manifest declares: a decompression bomb. The pack was refused.",
+                            field: expected.name)
+                    }
+                    return
                 }
                 produced += Int64(out.count)
                 sha.update(out)
                 try sink.writeEntryData(out)
             }
             self.produced = produced
+            self.excess = excess
             self.sha = sha
             if used < count {
                 throw FormatError(.corruptData, "Entry '\(expected.name)' has bytes after the end of its compressed data.", field: expected.name)
@@ -108,18 +121,31 @@ struct EntryDecoder {
         return count
     }
 
+    /// How far past its declared size an entry may inflate before it counts as a decompression bomb
+    /// rather than damaged data: its declared size again, and at least 1 MiB.
+    static func bombLimit(forDeclared size: Int64) -> Int64 { max(size, 1 << 20) }
+
     /// Checks the complete entry once all of its stored bytes were fed.
     func finish() throws {
         let name = expected.name
+        guard excess == 0 else {
+            throw FormatError(
+                .sizeMismatch,
+                "Entry '\(name)' inflates to \(expected.size + excess) bytes, not the \(expected.size) its manifest declares: it does not match its manifest (damaged in transit or at the source). Download it again.",
+                field: name)
+        }
         if let inflater, !inflater.ended {
-            throw FormatError(.corruptData, "Entry '\(name)' ends before its compressed data does.", field: name)
+            throw FormatError(.corruptData, "Entry '\(name)' ends before its compressed data does: it does not match its manifest (damaged or cut short). Download it again.", field: name)
         }
         guard produced == expected.size else {
-            throw FormatError(.sizeMismatch, "Entry '\(name)' holds \(produced) bytes but declares \(expected.size).", field: name)
+            throw FormatError(
+                .sizeMismatch,
+                "Entry '\(name)' inflates to \(produced) bytes, not the \(expected.size) its manifest declares: it does not match its manifest (damaged in transit or at the source). Download it again.",
+                field: name)
         }
         let digest = sha.finalize()
         guard digest == expected.sha256 else {
-            throw FormatError(.hashMismatch, "Entry '\(name)' has SHA-256 \(digest) but the manifest says \(expected.sha256); the pack is corrupt. Download it again.", field: name)
+            throw FormatError(.hashMismatch, "Entry '\(name)' has SHA-256 \(digest) but its manifest says \(expected.sha256): it does not match its manifest (damaged in transit or at the source). Download it again.", field: name)
         }
     }
 }
