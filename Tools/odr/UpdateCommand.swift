@@ -38,9 +38,18 @@ struct UpdateCommand: AsyncParsableCommand {
             let previous = try client.storedSnapshot()
             let current = try await client.refresh()
             let installed = try store.installedPackIDs()
-            // The tags the store holds: those whose packs were all installed under the previous version.
-            let held = (previous?.manifest.tags ?? []).filter { tag in tag.packs.allSatisfy(installed.contains) }.map(\.name)
-            let kept = held.filter { current.lookup.tag(named: $0) != nil }
+            // The tags the store holds: those whose packs are all installed under the previous or the
+            // current version (after a rollback the current one is the older), and those of which an
+            // installed pack belongs to that tag alone (partly installed; a pack shared with another
+            // tag says nothing about this one).
+            var held = Set<String>()
+            for manifest in [previous?.manifest, current.manifest].compactMap({ $0 }) {
+                let exclusive = Set(manifest.packs.filter { $0.tags.count == 1 && installed.contains($0.id) }.flatMap(\.tags))
+                for tag in manifest.tags where tag.packs.allSatisfy(installed.contains) || exclusive.contains(tag.name) {
+                    held.insert(tag.name)
+                }
+            }
+            let kept = held.filter { current.lookup.tag(named: $0) != nil }.sorted()
             let needed = current.lookup.packs(forTags: kept).compactMap { current.lookup.pack(id: $0) }
             let download = needed.filter { !installed.contains($0.id) }
             // Only the files that changed travel: entries whose content the store holds are reused.

@@ -176,4 +176,30 @@ struct ODRCommandTests {
         #expect(down.stderr.contains("notice: the catalog server cannot be reached [network-unavailable]"), "\(down.stderr)")
         #expect(down.stdout.contains("small"))
     }
+
+    @Test func updateAfterARollbackCountsTagsInstalledUnderEitherVersion() async throws {
+        let fixture = try CatalogFixture.game(bigBytes: 50_000)
+        try await fixture.build()
+        let storeDirectory = try TemporaryDirectory(prefix: "odr-store")
+        try await withTestServer(root: fixture.catalog) { server in
+            let common = ["--catalog", server.baseURL.absoluteString, "--store", storeDirectory.url.path]
+            #expect(try await ODRExecutable.run(["fetch"] + common + ["small", "big"]).status == 0)
+            // Version 2 changes big; the client sees it (odr update) but does not fetch it.
+            try fixture.write("big/level.json", Data("{\"tile\": 2}\n".utf8))
+            try await fixture.build()
+            struct Update: Decodable { var previousVersion: Int?; var currentVersion: Int; var tags: [String]; var downloadBytes: Int64 }
+            let seen = try JSONDecoder().decode(Update.self, from: Data(try await ODRExecutable.run(["update"] + common + ["--json"]).stdout.utf8))
+            #expect(seen.currentVersion == 2 && seen.tags == ["big", "small"] && seen.downloadBytes > 0)
+
+            // The publisher rolls live back to version 1: big is fully installed under it again.
+            var index = try fixture.index()
+            index.distributions["live"] = 1
+            index.serial += 1
+            try index.encoded().write(to: fixture.catalog.appending(path: "catalog.json"))
+            let back = try JSONDecoder().decode(Update.self, from: Data(try await ODRExecutable.run(["update"] + common + ["--json"]).stdout.utf8))
+            #expect(back.previousVersion == 2 && back.currentVersion == 1)
+            #expect(back.tags == ["big", "small"], "big was installed under version 1 and must still count")
+            #expect(back.downloadBytes == 0)
+        }
+    }
 }
