@@ -10,6 +10,7 @@ struct StatusCommand: AsyncParsableCommand {
         abstract: "Show each tag's size and state, each pack, the store's usage and free space.",
         discussion: """
             States: not downloaded, downloading (in progress or resumable), downloaded, in use.
+
             Example:
               odr status --catalog http://127.0.0.1:8080/ --store ./store --json
             """)

@@ -12,7 +12,10 @@ struct UpdateCommand: AsyncParsableCommand {
             Compares the tags the store holds with the distribution's current version: packs with \
             the same id carry over; of new or changed packs, only the files whose content the store \
             does not hold already would be downloaded. Packs the new \
-            version no longer needs become the first candidates for purging.
+            version no longer needs become the first candidates for purging. A tag counts as held \
+            when its packs are all installed under the previous or the current version (after a \
+            rollback the current one is the older), or when an installed pack belongs to it alone.
+
             Example:
               odr update --catalog http://127.0.0.1:8080/ --store ./store
             """)

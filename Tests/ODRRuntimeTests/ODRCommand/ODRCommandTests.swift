@@ -202,4 +202,22 @@ struct ODRCommandTests {
             #expect(back.downloadBytes == 0)
         }
     }
+
+    @Test func statusShowsLongTagNamesWhole() async throws {
+        let name = "track-ancient-colosseum-labyrinth"
+        let fixture = try CatalogFixture(rules: #"{ "tags": { "\#(name)": { "include": ["t"] }, "a": { "include": ["a"] } } }"#)
+        try fixture.write("t/data.bin", deterministicBytes(count: 1000, seed: 1))
+        try fixture.write("a/data.bin", deterministicBytes(count: 1000, seed: 2))
+        try await fixture.build()
+        let storeDirectory = try TemporaryDirectory(prefix: "odr-store")
+        let status = try await ODRExecutable.run(["status", "--catalog", fixture.catalog.path, "--store", storeDirectory.url.path])
+        #expect(status.status == 0, "\(status.stderr)")
+        let lines = status.stdout.split(separator: "\n")
+        let tagsStart = (lines.firstIndex(of: "tags:") ?? 0) + 1, tagsEnd = lines.firstIndex(of: "packs:") ?? lines.endIndex
+        let rows = lines[tagsStart..<tagsEnd].filter { $0.contains("not downloaded") }
+        #expect(rows.contains { $0.hasPrefix("  \(name) ") }, "\(status.stdout)")
+        // The state column starts at the same place in every row.
+        let columns = rows.compactMap { row in row.range(of: "not downloaded").map { row.distance(from: row.startIndex, to: $0.lowerBound) } }
+        #expect(Set(columns).count == 1, "\(rows)")
+    }
 }
