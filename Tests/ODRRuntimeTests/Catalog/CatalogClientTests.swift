@@ -59,6 +59,25 @@ struct CatalogClientTests {
         #expect(error?.code == .catalogUnavailable)
     }
 
+    /// With retries that would each wait ten minutes, the fallback comes at once: a refused
+    /// connection to the catalog is not retried (a retried one would hit the time limit).
+    @Test(.timeLimit(.minutes(1))) func aRefusedConnectionFallsBackWithoutRetrying() async throws {
+        let fixture = try CatalogFixture.game(bigBytes: 1000)
+        try await fixture.build()
+        let storeDirectory = try TemporaryDirectory(prefix: "odr-store")
+        let baseURL = try await withTestServer(root: fixture.catalog) { server in
+            _ = try await InstallerTests.install(["small"], from: server.baseURL, store: storeDirectory.url)
+            return server.baseURL
+        }
+        var configuration = TransferEngine.Configuration()
+        configuration.retryPolicy = RetryPolicy(maximumAttempts: 5, initialDelay: 600, maximumDelay: 600)
+        let client = CatalogClient(catalogURL: baseURL, store: try ResourceStore(directory: storeDirectory.url),
+                                   transport: try TransferEngine(configuration: configuration))
+        let snapshot = try await client.snapshot()
+        #expect(snapshot.fallback?.reason.code == .networkUnavailable)
+        #expect(snapshot.version == 1)
+    }
+
     @Test(arguments: [(404, ResourceError.Code.resourceUnavailable), (403, .accessDenied)])
     func aMissingOrForbiddenCatalogIsAnErrorNotAFallback(status: Int, code: ResourceError.Code) async throws {
         let fixture = try CatalogFixture.game(bigBytes: 1000)
