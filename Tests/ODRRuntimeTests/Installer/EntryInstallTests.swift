@@ -203,6 +203,40 @@ struct EntryInstallTests {
         }
     }
 
+    @Test func theManagerReportsAndShowsTheDeltaItDownloads() async throws {
+        let fixture = try await Self.levelFixture()
+        let directory = try TemporaryDirectory(prefix: "odr-store")
+        try await withTestServer(root: fixture.catalog) { server in
+            var configuration = ResourceManager.Configuration(catalogURL: server.baseURL, storeDirectory: directory.url)
+            configuration.freeSpaceWatermark = 0
+            let manager = try ResourceManager(configuration: configuration)
+            try await manager.prepare()
+            let first = ResourceRequest(tags: ["level"], manager: manager)
+            try await first.beginAccessingResources()
+            try first.endAccessingResources()
+            #expect(try manager.downloadSize(forTags: ["level"]) == 0)
+
+            try fixture.write(Self.name(5), deterministicBytes(count: 64 << 10, seed: 55))
+            try await fixture.build()
+            #expect(try await manager.checkForUpdates() == 2)
+            #expect(manager.currentVersion == 2)
+            let v2 = try fixture.manifest(2)
+            let entries = try #require(v2.packs.first.map { v2.expectedEntries(inPack: $0.id) }).sorted { $0.headerOffset < $1.headerOffset }
+            let changed = try #require(entries.firstIndex { $0.name == Self.name(5) })
+            let range = entries[changed + 1].headerOffset - entries[changed].headerOffset
+            #expect(try manager.downloadSize(forTags: ["level"]) == range)
+            #expect(manager.gauge().first { $0.name == "level" }?.downloadBytes == range)
+
+            // The request's progress runs to the same total, and ends there.
+            let second = ResourceRequest(tags: ["level"], manager: manager)
+            try await second.beginAccessingResources()
+            #expect(second.progress.totalUnitCount == range + 1)
+            #expect(second.progress.fractionCompleted == 1)
+            let url = try #require(second.url(forResource: Self.name(5)))
+            #expect(try Data(contentsOf: url) == fixture.contents(of: Self.name(5)))
+        }
+    }
+
     @Test(.enabled(if: SmallDisk.isAvailable, "needs root to mount a small tmpfs"))
     func aFullDiskDuringAssemblyIsOutOfSpaceAndLeavesNothing() async throws {
         let fixture = try await Self.levelFixture(count: 6, size: 1 << 20)
