@@ -10,8 +10,9 @@ import ODRFormat
 extension ResourceStore {
     /// Brings the directory back in line with the database after a crash (ARCHITECTURE.md rule 5).
     ///
-    /// - Packs being assembled in `staging/` (`<id>.d/` with its `<id>.journal`) stay: their
-    ///   verified entries are not fetched again.
+    /// - Packs being assembled in `staging/` (`<id>.d/` with its `<id>.journal`) stay, when a stored
+    ///   catalog version lists the pack and it is not installed: their verified entries are not
+    ///   fetched again.
     /// - Every other `staging/` item is deleted.
     /// - Folders in `packs/` without an installed row are deleted: a crash hit between rename and commit.
     /// - Installed rows whose folder is missing, or lacks an entry or has one of the wrong size, are
@@ -49,7 +50,9 @@ extension ResourceStore {
             var isFolder: ObjCBool = false
             let assembling = itemNames.contains("\(id).d")
                 && fileManager.fileExists(atPath: staging.appending(path: "\(id).d").path, isDirectory: &isFolder) && isFolder.boolValue
-            let resumable = assembling && (name == "\(id).d" || name == "\(id).journal")
+            // Worth keeping only for a pack a stored catalog version still lists and the store lacks;
+            // otherwise no install would ever pick it up again.
+            let resumable = assembling && (name == "\(id).d" || name == "\(id).journal") && stillWanted(id, database: database)
             if resumable {
                 if name.hasSuffix(".d") { report.keptPartialDownloads.append(id) }
                 continue
@@ -145,6 +148,15 @@ extension ResourceStore {
             }
         }
         return report
+    }
+
+    /// Whether a stored catalog version lists pack `id` and the store does not hold it installed.
+    private static func stillWanted(_ id: String, database: DatabasePool) -> Bool {
+        (try? database.read { db in
+            let listed = try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM packVersion WHERE packID = ?)", arguments: [id]) ?? false
+            let installed = try Bool.fetchOne(db, sql: "SELECT isInstalled FROM pack WHERE id = ?", arguments: [id]) ?? false
+            return listed && !installed
+        }) ?? true
     }
 
     private static func markNotInstalled(_ pack: InstalledPack, database: DatabasePool, clock: () -> Double) throws(ResourceError) {

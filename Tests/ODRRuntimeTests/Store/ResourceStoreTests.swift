@@ -19,7 +19,7 @@ struct ResourceStoreTests {
         try FileManager.default.removeItem(at: victim)
         let orphan = String(repeating: "a", count: 64), stray = String(repeating: "b", count: 64)
         try FileManager.default.createDirectory(at: directory.appending("packs/\(orphan)"), withIntermediateDirectories: true)
-        // A pack being assembled: a verified entry and its journal stay for the next attempt.
+        // A pack being assembled that no catalog lists: nothing would ever pick it up again.
         try FileManager.default.createDirectory(at: directory.appending("staging/\(orphan).d"), withIntermediateDirectories: true)
         try Data("entry".utf8).write(to: directory.appending("staging/\(orphan).d/entry.bin"))
         try Data("data 30 cut.bin\n".utf8).write(to: directory.appending("staging/\(orphan).journal"))
@@ -34,14 +34,34 @@ struct ResourceStoreTests {
         #expect(report.checkedEveryEntry)
         #expect(report.removedPackFolders == [orphan])
         #expect(Set(report.packsMarkedNotInstalled) == [missing, incomplete])
-        #expect(report.removedStagingItems == ["\(stray).d", "\(stray).zip", "\(stray).zip.resume"])
-        #expect(report.keptPartialDownloads == [orphan])
-        #expect(try Data(contentsOf: directory.appending("staging/\(orphan).d/entry.bin")) == Data("entry".utf8))
-        #expect(FileManager.default.fileExists(atPath: directory.appending("staging/\(orphan).journal").path))
+        #expect(report.removedStagingItems == ["\(orphan).d", "\(orphan).journal", "\(stray).d", "\(stray).zip", "\(stray).zip.resume"])
+        #expect(report.keptPartialDownloads.isEmpty)
         #expect(!FileManager.default.fileExists(atPath: reopened.packURL(id: incomplete).path))
         #expect(try reopened.installedPackIDs() == Set(packs).subtracting([missing, incomplete]))
         #expect(try reopened.events().filter { $0.kind == .repair }.count == 2)
         #expect(try reopened.verify().isEmpty)
+    }
+
+    /// Staging keeps a pack being assembled only while a stored catalog version lists it and the
+    /// store lacks it: then its verified entries save the next fetch bytes.
+    @Test func stagingKeepsOnlyPacksAnInstallCanStillUse() async throws {
+        let fixture = try CatalogFixture.game(bigBytes: 1000)
+        try await fixture.build()
+        let directory = try TemporaryDirectory(prefix: "odr-store")
+        let (store, snapshot, _) = try await InstallerTests.install(["small"], from: fixture.catalog, store: directory.url)
+        let installed = try store.installedPackIDs()
+        let wanted = try #require(snapshot.manifest.packs.map(\.id).first { !installed.contains($0) })
+        let done = try #require(installed.first)
+        for id in [wanted, done] {
+            try FileManager.default.createDirectory(at: directory.appending("staging/\(id).d"), withIntermediateDirectories: true)
+            try Data("entry".utf8).write(to: directory.appending("staging/\(id).d/entry.bin"))
+            try Data("data 30 entry.bin\n".utf8).write(to: directory.appending("staging/\(id).journal"))
+        }
+        let reopened = try withExtendedLifetime(store) { try ResourceStore(directory: directory.url) }
+        #expect(reopened.repairReport.keptPartialDownloads == [wanted])
+        #expect(Set(reopened.repairReport.removedStagingItems) == ["\(done).d", "\(done).journal"])
+        #expect(try Data(contentsOf: directory.appending("staging/\(wanted).d/entry.bin")) == Data("entry".utf8))
+        #expect(FileManager.default.fileExists(atPath: directory.appending("staging/\(wanted).journal").path))
     }
 
     /// A store whose packs were installed before it recorded their entries (schema v1) is checked
