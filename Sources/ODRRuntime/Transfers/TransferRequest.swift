@@ -35,7 +35,8 @@ public struct TransferRequest: Sendable {
     /// from `lowerBound`, so set ``expectedSize`` to the range's length. A server that answers with
     /// anything but exactly this range (the whole file, another range, HTTP 416) fails the transfer
     /// with ``ResourceError/Code/rangeNotSupported`` before the sink sees a byte of it: splicing the
-    /// wrong bytes into a caller's file would be worse than failing.
+    /// wrong bytes into a caller's file would be worse than failing. An empty range, or one that
+    /// starts before byte 0, fails with ``ResourceError/Code/invalidArgument`` before any request.
     ///
     /// ```swift
     /// var request = TransferRequest(url: packURL, byteRange: entry.offset..<entry.offset + entry.size)
@@ -75,7 +76,7 @@ public struct TransferRequest: Sendable {
     /// and a server would answer it with the whole file.
     var byteRangeProblem: ResourceError? {
         guard let byteRange, byteRange.isEmpty || byteRange.lowerBound < 0 else { return nil }
-        return ResourceError(.rangeNotSupported,
+        return ResourceError(.invalidArgument,
                              "The byte range \(byteRange.lowerBound)..<\(byteRange.upperBound) is empty or starts before byte 0; ask for at least one byte of the file.",
                              url: url)
     }
