@@ -236,9 +236,10 @@ public struct PackInstaller: Sendable {
                 outcome.requests = plan.fetches.count
                 outcome.fetchedFiles = plan.fetchedEntries
                 return
-            } catch where error.code == .integrity && plan.fetches.contains(where: \.isWholeArchive) {
+            } catch where error.code == .integrity && plan.fetches.contains(where: \.isWholeArchive) && Self.condemnsArchive(error) {
                 // The archive as a whole is not what the manifest describes (its central directory
-                // disagrees, say): nothing taken from it is kept.
+                // lists a link, or entries the manifest lacks): nothing taken from it is kept. A
+                // single damaged entry condemns only itself, as with ranges.
                 discardStaging(of: pack)
                 throw error
             } catch where error.code == .rangeNotSupported && policy.usesRanges {
@@ -249,6 +250,12 @@ public struct PackInstaller: Sendable {
                 policy.usesRanges = false
             }
         }
+    }
+
+    /// Whether an integrity failure is about the archive's structure rather than one entry's bytes.
+    private static func condemnsArchive(_ error: ResourceError) -> Bool {
+        guard let format = error.cause as? FormatError else { return true }
+        return [.malformedArchive, .unsupportedEntryType, .duplicateEntry, .unexpectedEntry, .unsupportedFeature].contains(format.code)
     }
 
     /// Runs the plan's requests, a few at a time; returns the bytes downloaded.

@@ -144,6 +144,35 @@ struct EntryInstallTests {
         }
     }
 
+    @Test func aDamagedEntryInAWholeDownloadCostsOnlyTheRestNextTime() async throws {
+        let fixture = try await Self.levelFixture()
+        let directory = try TemporaryDirectory(prefix: "odr-store")
+        try await withTestServer(root: fixture.catalog) { server in
+            let store = try ResourceStore(directory: directory.url)
+            let engine = try TransferEngine()
+            let v1 = try await CatalogClient(catalogURL: server.baseURL, store: store, transport: engine).refresh()
+            let pack = try #require(v1.packs(forTags: ["level"]).first)
+            let entries = v1.lookup.expectedEntries(inPack: pack.id).sorted { $0.headerOffset < $1.headerOffset }
+            // One flipped byte inside entry 6's data, in the first (whole-archive) download.
+            server.injectFaults(.corrupt(atOffset: Int(entries[6].headerOffset) + 1000), path: "/packs/\(pack.id).zip")
+            let error = await #expect(throws: ResourceError.self) {
+                try await PackInstaller(store: store, transport: engine).install([pack], from: v1)
+            }
+            #expect(error?.code == .integrity)
+            #expect(try store.pack(id: pack.id)?.isInstalled != true)
+
+            server.clearRequests()
+            let summary = try await PackInstaller(store: store, transport: engine).install([pack], from: v1)
+            await server.waitUntilIdle()
+            // Entries 0-5 were verified before the damaged one and stayed: one range from entry 6 on.
+            let again = server.requests().filter { $0.path.hasPrefix("/packs/") }
+            #expect(again.count == 1 && again.first?.range?.hasPrefix("bytes=\(entries[6].headerOffset)-") == true, "\(again)")
+            #expect(summary.fetchedFiles == 2)
+            try Self.expectFiles(fixture, count: 8, store: store, snapshot: v1)
+            #expect(try store.verify().isEmpty)
+        }
+    }
+
     @Test func aServerThatIgnoresRangesGetsOneWholeDownloadAndTheUpdateInstalls() async throws {
         let fixture = try await Self.levelFixture()
         let directory = try TemporaryDirectory(prefix: "odr-store")
