@@ -22,6 +22,7 @@ public struct RangePolicy: Sendable, Hashable {
     /// an entry (installed files are still reused and complete staged entries still kept).
     public var usesRanges: Bool
 
+    /// Creates a policy; a negative cost counts as 0 and fewer than one request as one.
     public init(requestCostBytes: Int64 = 64 << 10, maximumRequests: Int = 64, usesRanges: Bool = true) {
         self.requestCostBytes = max(0, requestCostBytes)
         self.maximumRequests = max(1, maximumRequests)

@@ -154,14 +154,16 @@ public final class ResourceManager: Sendable {
 
     /// Checks for updates every `interval` in the background (``checkForUpdates()``), until called
     /// again with `nil` or the manager goes away. A failed check (no network, say) is skipped
-    /// silently; the next one tries again.
+    /// silently; the next one tries again. Intervals under one second are raised to one second, so
+    /// a zero or negative value cannot turn into a loop that hammers the server.
     ///
     /// ```swift
     /// manager.checkForUpdates(every: .seconds(15 * 60))
     /// ```
     public func checkForUpdates(every interval: Duration?) {
-        let task = interval.map { interval in
-            Task { [weak self] in
+        let task = interval.map { requested in
+            let interval = max(requested, .seconds(1))
+            return Task { [weak self] in
                 while !Task.isCancelled {
                     try? await Task.sleep(for: interval)
                     guard !Task.isCancelled, let self else { return }

@@ -41,15 +41,21 @@ struct UpdateCheckTests {
         try await withTestServer(root: fixture.game.catalog) { server in
             let manager = try fixture.manager(url: server.baseURL)
             try await manager.prepare()
-            manager.checkForUpdates(every: .milliseconds(20))
             try fixture.game.write("small/notes.txt", Data("version two\n".utf8))
             try await fixture.game.build()
-            let deadline = ContinuousClock.now + .seconds(30)
+            server.clearRequests()
+            let start = ContinuousClock.now
+            manager.checkForUpdates(every: .zero)  // raised to one second
+            let deadline = start + .seconds(30)
             while manager.currentVersion != 2 {
                 guard ContinuousClock.now < deadline else { Issue.record("no periodic check adopted version 2"); return }
                 try await Task.sleep(for: .milliseconds(10))
             }
             manager.checkForUpdates(every: nil)
+            // A zero interval is raised to a second: a check per second at most, not a busy loop.
+            let elapsed = (ContinuousClock.now - start).components.seconds
+            let checks = server.requests().filter { $0.path == "/catalog.json" }.count
+            #expect(checks <= Int(elapsed) + 2, "\(checks) checks in \(elapsed) s")
         }
     }
 }
