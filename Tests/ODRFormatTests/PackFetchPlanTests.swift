@@ -105,6 +105,20 @@ struct PackFetchPlanTests {
         #expect(whole.fetches[0].targets.allSatisfy { $0.resume == nil })
     }
 
+    /// A journal whose data offset cannot be right must not produce an empty or misplaced range:
+    /// the entry starts again from its header.
+    @Test(arguments: [Int64(5), Int64(1 << 30)])
+    func anImplausibleResumeRestartsTheEntryFromItsHeader(dataOffsetDelta: Int64) {
+        let (entries, archive) = Self.entries(4)
+        let resume = PackRangeReader.Resume(dataOffset: entries[2].headerOffset + dataOffsetDelta, heldBytes: 1000,
+                                            heldHash: StreamingSHA256())
+        let plan = PackFetchPlan.make(entries: entries, archiveBytes: archive, complete: ["f0", "f1"], partial: ["f2": resume])
+        #expect(plan.fetches.count == 1)
+        #expect(plan.fetches[0].range.lowerBound == entries[2].headerOffset)
+        #expect(!plan.fetches[0].range.isEmpty)
+        #expect(plan.fetches[0].targets.allSatisfy { $0.resume == nil })
+    }
+
     @Test func nothingMissingIsNoRequest() {
         let (entries, archive) = Self.entries(3)
         let plan = PackFetchPlan.make(entries: entries, archiveBytes: archive, held: Set(entries.map(\.sha256)))

@@ -90,9 +90,15 @@ public struct PackFetchPlan: Sendable {
                 plan.reused.append(entry)
             } else {
                 let end = index + 1 < sorted.count ? sorted[index + 1].headerOffset : archiveBytes
-                if let resume = partial[entry.name], entry.method == .stored, policy.usesRanges {
+                // A resume is trusted only when its restart point can lie inside the entry's data:
+                // a journal that says otherwise (damaged, or about another archive) restarts the
+                // entry from its header instead of asking for an empty or misplaced range.
+                let earliestData = entry.headerOffset + 30 + Int64(entry.name.utf8.count)
+                if let resume = partial[entry.name], entry.method == .stored, policy.usesRanges,
+                   resume.dataOffset >= earliestData, resume.heldBytes > 0, resume.heldBytes < entry.storedSize,
+                   resume.dataOffset + entry.storedSize <= end {
                     let start = resume.dataOffset + resume.heldBytes
-                    spans.append((start..<max(start, end), PackRangeReader.Target(entry: entry, resume: resume)))
+                    spans.append((start..<end, PackRangeReader.Target(entry: entry, resume: resume)))
                 } else {
                     spans.append((entry.headerOffset..<max(entry.headerOffset, end), PackRangeReader.Target(entry: entry)))
                 }
