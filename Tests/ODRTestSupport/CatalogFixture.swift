@@ -54,11 +54,13 @@ public struct CatalogFixture: Sendable {
         try data.write(to: url)
     }
 
-    /// Builds the assets into the catalog: version 1, or the next version when files changed.
+    /// Builds the assets into the catalog: version 1, or the next version when files changed;
+    /// `catalog.json` signed with `signing` when given.
     @discardableResult
-    public func build() async throws -> BuildReport {
+    public func build(signing: CatalogSigning? = nil) async throws -> BuildReport {
         var options = BuildOptions(assets: assets, output: catalog)
         options.concurrency = 2
+        options.signing = signing
         return try await CatalogBuilder(options: options).build()
     }
 

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import ODRFormat
 import ODRRuntime
 
 /// The options every catalog command shares: where the catalog and the store are.
@@ -15,6 +16,22 @@ struct CatalogOptions: ParsableArguments {
 
     @Flag(help: "Do not contact the server; use the catalog stored by an earlier run.")
     var offline = false
+
+    @Option(name: .customLong("trusted-key"),
+            help: ArgumentHelp("Accept only a catalog.json signed by this public key (NAME.pub from 'odrpack key generate'); repeat for several, e.g. --trusted-key keys/release.key.pub.",
+                               valueName: "file"))
+    var trustedKeys: [String] = []
+
+    /// The trust settings: the `--trusted-key` keys (none: any catalog, as without signing).
+    func trust() throws(ResourceError) -> CatalogTrust {
+        var keys: [PublicSigningKey] = []
+        for path in trustedKeys {
+            do { keys.append(try PublicSigningKey.load(from: URL(filePath: path))) } catch {
+                throw ResourceError(.invalidArgument, "--trusted-key \(path): \(error.message)", cause: error)
+            }
+        }
+        return CatalogTrust(keys: keys)
+    }
 
     var catalogURL: URL {
         if let url = URL(string: catalog), let scheme = url.scheme, ["http", "https", "file"].contains(scheme) { return url }
@@ -33,7 +50,7 @@ struct CatalogOptions: ParsableArguments {
                                       synchronousWrites: !(install?.noSync ?? false))
         let engine = try TransferEngine()
         let client = CatalogClient(catalogURL: catalogURL, distribution: distribution, store: store, transport: engine,
-                                   bundledCatalog: install?.bundledCatalog)
+                                   bundledCatalog: install?.bundledCatalog, trust: try trust())
         return (store, client, engine)
     }
 }

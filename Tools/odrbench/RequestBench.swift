@@ -13,6 +13,9 @@ import ODRSimulation
 ///    the least any request must do.
 /// 2. Opening a `ResourceManager` on a store with --installed installed packs (target: under
 ///    50 ms), next to opening the bare `ResourceStore` and listing its packs.
+/// 3. What checking signatures adds to `prepare()`: the catalog is signed, and `prepare()` runs
+///    with and without the builder's key trusted (target: under 1 ms added), next to the
+///    signature and expiry check alone.
 struct RequestBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "request",
@@ -24,9 +27,13 @@ struct RequestBench: AsyncParsableCommand {
               - --pairs conditional begin + end pairs on random installed tags, each timed alone;
                 a bare Ledger begin/end of the same tags is the baseline;
               - opening a ResourceManager on the store (--opens times; median and best), against
-                opening the ResourceStore alone and listing its installed packs.
+                opening the ResourceStore alone and listing its installed packs;
+              - prepare() (--prepares times) on the signed catalog, by a manager that trusts the
+                builder's key and by one that trusts none; the difference is what checking the
+                signature costs, printed next to the check alone.
 
-            Targets: median pair < 20 us, 99th percentile < 200 us; opening < 50 ms.
+            Targets: median pair < 20 us, 99th percentile < 200 us; opening < 50 ms; signatures
+            add < 1 ms to prepare().
 
             Example: swift run -c release odrbench request --tags 10000 --installed 1000
             """
@@ -47,6 +54,9 @@ struct RequestBench: AsyncParsableCommand {
     @Option(help: "Times to open a manager on the store.")
     var opens = 7
 
+    @Option(help: "Times to run prepare() with and without trusted keys.")
+    var prepares = 41
+
     @Option(help: ArgumentHelp(
         "Keep the generated assets, catalog and store in this folder, and reuse them when it already holds a run's.",
         discussion: "Lets a profiler (perf record -- odrbench request --work DIR) skip the minute of setup on later runs.",
@@ -54,8 +64,8 @@ struct RequestBench: AsyncParsableCommand {
     var work: String?
 
     func validate() throws {
-        guard tags > 0, filesPerTag > 0, pairs > 0, opens > 0 else {
-            throw ValidationError("--tags, --files-per-tag, --pairs and --opens must be positive.")
+        guard tags > 0, filesPerTag > 0, pairs > 0, opens > 0, prepares > 0 else {
+            throw ValidationError("--tags, --files-per-tag, --pairs, --opens and --prepares must be positive.")
         }
         guard (1...tags).contains(installed) else { throw ValidationError("--installed must be between 1 and --tags.") }
     }
@@ -73,15 +83,20 @@ struct RequestBench: AsyncParsableCommand {
         let storeURL = work.appending(path: "store")
         let catalogURL = URL(filePath: catalog.path, directoryHint: .isDirectory)
         // A finished setup leaves this file; its text names the parameters it was made with.
-        let setupMark = work.appending(path: "setup-done"), setup = "\(tags) \(filesPerTag) \(installed)"
+        let setupMark = work.appending(path: "setup-done"), setup = "\(tags) \(filesPerTag) \(installed) signed"
+        let keyURL = work.appending(path: "bench.key")
         if (try? String(contentsOf: setupMark, encoding: .utf8)) == setup {
             print("reusing the catalog and store in \(work.path)")
         } else {
-            for item in [assets, catalog, storeURL] { try? FileManager.default.removeItem(at: item) }
+            for item in [assets, catalog, storeURL, keyURL, PublicSigningKey.fileURL(forPrivateKeyAt: keyURL)] {
+                try? FileManager.default.removeItem(at: item)
+            }
+            try SigningKey.generate().write(to: keyURL)
             let generate = try clock.measure { try generateAssets(at: assets, names: names) }
             print("generated the assets in \(format(generate.seconds))")
             var options = BuildOptions(assets: assets, output: catalog)
             options.concurrency = 2
+            options.signing = try CatalogSigning(keyFiles: [keyURL])
             let report = try await measuring("built the catalog (\(tags) packs)") {
                 try await CatalogBuilder(options: options).build()
             }
@@ -163,6 +178,42 @@ struct RequestBench: AsyncParsableCommand {
         print("  baseline, opening the store alone and listing its packs: median \(milli(percentile(storeOpens, 0.5)))")
         print("  then the first file lookup (path(forResource:)): median \(micro(percentile(firstLookups.sorted(), 0.5)))")
         print("  target < 50 ms: \(openMedian < 0.05 ? "met" : "NOT met")")
+
+        try await measureSignatureCost(configuration: configuration, key: try PublicSigningKey.load(from: PublicSigningKey.fileURL(forPrivateKeyAt: keyURL)),
+                                       catalog: catalog)
+    }
+
+    /// 3. `prepare()` by a manager trusting the builder's key against one trusting none (each in
+    /// turn, so drift in the machine's load hits both alike), and the signature check alone.
+    private func measureSignatureCost(configuration: ResourceManager.Configuration, key: PublicSigningKey, catalog: URL) async throws {
+        let clock = ContinuousClock()
+        var trusting = configuration
+        trusting.trustedKeys = [key]
+        let plain = try ResourceManager(configuration: configuration), checked = try ResourceManager(configuration: trusting)
+        var without: [Double] = [], with: [Double] = []
+        for round in 0..<(prepares + 1) {
+            let a = try await clock.measure { try await plain.prepare() }.seconds
+            let b = try await clock.measure { try await checked.prepare() }.seconds
+            // The first round warms caches for both.
+            if round > 0 { without.append(a); with.append(b) }
+        }
+        let index = try CatalogIndex.decode(from: Data(contentsOf: catalog.appending(path: CatalogIndex.fileName)))
+        let trust = try TrustedKeySet(keys: [key])
+        var checks: [Double] = []
+        for _ in 0..<1_000 {
+            checks.append(try clock.measure {
+                _ = try index.verifySignatures(trusting: trust)
+                guard let expiry = index.expiryDate, expiry > Date() else { throw ValidationFailure("the bench catalog expired") }
+            }.seconds)
+        }
+        without.sort()
+        with.sort()
+        checks.sort()
+        let added = percentile(with, 0.5) - percentile(without, 0.5)
+        print("prepare() on the signed catalog (\(prepares) runs each, file://):")
+        print("  trusting the builder's key: median \(milli(percentile(with, 0.5))); trusting no key (baseline): median \(milli(percentile(without, 0.5)))")
+        print("  added by checking signatures: \(micro(added)) (the check alone: median \(micro(percentile(checks, 0.5))), catalog.json of \(index.versions.count) version(s))")
+        print("  target < 1 ms: \(added < 0.001 ? "met" : "NOT met")")
     }
 
     /// One folder per tag, small text files in each (distinct contents, so nothing deduplicates),

@@ -18,6 +18,7 @@ struct BuildCommand: AsyncParsableCommand {
               odrpack build SampleAssets --output out/catalog
               odrpack build assets -o out/catalog --distribution test --json > report.json
               odrpack build assets --output out/catalog --rules ci/odr.json --no-cache
+              odrpack build assets --output out/catalog --sign-with keys/release.key --expires-in 30
             """
     )
 
@@ -51,6 +52,8 @@ struct BuildCommand: AsyncParsableCommand {
     @Flag(help: "Print the report as JSON.")
     var json = false
 
+    @OptionGroup var signing: SigningOptions
+
     func validate() throws {
         if let jobs, jobs < 1 { throw ValidationError("--jobs must be at least 1.") }
         if distribution.isEmpty { throw ValidationError("--distribution cannot be empty.") }
@@ -69,6 +72,7 @@ struct BuildCommand: AsyncParsableCommand {
         let bar = ProgressBar()
         let report = try await reportingLibraryErrors {
             defer { bar.finish() }
+            options.signing = try signing.signing()
             return try await CatalogBuilder(options: options).build { bar.update($0) }
         }
         if json {

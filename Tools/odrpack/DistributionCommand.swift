@@ -20,6 +20,7 @@ struct DistributionCommand: AsyncParsableCommand {
                 Examples:
                   odrpack distribution set live 8 --catalog out/catalog     # promote version 8
                   odrpack distribution set live 7 --catalog out/catalog     # roll back
+                  odrpack distribution set live 8 --catalog out/catalog --sign-with keys/release.key
                 """
         )
 
@@ -32,6 +33,8 @@ struct DistributionCommand: AsyncParsableCommand {
         @Option(help: ArgumentHelp("The catalog folder.", valueName: "catalog"))
         var catalog: String
 
+        @OptionGroup var signing: SigningOptions
+
         func validate() throws {
             if version < 1 { throw ValidationError("Version numbers start at 1.") }
             if name.isEmpty { throw ValidationError("The distribution name cannot be empty.") }
@@ -39,7 +42,7 @@ struct DistributionCommand: AsyncParsableCommand {
 
         func run() async throws {
             let previous = try await reportingLibraryErrors {
-                try CatalogEditor(catalog: CatalogDirectory(root: URL(filePath: catalog, directoryHint: .isDirectory)))
+                try CatalogEditor(catalog: CatalogDirectory(root: URL(filePath: catalog, directoryHint: .isDirectory)), signing: try signing.signing())
                     .setDistribution(name, to: version)
             }
             print("\(name): \(previous.map(String.init) ?? "none") -> \(version)")

@@ -18,6 +18,8 @@ struct ODRPack: AsyncParsableCommand {
             DiffCommand.self,
             DistributionCommand.self,
             PruneCommand.self,
+            SignCommand.self,
+            KeyCommand.self,
             ServeCommand.self,
         ]
     )

@@ -15,6 +15,7 @@ struct PruneCommand: AsyncParsableCommand {
             Examples:
               odrpack prune out/catalog --keep 3 --dry-run
               odrpack prune out/catalog --keep 3
+              odrpack prune out/catalog --keep 3 --sign-with keys/release.key
             """
     )
 
@@ -30,13 +31,15 @@ struct PruneCommand: AsyncParsableCommand {
     @Flag(help: "Print JSON.")
     var json = false
 
+    @OptionGroup var signing: SigningOptions
+
     func validate() throws {
         if keep < 0 { throw ValidationError("--keep cannot be negative.") }
     }
 
     func run() async throws {
         let result = try await reportingLibraryErrors {
-            try CatalogEditor(catalog: CatalogDirectory(root: URL(filePath: catalog, directoryHint: .isDirectory)))
+            try CatalogEditor(catalog: CatalogDirectory(root: URL(filePath: catalog, directoryHint: .isDirectory)), signing: try signing.signing())
                 .prune(keep: keep, dryRun: dryRun)
         }
         if json {

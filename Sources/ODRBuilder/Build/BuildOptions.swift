@@ -21,6 +21,8 @@ public struct BuildOptions: Sendable {
     public var concurrency: Int = ProcessInfo.processInfo.activeProcessorCount
     /// Archive settings.
     public var packOptions: PackWriter.Options = .init()
+    /// How `catalog.json` is signed; `nil` writes it unsigned (refused when the catalog is signed).
+    public var signing: CatalogSigning?
 
     /// Options for building `assets` into `output`.
     public init(assets: URL, output: URL) {

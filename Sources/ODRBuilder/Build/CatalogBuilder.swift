@@ -93,10 +93,11 @@ public struct CatalogBuilder: Sendable {
         if published {
             newIndex.versions.append(.init(number: version, manifest: VersionManifest.manifestPath(forVersion: version)))
         }
-        if published || newIndex.distributions[options.distribution] != version || index == nil {
+        // A signed build always writes: signing refreshes `expires` (and signs an unsigned catalog).
+        if published || newIndex.distributions[options.distribution] != version || index == nil || options.signing != nil {
             newIndex.distributions[options.distribution] = version
             newIndex.serial += 1
-            try catalog.writeIndex(newIndex)
+            try catalog.writeIndex(newIndex, signing: options.signing)
         }
         if var cache, let location = options.cache {
             cache.retain(paths: Set(scan.files.map(\.path)))

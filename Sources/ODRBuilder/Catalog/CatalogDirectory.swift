@@ -145,7 +145,36 @@ public struct CatalogDirectory: Sendable {
     }
 
     /// Replaces `catalog.json` atomically (temporary file, flush, rename).
-    public func writeIndex(_ index: CatalogIndex) throws(BuildError) {
+    ///
+    /// First pins every version that has no pin yet (the SHA-256 and size of its manifest file), so
+    /// an older catalog gains its pins on its next change; then, with `signing`, sets `expires` and
+    /// signs. Without `signing`, an index that was signed on disk is not replaced by an unsigned one.
+    ///
+    /// - Throws: `signing.required` when the catalog on disk is signed and `signing` is `nil`;
+    ///   `verify.missingFile` when a manifest to pin is missing; `catalog.io`.
+    public func writeIndex(_ index: CatalogIndex, signing: CatalogSigning? = nil) throws(BuildError) {
+        var index = index
+        if signing == nil, (try? loadIndexIfPresent())?.isSigned == true {
+            throw BuildError(
+                .signingRequired,
+                "catalog.json is signed; sign the change too (--sign-with KEY), or clients that trust the key will refuse the catalog",
+                file: url(of: CatalogIndex.fileName).path)
+        }
+        for (i, entry) in index.versions.enumerated() where entry.sha256 == nil {
+            let location = url(of: entry.manifest)
+            let data: Data
+            do { data = try Data(contentsOf: location) } catch {
+                throw BuildError(.missingFile, "the version manifest listed in catalog.json is missing, so it cannot be pinned", file: location.path, cause: error)
+            }
+            index.versions[i].sha256 = ContentHash.sha256Hex(of: data)
+            index.versions[i].size = Int64(data.count)
+        }
+        if let signing {
+            index = try signing.sign(index)
+        } else {
+            index.expires = nil
+            index.signatures = nil
+        }
         let data: Data
         do {
             data = try index.encoded()

@@ -58,6 +58,17 @@ public struct BuildError: Error, CustomStringConvertible, Sendable {
         /// A distribution name that is empty or uses characters names may not use.
         public static let invalidDistribution = Code(rawValue: "catalog.invalidDistribution")
 
+        // Signing.
+        /// A key file is missing, unreadable, of the wrong kind (a public key given to sign), or a
+        /// key pair would overwrite existing files.
+        public static let signingKey = Code(rawValue: "signing.key")
+        /// `catalog.json` is signed and a change was asked for without `--sign-with`: writing it
+        /// unsigned would make every client that trusts the keys refuse it.
+        public static let signingRequired = Code(rawValue: "signing.required")
+        /// A signing setting is impossible: no key, an expiry of zero or less, a threshold larger
+        /// than the number of keys.
+        public static let signingInvalid = Code(rawValue: "signing.invalid")
+
         // Verification.
         /// A file the catalog refers to is missing.
         public static let missingFile = Code(rawValue: "verify.missingFile")

@@ -14,10 +14,36 @@ import ODRFormat
 public struct CatalogEditor: Sendable {
     /// The catalog to change.
     public var catalog: CatalogDirectory
+    /// How each rewritten `catalog.json` is signed; `nil` writes it unsigned, which a signed
+    /// catalog refuses (`signing.required`).
+    public var signing: CatalogSigning?
 
     /// Creates an editor.
-    public init(catalog: CatalogDirectory) {
+    public init(catalog: CatalogDirectory, signing: CatalogSigning? = nil) {
         self.catalog = catalog
+        self.signing = signing
+    }
+
+    /// Signs `catalog.json` again with ``signing``'s keys (a new `expires`, a higher serial),
+    /// changing nothing else; with `rotatingFrom`, first records a key rotation from the current
+    /// keys (those private keys) to ``signing``'s keys with `threshold`.
+    ///
+    /// - Returns: the signed index.
+    /// - Throws: `signing.invalid` without ``signing``, or when `threshold` exceeds the new keys.
+    @discardableResult
+    public func sign(rotatingFrom previousKeys: [SigningKey] = [], threshold: Int = 1) throws(BuildError) -> CatalogIndex {
+        guard let signing else { throw BuildError(.signingInvalid, "signing needs at least one key (--key KEY)") }
+        var index = try catalog.loadIndex()
+        if !previousKeys.isEmpty {
+            do {
+                index = try index.rotatingKeys(to: signing.keys.map(\.publicKey), threshold: threshold, signedBy: previousKeys)
+            } catch {
+                throw BuildError(.signingInvalid, "cannot record the key rotation: \(error.message)", cause: error)
+            }
+        }
+        index.serial += 1
+        try catalog.writeIndex(index, signing: signing)
+        return try catalog.loadIndex()
     }
 
     /// Points distribution `name` at `version` (creating the distribution if needed).
@@ -35,7 +61,7 @@ public struct CatalogEditor: Sendable {
         guard previous != version else { return previous }
         index.distributions[name] = version
         index.serial += 1
-        try catalog.writeIndex(index)
+        try catalog.writeIndex(index, signing: signing)
         return previous
     }
 
@@ -99,7 +125,7 @@ public struct CatalogEditor: Sendable {
         if !removed.isEmpty {
             index.versions = kept
             index.serial += 1
-            try catalog.writeIndex(index)
+            try catalog.writeIndex(index, signing: signing)
         }
         do {
             for entry in removed where FileManager.default.fileExists(atPath: catalog.url(of: entry.manifest).path) {

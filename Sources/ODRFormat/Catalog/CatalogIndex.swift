@@ -3,8 +3,10 @@ import Foundation
 /// The contents of `catalog.json`: the one mutable file of a catalog.
 ///
 /// It names the catalog, says which version each distribution (`live`, `test`, ...) points at, and
-/// lists every published version with the path of its manifest. Clients fetch it conditionally and
-/// refuse one whose ``serial`` is lower than the highest they have seen.
+/// lists every published version with the path, SHA-256 and size of its manifest. Clients fetch it
+/// conditionally and refuse one whose ``serial`` is lower than the highest they have seen. A signed
+/// index also carries an ``expires`` time and ``signatures`` (see `CatalogIndex+Signing.swift` and
+/// docs/FORMAT.md, "Signatures"), so a client with trusted keys accepts only what the builder signed.
 ///
 /// ```swift
 /// let index = try CatalogIndex.decode(from: Data(contentsOf: root.appending(path: CatalogIndex.fileName)))
@@ -22,10 +24,17 @@ public struct CatalogIndex: Codable, Sendable, Equatable {
         public var number: Int
         /// The path of the version's manifest, relative to the catalog root (`versions/7.json`).
         public var manifest: String
+        /// The SHA-256 of the manifest file's bytes, which pins the manifest (and through it every
+        /// pack); `nil` in catalogs written before signing existed.
+        public var sha256: String?
+        /// The manifest file's size in bytes; `nil` when ``sha256`` is.
+        public var size: Int64?
 
-        public init(number: Int, manifest: String) {
+        public init(number: Int, manifest: String, sha256: String? = nil, size: Int64? = nil) {
             self.number = number
             self.manifest = manifest
+            self.sha256 = sha256
+            self.size = size
         }
     }
 
@@ -39,19 +48,33 @@ public struct CatalogIndex: Codable, Sendable, Equatable {
     public var distributions: [String: Int]
     /// Every published version, ascending by number.
     public var versions: [VersionEntry]
+    /// When a signed index stops being trusted, as UTC `YYYY-MM-DDTHH:MM:SSZ`; `nil` when unsigned.
+    /// Clients with trusted keys refuse an expired index from the network (`catalog-expired`).
+    public var expires: String?
+    /// Changes of the signing keys, oldest first: each is signed by the keys before it, so a
+    /// client that trusts the first keys follows the chain to the current ones.
+    public var keyRotations: [KeyRotation]?
+    /// Signatures over ``signedBytes()``; `nil` for an unsigned index.
+    public var signatures: [CatalogSignature]?
 
     public init(
         formatVersion: Int = CatalogIndex.currentFormatVersion,
         id: String,
         serial: Int,
         distributions: [String: Int],
-        versions: [VersionEntry]
+        versions: [VersionEntry],
+        expires: String? = nil,
+        keyRotations: [KeyRotation]? = nil,
+        signatures: [CatalogSignature]? = nil
     ) {
         self.formatVersion = formatVersion
         self.id = id
         self.serial = serial
         self.distributions = distributions
         self.versions = versions
+        self.expires = expires
+        self.keyRotations = keyRotations
+        self.signatures = signatures
     }
 
     /// The entry of version `number`, if it is published.
@@ -101,6 +124,22 @@ public struct CatalogIndex: Codable, Sendable, Equatable {
             if let problem = RelativePath.problem(in: entry.manifest) {
                 throw FormatError(.invalidPath, "The manifest path '\(entry.manifest)' is not allowed: \(problem).", field: "versions[\(i)].manifest")
             }
+            if let digest = entry.sha256, !HexDigest.isSHA256(digest) {
+                throw FormatError(.invalidValue, "Version \(entry.number)'s manifest digest is not 64 lowercase hex digits.", field: "versions[\(i)].sha256")
+            }
+            guard (entry.sha256 == nil) == (entry.size == nil), (entry.size ?? 0) >= 0 else {
+                throw FormatError(.invalidValue, "Version \(entry.number) needs both the manifest's sha256 and a size of 0 or more, or neither.",
+                                  field: "versions[\(i)].size")
+            }
+        }
+        if let expires, CatalogExpiry.date(from: expires) == nil {
+            throw FormatError(.invalidValue, "expires must be a UTC time written YYYY-MM-DDTHH:MM:SSZ; found '\(expires)'.", field: "expires")
+        }
+        for (i, rotation) in (keyRotations ?? []).enumerated() {
+            try rotation.validate(field: "keyRotations[\(i)]")
+        }
+        for (i, signature) in (signatures ?? []).enumerated() {
+            try signature.validate(field: "signatures[\(i)]")
         }
         for (name, number) in distributions.sorted(by: { $0.key < $1.key }) {
             guard !name.isEmpty else {

@@ -39,11 +39,23 @@ public enum HexDigest {
     /// The 32 bytes a SHA-256 digest in lowercase hexadecimal spells, or `nil` when `text` is not one.
     public static func bytes(ofSHA256 text: String) -> [UInt8]? {
         guard isSHA256(text) else { return nil }
+        return bytes(ofHex: text, count: 32)
+    }
+
+    /// The `count` bytes that `text` spells in lowercase hexadecimal (two digits a byte), or `nil`
+    /// when it has another length or any other character.
+    public static func bytes(ofHex text: String, count: Int) -> [UInt8]? {
+        guard text.utf8.count == count * 2 else { return nil }
         var bytes: [UInt8] = []
-        bytes.reserveCapacity(32)
+        bytes.reserveCapacity(count)
         var high: UInt8?
         for digit in text.utf8 {
-            let value = digit <= 0x39 ? digit - 0x30 : digit - 0x61 + 10
+            let value: UInt8
+            switch digit {
+            case 0x30...0x39: value = digit - 0x30
+            case 0x61...0x66: value = digit - 0x61 + 10
+            default: return nil
+            }
             if let first = high {
                 bytes.append(first << 4 | value)
                 high = nil

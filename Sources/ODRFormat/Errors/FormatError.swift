@@ -58,6 +58,15 @@ public struct FormatError: Error, CustomStringConvertible, Sendable {
         /// The compressed data of an entry is corrupt.
         public static let corruptData = Code(rawValue: "corrupt-data")
 
+        // MARK: Keys
+
+        /// A key file that is not an `odrpack key generate` key of the expected kind (a public key
+        /// where a private one is needed, or the other way round), or whose key bytes are invalid.
+        public static let invalidKey = Code(rawValue: "invalid-key")
+        /// A catalog is unsigned, or lacks enough valid signatures by the trusted keys, or its key
+        /// rotations do not lead from the trusted keys to the ones that signed it.
+        public static let untrustedSignature = Code(rawValue: "untrusted-signature")
+
         // MARK: Writing and files
 
         /// Entries were added out of order, after finishing, or the writer was misused.

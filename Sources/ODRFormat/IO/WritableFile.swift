@@ -18,9 +18,11 @@ final class WritableFile {
     private(set) var position: Int64 = 0
 
     /// Creates a new file; fails if one exists, so immutable files are never overwritten.
-    init(creating url: URL) throws {
+    ///
+    /// - Parameter mode: the permissions (before the umask); `0o600` for a private key.
+    init(creating url: URL, mode: mode_t = 0o644) throws {
         path = url.path
-        descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)
         guard descriptor >= 0 else {
             throw FormatError.posix("create '\(path)'", errno: errno, field: nil)
         }

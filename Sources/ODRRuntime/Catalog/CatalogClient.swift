@@ -2,7 +2,9 @@ import Foundation
 import ODRFormat
 
 /// Keeps a store's copy of one catalog current: `catalog.json` by conditional GET, with rollback
-/// protection, and the manifest of the followed distribution's version.
+/// protection, and the manifest of the followed distribution's version, checked against the
+/// SHA-256 and size the catalog pins. With trusted keys (``trust``), only a signed, unexpired
+/// `catalog.json` is accepted (docs/SECURITY.md).
 ///
 /// Everything accepted is stored, so ``storedSnapshot()`` gives an app what it needs to start and
 /// use its installed packs with no network at all.
@@ -25,30 +27,35 @@ public struct CatalogClient: Sendable {
     public let store: ResourceStore
     /// What fetches `catalog.json` and manifests: a ``TransferEngine`` in an app, a stand-in in tests.
     public let transport: any Transport
+    /// The keys the catalog must be signed by (none: any well-formed catalog) and the size limits.
+    public let trust: CatalogTrust
 
     /// Creates a client for the catalog at `catalogURL`; nothing is fetched until ``snapshot(online:)``.
     public init(catalogURL: URL, distribution: String = "live", store: ResourceStore, transport: any Transport,
-                bundledCatalog: URL? = nil) {
+                bundledCatalog: URL? = nil, trust: CatalogTrust = CatalogTrust()) {
         self.catalogURL = CatalogLocation.base(catalogURL)
         self.distribution = distribution
         self.store = store
         self.transport = transport
         self.bundledCatalog = bundledCatalog
+        self.trust = trust
     }
 
     /// Checks the catalog online and stores what changed.
     ///
     /// - Returns: the snapshot of the distribution's current version.
     /// - Throws: ``ResourceError``: transfer errors; `catalog-rollback` for a serial lower than the
-    ///   highest seen; `invalid-catalog` for a malformed file, a missing distribution, or a
-    ///   catalog whose id changed. Nothing is stored when it throws.
+    ///   highest seen; `invalid-catalog` for a malformed file, a missing distribution, a catalog
+    ///   whose id changed, or a body over the size limit; `integrity` for a manifest that differs
+    ///   from the catalog's pin; with trusted keys, `untrusted-catalog` and `catalog-expired`.
+    ///   Nothing is stored when it throws.
     public func refresh() async throws(ResourceError) -> CatalogSnapshot {
         let followed = try store.followedCatalog(url: catalogURL)
         var request = TransferRequest(url: CatalogLocation.url(of: CatalogIndex.fileName, in: catalogURL), priority: .urgent)
         // A server that refuses connections is not retried: snapshot() falls back to the stored copy at once.
         request.retriesUnreachableServer = false
         if let followed, followed.index != nil, followed.distribution == distribution { request.conditional = followed.validators }
-        let sink = DataSink()
+        let sink = DataSink(limit: trust.maximumCatalogBytes, file: CatalogIndex.fileName)
         let result: TransferResult
         do {
             result = try await transport.download(request, into: sink)
@@ -64,6 +71,11 @@ public struct CatalogClient: Sendable {
             index = stored
         } else {
             index = try decodeIndex(sink.data)
+        }
+        // Checked before the serial, so an unsigned catalog with a huge serial cannot even raise it.
+        var keySet: TrustedKeySet?
+        if trust.requiresSignatures {
+            keySet = try trust.verify(index, stored: followed?.keySet, now: now, allowExpired: false, url: catalogURL)
         }
         if let followed {
             guard index.serial >= followed.highestSerial else {
@@ -83,17 +95,29 @@ public struct CatalogClient: Sendable {
         }
         let accepted = FollowedCatalog(url: catalogURL, distribution: distribution, validators: result.validators,
                                        highestSerial: max(index.serial, followed?.highestSerial ?? -1),
-                                       index: index, currentVersion: version)
+                                       index: index, currentVersion: version, keySet: keySet)
         try store.commitCatalog(accepted, manifest: manifest)
         return CatalogSnapshot(catalogURL: catalogURL, index: index, manifest: manifest)
     }
 
     /// The snapshot stored by the last successful ``refresh()``, else the bundled catalog's, else `nil`.
+    ///
+    /// With trusted keys, the stored `catalog.json` is checked against them again; once past its
+    /// `expires` time it still serves (installed packs stay usable offline) but is marked
+    /// ``CatalogSnapshot/isExpired``, and installers refuse to download from it.
+    ///
+    /// - Throws: `untrusted-catalog` when the stored copy is not signed by the trusted keys (a
+    ///   store filled before the app trusted keys): check online to replace it.
     public func storedSnapshot() throws(ResourceError) -> CatalogSnapshot? {
         if let followed = try store.followedCatalog(url: catalogURL), followed.distribution == distribution,
            let index = followed.index, let version = followed.currentVersion,
            let manifest = try store.manifest(catalogURL: catalogURL, version: version) {
-            return CatalogSnapshot(catalogURL: catalogURL, index: index, manifest: manifest)
+            var snapshot = CatalogSnapshot(catalogURL: catalogURL, index: index, manifest: manifest)
+            if trust.requiresSignatures {
+                _ = try trust.verify(index, stored: followed.keySet, now: now, allowExpired: true, url: catalogURL)
+                snapshot.isExpired = index.expiryDate.map { $0 <= now } ?? false
+            }
+            return snapshot
         }
         guard let bundledCatalog else { return nil }
         do {
@@ -148,6 +172,9 @@ public struct CatalogClient: Sendable {
                       url: url)
     }
 
+    /// The time expiry is measured against: the store's clock, which tests control.
+    private var now: Date { Date(timeIntervalSince1970: store.clock()) }
+
     private func decodeIndex(_ data: Data) throws(ResourceError) -> CatalogIndex {
         do { return try CatalogIndex.decode(from: data) } catch {
             throw ResourceError(.invalidCatalog, "catalog.json is not valid: \(error.message)", url: catalogURL, cause: error)
@@ -163,11 +190,31 @@ public struct CatalogClient: Sendable {
     }
 
     private func fetchManifest(version: Int, index: CatalogIndex) async throws(ResourceError) -> VersionManifest {
-        let path = index.version(version)?.manifest ?? VersionManifest.manifestPath(forVersion: version)
-        let sink = DataSink()
-        _ = try await transport.download(TransferRequest(url: CatalogLocation.url(of: path, in: catalogURL), priority: .urgent), into: sink)
+        let entry = index.version(version)
+        let path = entry?.manifest ?? VersionManifest.manifestPath(forVersion: version)
+        let url = CatalogLocation.url(of: path, in: catalogURL)
+        if trust.requiresSignatures, entry?.sha256 == nil {
+            throw ResourceError(.untrustedCatalog, "The signed catalog.json does not pin version \(version)'s manifest (sha256 and size); rebuild or re-sign it with a current odrpack.",
+                                url: url)
+        }
+        // A pinned manifest cannot be longer than its pin, so the download stops right there.
+        let sink: DataSink
+        if let size = entry?.size, size <= Int64(trust.maximumManifestBytes) {
+            sink = DataSink(limit: Int(size), file: "\(path) (pinned at \(size) bytes)", code: .integrity)
+        } else {
+            sink = DataSink(limit: trust.maximumManifestBytes, file: path)
+        }
+        _ = try await transport.download(TransferRequest(url: url, priority: .urgent), into: sink)
+        let data = sink.data
+        if let sha256 = entry?.sha256, let size = entry?.size {
+            let digest = ContentHash.sha256Hex(of: data)
+            guard Int64(data.count) == size, digest == sha256 else {
+                throw ResourceError(.integrity, "\(path) is \(data.count) bytes with SHA-256 \(digest.prefix(16))…, but catalog.json pins \(size) bytes with SHA-256 \(sha256.prefix(16))…. The server or a cache serves a manifest that is not the one published; nothing was installed.",
+                                    url: url)
+            }
+        }
         let manifest: VersionManifest
-        do { manifest = try VersionManifest.decode(from: sink.data) } catch {
+        do { manifest = try VersionManifest.decode(from: data) } catch {
             throw ResourceError(.invalidCatalog, "The manifest of version \(version) is not valid: \(error.message)",
                                 url: catalogURL, cause: error)
         }

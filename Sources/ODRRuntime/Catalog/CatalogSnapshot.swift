@@ -15,6 +15,10 @@ public struct CatalogSnapshot: Sendable {
     /// Set when ``CatalogClient/snapshot(online:)`` could not reach the server and this is the
     /// stored copy; `nil` for a catalog checked online (or a snapshot asked for offline).
     public var fallback: Fallback?
+    /// Set for a stored, signed catalog whose `expires` time has passed (clients with trusted keys
+    /// only): installed packs keep serving, but installers download nothing from it
+    /// (`catalog-expired`) until a fresh catalog is fetched.
+    public var isExpired = false
 
     /// Why a snapshot is the stored copy although the network was asked for.
     public struct Fallback: Sendable {
@@ -33,6 +37,13 @@ public struct CatalogSnapshot: Sendable {
 
     /// The version number.
     public var version: Int { manifest.version }
+
+    /// Throws `catalog-expired` when ``isExpired``: called before anything is downloaded from it.
+    func requireUnexpired() throws(ResourceError) {
+        guard isExpired else { return }
+        throw ResourceError(.catalogExpired, "The stored catalog expired at \(index.expires ?? "?"): installed packs keep working, but nothing new is installed from it. Connect to the network so a fresh, signed catalog can be fetched (and re-sign the catalog with odrpack sign if the server's copy expired too).",
+                            url: catalogURL)
+    }
 
     /// The URL of pack `id`'s archive.
     public func packURL(id: String) -> URL { CatalogLocation.url(of: PackRecord.archivePath(forID: id), in: catalogURL) }

@@ -80,6 +80,7 @@ public struct PackInstaller: Sendable {
                 pending.append(pack)
             }
         }
+        if !pending.isEmpty { try snapshot.requireUnexpired() }
         let tracker = ProgressTracker(planned: try downloadBytes(of: pending, in: snapshot), report: progress)
         tracker.report()
         do {

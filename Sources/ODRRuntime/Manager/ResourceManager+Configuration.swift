@@ -10,6 +10,7 @@ extension ResourceManager {
     ///     storeDirectory: URL(filePath: "/var/lib/mygame/odr"))
     /// configuration.cacheBudget = 1 << 30           // keep at most 1 GiB of packs
     /// configuration.extraHeaders = ["Authorization": "Bearer \(token)"]
+    /// configuration.trustedKeys = [try PublicSigningKey.load(from: releaseKeyURL)]   // accept only signed catalogs
     /// let manager = try ResourceManager(configuration: configuration)
     /// ```
     public struct Configuration: Sendable {
@@ -43,6 +44,24 @@ extension ResourceManager {
         public var purgePlanner = PurgePlanner()
         /// When an update or a resumed install fetches byte ranges of a pack instead of all of it.
         public var rangePolicy = RangePolicy()
+        /// The public keys `catalog.json` must be signed by (`odrpack key generate` writes them as
+        /// `NAME.pub`). Empty (the default) accepts any well-formed catalog, as before signing
+        /// existed; docs/SECURITY.md says what that leaves open. With keys, a catalog that is not
+        /// signed by ``signatureThreshold`` of them is `untrusted-catalog`, an expired one
+        /// `catalog-expired`, and a manifest that differs from its pin `integrity`.
+        public var trustedKeys: [PublicSigningKey] = []
+        /// How many distinct ``trustedKeys`` must sign `catalog.json` (default 1).
+        public var signatureThreshold: Int = 1
+        /// The largest `catalog.json` accepted; a longer response is cut off (default 16 MiB).
+        public var maximumCatalogBytes: Int = CatalogTrust.defaultMaximumCatalogBytes
+        /// The largest version manifest accepted; a longer response is cut off (default 256 MiB).
+        public var maximumManifestBytes: Int = CatalogTrust.defaultMaximumManifestBytes
+
+        /// The trust settings above, as the catalog client takes them.
+        public var trust: CatalogTrust {
+            CatalogTrust(keys: trustedKeys, threshold: signatureThreshold,
+                         maximumCatalogBytes: maximumCatalogBytes, maximumManifestBytes: maximumManifestBytes)
+        }
 
         /// The defaults for everything but the catalog and where its packs are kept.
         public init(catalogURL: URL, storeDirectory: URL) {

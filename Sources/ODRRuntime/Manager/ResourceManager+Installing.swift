@@ -115,6 +115,7 @@ extension ResourceManager {
 
     /// Makes room, then downloads, verifies and installs one pack.
     private func installPack(_ pack: PackRecord, snapshot: CatalogSnapshot, download: PackDownload) async throws(ResourceError) {
+        try snapshot.requireUnexpired()
         // Entries are assembled where the pack will live (staging is renamed into packs/), so
         // the pack's installed size is all the room it takes; no archive copy is kept.
         try await makeRoom(installing: pack.installedBytes, reserve: true)

@@ -66,11 +66,15 @@ public final class ResourceManager: Sendable {
         transport = ManagedTransport(base: base, headers: configuration.extraHeaders)
         client = CatalogClient(
             catalogURL: configuration.catalogURL, distribution: configuration.distribution, store: store,
-            transport: transport, bundledCatalog: configuration.bundledCatalog)
+            transport: transport, bundledCatalog: configuration.bundledCatalog, trust: configuration.trust)
         lastUse = LastUseRecorder(store: store)
         state = Locked(State(installedIDs: try store.installedPackIDs()))
-        if let stored = try client.storedSnapshot() {
-            try adopt(stored)
+        do {
+            if let stored = try client.storedSnapshot() {
+                try adopt(stored)
+            }
+        } catch where error.code == .untrustedCatalog {
+            // A copy stored before the app trusted keys: start without one; prepare() fetches a signed one.
         }
     }
 
@@ -89,6 +93,11 @@ public final class ResourceManager: Sendable {
     /// The catalog version requests currently use, if the manager has one.
     public var currentVersion: Int? { state.withLock { $0.snapshot?.version } }
 
+    /// Whether the catalog in use is a stored, signed copy past its `expires` time (only with
+    /// trusted keys): installed packs keep serving, but nothing new installs (`catalog-expired`)
+    /// until a fresh catalog is fetched online.
+    public var isCatalogExpired: Bool { state.withLock { $0.snapshot?.isExpired ?? false } }
+
     /// Every tag of the current version.
     public var tags: [TagRecord] { state.withLock { $0.snapshot?.manifest.tags ?? [] } }
 
@@ -101,7 +110,9 @@ public final class ResourceManager: Sendable {
     ///
     /// - Parameter online: `false` uses only the stored catalog and installs nothing new.
     /// - Throws: ``ResourceError``: `catalog-unavailable` when there is neither network nor a stored
-    ///   catalog, `catalog-rollback`, `invalid-catalog`, and any install error of the initial tags.
+    ///   catalog, `catalog-rollback`, `invalid-catalog`, with trusted keys `untrusted-catalog` and
+    ///   `catalog-expired` (the catalog in use stays as it was), and any install error of the
+    ///   initial tags.
     public func prepare(online: Bool = true) async throws(ResourceError) {
         let snapshot = try await client.snapshot(online: online)
         try adopt(snapshot)

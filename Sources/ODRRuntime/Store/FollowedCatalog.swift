@@ -17,10 +17,13 @@ public struct FollowedCatalog: Sendable {
     public var currentVersion: Int?
     /// When the catalog was last checked, in seconds since 1970.
     public var checkedAt: Double?
+    /// The key set that signed the accepted index (after following its key rotations); `nil` when
+    /// the client trusts no keys. The next check starts from it, so rotated-away keys stay untrusted.
+    public var keySet: TrustedKeySet?
 
     /// Describes a followed catalog; the defaults describe one never checked.
     public init(url: URL, distribution: String, validators: TransferValidators = .init(), highestSerial: Int = -1,
-                index: CatalogIndex? = nil, currentVersion: Int? = nil, checkedAt: Double? = nil) {
+                index: CatalogIndex? = nil, currentVersion: Int? = nil, checkedAt: Double? = nil, keySet: TrustedKeySet? = nil) {
         self.url = url
         self.distribution = distribution
         self.validators = validators
@@ -28,5 +31,6 @@ public struct FollowedCatalog: Sendable {
         self.index = index
         self.currentVersion = currentVersion
         self.checkedAt = checkedAt
+        self.keySet = keySet
     }
 }

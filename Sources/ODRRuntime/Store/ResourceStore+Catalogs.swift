@@ -10,11 +10,13 @@ extension ResourceStore {
         }
         guard let row else { return nil }
         let data: Data? = row["indexJSON"]
+        let keySetData: Data? = row["keySetJSON"]
         return FollowedCatalog(
             url: CatalogLocation.base(url), distribution: row["distribution"],
             validators: TransferValidators(entityTag: row["entityTag"], lastModified: row["lastModified"]),
             highestSerial: row["highestSerial"], index: data.flatMap { try? CatalogIndex.decode(from: $0) },
-            currentVersion: row["currentVersion"], checkedAt: row["checkedAt"])
+            currentVersion: row["currentVersion"], checkedAt: row["checkedAt"],
+            keySet: keySetData.flatMap { try? JSONDecoder().decode(TrustedKeySet.self, from: $0) })
     }
 
     /// The stored manifest of version `version` of the catalog at `catalogURL`.
@@ -85,6 +87,7 @@ extension ResourceStore {
         do { indexData = try followed.index?.encoded() } catch {
             throw ResourceError(.invalidCatalog, "The catalog index could not be stored.", url: followed.url, cause: error)
         }
+        let keySetData = followed.keySet.flatMap { try? JSONEncoder().encode($0) }
         let manifestData: Data?
         do { manifestData = try manifest?.encoded() } catch {
             throw ResourceError(.invalidCatalog, "The version manifest could not be stored.", url: followed.url, cause: error)
@@ -102,15 +105,15 @@ extension ResourceStore {
                 throw CatalogClient.rollbackError(serial: followed.highestSerial, highest: highest, url: followed.url)
             }
             try db.execute(sql: """
-                INSERT INTO catalog (url, distribution, catalogID, entityTag, lastModified, highestSerial, currentVersion, indexJSON, checkedAt)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                INSERT INTO catalog (url, distribution, catalogID, entityTag, lastModified, highestSerial, currentVersion, indexJSON, checkedAt, keySetJSON)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT(url) DO UPDATE SET distribution = excluded.distribution, catalogID = excluded.catalogID,
                     entityTag = excluded.entityTag, lastModified = excluded.lastModified,
                     highestSerial = excluded.highestSerial, currentVersion = excluded.currentVersion,
-                    indexJSON = excluded.indexJSON, checkedAt = excluded.checkedAt
+                    indexJSON = excluded.indexJSON, checkedAt = excluded.checkedAt, keySetJSON = excluded.keySetJSON
                 """, arguments: [key, followed.distribution, followed.index?.id, followed.validators.entityTag,
                                  followed.validators.lastModified, followed.highestSerial, followed.currentVersion,
-                                 indexData, now])
+                                 indexData, now, keySetData])
             if let manifest, let manifestData {
                 try db.execute(sql: "INSERT OR IGNORE INTO manifest (catalogURL, version, json, fetchedAt) VALUES (?, ?, ?, ?)",
                                arguments: [key, manifest.version, manifestData, now])

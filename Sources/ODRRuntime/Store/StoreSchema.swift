@@ -107,6 +107,11 @@ enum StoreSchema {
                 CREATE INDEX packEntryBySHA256 ON packEntry(sha256);
                 """)
         }
+        migrator.registerMigration("v5") { db in
+            // The key set that signed the accepted catalog.json (JSON: version, keys, threshold),
+            // so a key rotation, once followed, is never undone by a catalog signed with old keys.
+            try db.execute(sql: "ALTER TABLE catalog ADD COLUMN keySetJSON BLOB")
+        }
         return migrator
     }
 

@@ -1,3 +1,5 @@
+import ODRFormat
+
 /// HTTP dates (IMF-fixdate, RFC 9110 section 5.6.7) to and from whole seconds since 1970.
 ///
 /// Written by hand rather than with `DateFormatter`: the format is fixed, always GMT, and this
@@ -8,9 +10,9 @@ enum HTTPDate {
 
     /// `Sun, 06 Nov 1994 08:49:37 GMT` for a time in seconds since 1970.
     static func format(_ seconds: Int) -> String {
-        let days = seconds.floorDivided(by: 86_400)
+        let days = CivilCalendar.floorDivide(seconds, 86_400)
         let secondOfDay = seconds - days * 86_400
-        let (year, month, day) = civil(fromDays: days)
+        let (year, month, day) = CivilCalendar.civil(fromDays: days)
         let weekday = weekdays[days.modulo(7)]
         return "\(weekday), \(two(day)) \(months[month - 1]) \(year) "
             + "\(two(secondOfDay / 3600)):\(two(secondOfDay / 60 % 60)):\(two(secondOfDay % 60)) GMT"
@@ -28,42 +30,15 @@ enum HTTPDate {
         guard time.count == 3, let hour = Int(time[0]), let minute = Int(time[1]), let second = Int(time[2]),
             (1...31).contains(day), (0...23).contains(hour), (0...59).contains(minute), (0...60).contains(second)
         else { return nil }
-        return days(fromCivil: year, monthIndex + 1, day) * 86_400 + hour * 3600 + minute * 60 + second
+        return CivilCalendar.days(fromCivil: year, monthIndex + 1, day) * 86_400 + hour * 3600 + minute * 60 + second
     }
 
     private static func two(_ value: Int) -> String {
         value < 10 ? "0\(value)" : "\(value)"
     }
-
-    // Howard Hinnant's days-from-civil algorithms: exact for the proleptic Gregorian calendar.
-    private static func civil(fromDays days: Int) -> (year: Int, month: Int, day: Int) {
-        let z = days + 719_468
-        let era = z.floorDivided(by: 146_097)
-        let dayOfEra = z - era * 146_097
-        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36524 - dayOfEra / 146_096) / 365
-        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
-        let monthPrime = (5 * dayOfYear + 2) / 153
-        let day = dayOfYear - (153 * monthPrime + 2) / 5 + 1
-        let month = monthPrime < 10 ? monthPrime + 3 : monthPrime - 9
-        return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
-    }
-
-    private static func days(fromCivil year: Int, _ month: Int, _ day: Int) -> Int {
-        let y = month <= 2 ? year - 1 : year
-        let era = y.floorDivided(by: 400)
-        let yearOfEra = y - era * 400
-        let dayOfYear = (153 * (month > 2 ? month - 3 : month + 9) + 2) / 5 + day - 1
-        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
-        return era * 146_097 + dayOfEra - 719_468
-    }
 }
 
 extension Int {
-    fileprivate func floorDivided(by divisor: Int) -> Int {
-        let quotient = self / divisor
-        return (self % divisor != 0 && (self < 0) != (divisor < 0)) ? quotient - 1 : quotient
-    }
-
     fileprivate func modulo(_ divisor: Int) -> Int {
         let remainder = self % divisor
         return remainder < 0 ? remainder + divisor : remainder

@@ -10,9 +10,14 @@ struct ManagerFixture {
     let stores: TemporaryDirectory
 
     static func make(bigBytes: Int = 3 << 20) async throws -> ManagerFixture {
-        let game = try CatalogFixture.game(bigBytes: bigBytes)
-        try await game.build()
-        return ManagerFixture(game: game, stores: try TemporaryDirectory(prefix: "odr-manager-store"))
+        let fixture = try unbuilt(bigBytes: bigBytes)
+        try await fixture.game.build()
+        return fixture
+    }
+
+    /// The default game, not built yet: the caller builds it (signed, say).
+    static func unbuilt(bigBytes: Int) throws -> ManagerFixture {
+        ManagerFixture(game: try CatalogFixture.game(bigBytes: bigBytes), stores: try TemporaryDirectory(prefix: "odr-manager-store"))
     }
 
     /// A catalog whose every tag has a folder of its own (`<tag>/data.bin`, `bytes` of distinct
@@ -55,4 +60,14 @@ struct ManagerFixture {
     static func packRequests(_ server: CatalogServer) -> [String] {
         server.requests().map(\.path).filter { $0.hasPrefix("/packs/") }
     }
+}
+
+/// A clock the test moves by hand.
+final class ManualClock: ManagerClock {
+    private let seconds: Locked<Double>
+
+    init(now: Double) { seconds = Locked(now) }
+
+    func now() -> Double { seconds.withLock { $0 } }
+    func advance(_ delta: Double) { seconds.withLock { $0 += delta } }
 }

@@ -128,13 +128,3 @@ struct TraceRecordingTests {
         try manager.stopRecordingTrace()
     }
 }
-
-/// A clock the test moves by hand.
-private final class ManualClock: ManagerClock {
-    private let seconds: Locked<Double>
-
-    init(now: Double) { seconds = Locked(now) }
-
-    func now() -> Double { seconds.withLock { $0 } }
-    func advance(_ delta: Double) { seconds.withLock { $0 += delta } }
-}

@@ -25,8 +25,8 @@ enum ODRExecutable {
 
     /// Runs `odr` on its own thread: waiting for it must not block the concurrency pool, which the
     /// in-process test server needs to answer the child.
-    static func run(_ arguments: [String], environment: [String: String] = [:]) async throws -> Outcome {
-        let executable = try #require(url, "odr is not built; run swift build first")
+    static func run(_ arguments: [String], environment: [String: String] = [:], tool: String = "odr") async throws -> Outcome {
+        let executable = try #require(tool == "odr" ? url : builtExecutable(named: tool), "\(tool) is not built; run swift build first")
         return try await withCheckedThrowingContinuation { continuation in
             Thread {
                 continuation.resume(with: Result { try runBlocking(executable, arguments, environment: environment) })
