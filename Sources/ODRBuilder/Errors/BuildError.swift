@@ -76,6 +76,8 @@ public struct BuildError: Error, CustomStringConvertible, Sendable {
         public static let packCorrupt = Code(rawValue: "verify.packCorrupt")
         /// An entry inside a pack does not match its file record.
         public static let entryCorrupt = Code(rawValue: "verify.entryCorrupt")
+        /// A manifest file's bytes differ from the SHA-256 or size `catalog.json` pins for it.
+        public static let manifestPinMismatch = Code(rawValue: "verify.manifestPinMismatch")
         /// A manifest refers to a pack, tag or entry it does not define.
         public static let danglingReference = Code(rawValue: "verify.danglingReference")
     }

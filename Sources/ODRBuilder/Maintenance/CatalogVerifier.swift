@@ -36,7 +36,7 @@ public struct CatalogVerifier: Sendable {
     /// Verifies everything the index references.
     ///
     /// - Throws: `BuildError`: `catalog.malformed`, `verify.missingFile`, `verify.packCorrupt`,
-    ///   `verify.entryCorrupt` or `verify.danglingReference`, naming the file.
+    ///   `verify.entryCorrupt`, `verify.danglingReference` or `verify.manifestPinMismatch`, naming the file.
     public func verify() throws(BuildError) -> Summary {
         let index = try catalog.loadIndex()
         var summary = Summary(versions: 0, packs: 0, entries: 0, files: 0, bytes: 0)
@@ -50,6 +50,7 @@ public struct CatalogVerifier: Sendable {
             }
             let manifest = try catalog.loadManifest(version: entry.number, in: index)
             try checkTagTotals(of: manifest)
+            try checkPin(of: entry)
             summary.versions += 1
             summary.files += manifest.files.count
             let lookup = manifest.makeIndex()
@@ -119,5 +120,22 @@ public struct CatalogVerifier: Sendable {
             throw BuildError(.packCorrupt, "cannot read the pack", file: location.path, cause: error)
         }
         return expected.count
+    }
+
+    /// A version's manifest file must have the SHA-256 and size `catalog.json` pins, or every
+    /// client refuses it (`integrity`).
+    private func checkPin(of entry: CatalogIndex.VersionEntry) throws(BuildError) {
+        guard let sha256 = entry.sha256, let size = entry.size else { return }
+        let location = catalog.url(of: entry.manifest)
+        guard let data = try? Data(contentsOf: location) else {
+            throw BuildError(.missingFile, "the version manifest listed in catalog.json is missing", file: location.path)
+        }
+        let digest = ContentHash.sha256Hex(of: data)
+        guard digest == sha256, Int64(data.count) == size else {
+            throw BuildError(
+                .manifestPinMismatch,
+                "the manifest is \(data.count) bytes with SHA-256 \(digest), but catalog.json pins \(size) bytes with SHA-256 \(sha256); clients will refuse it. Restore the published manifest (manifests are never rewritten)",
+                file: location.path)
+        }
     }
 }
