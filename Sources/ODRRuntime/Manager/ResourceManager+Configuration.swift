@@ -52,6 +52,10 @@ extension ResourceManager {
         public var trustedKeys: [PublicSigningKey] = []
         /// How many distinct ``trustedKeys`` must sign `catalog.json` (default 1).
         public var signatureThreshold: Int = 1
+        /// Which key set ``trustedKeys`` is: 1 (the default) for the keys the catalog started with;
+        /// an app release that ships the keys of a later rotation (after a compromise, say) gives
+        /// that rotation's number, so it is not overridden by an older set its store followed.
+        public var trustedKeySetVersion: Int = 1
         /// The largest `catalog.json` accepted; a longer response is cut off (default 16 MiB).
         public var maximumCatalogBytes: Int = CatalogTrust.defaultMaximumCatalogBytes
         /// The largest version manifest accepted; a longer response is cut off (default 256 MiB).
@@ -59,7 +63,7 @@ extension ResourceManager {
 
         /// The trust settings above, as the catalog client takes them.
         public var trust: CatalogTrust {
-            CatalogTrust(keys: trustedKeys, threshold: signatureThreshold,
+            CatalogTrust(keys: trustedKeys, threshold: signatureThreshold, keySetVersion: trustedKeySetVersion,
                          maximumCatalogBytes: maximumCatalogBytes, maximumManifestBytes: maximumManifestBytes)
         }
 

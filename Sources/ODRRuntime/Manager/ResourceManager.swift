@@ -50,8 +50,10 @@ public final class ResourceManager: Sendable {
     /// Opens the store (repairing what a crash left) and, when it holds a copy of the catalog,
     /// makes it usable at once, even with no network.
     ///
-    /// - Throws: ``ResourceError`` `storage-failure` when the store cannot be opened.
+    /// - Throws: ``ResourceError`` `storage-failure` when the store cannot be opened;
+    ///   `invalid-argument` for a signature threshold outside 1...trusted keys.
     public init(configuration: Configuration) throws(ResourceError) {
+        if configuration.trust.requiresSignatures { _ = try configuration.trust.configuredKeySet() }
         self.configuration = configuration
         let clock = configuration.clock
         store = try ResourceStore(directory: configuration.storeDirectory, clock: { clock.now() })

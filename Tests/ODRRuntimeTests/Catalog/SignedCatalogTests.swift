@@ -297,6 +297,14 @@ struct SignedCatalogTests {
         }
     }
 
+    @Test func aThresholdAboveTheNumberOfKeysIsRefusedWhenTheManagerOpens() async throws {
+        let world = try await World.make()
+        #expect { try world.manager(url: URL(string: "http://127.0.0.1:9/")!, threshold: 2) } throws: { error in
+            let error = error as? ResourceError
+            return error?.code == .invalidArgument && error?.message.contains("threshold") == true
+        }
+    }
+
     // MARK: Without keys
 
     @Test func withoutKeysAnyWellFormedCatalogIsAcceptedAsBefore() async throws {
