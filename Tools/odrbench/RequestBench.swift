@@ -32,8 +32,8 @@ struct RequestBench: AsyncParsableCommand {
                 builder's key and by one that trusts none; the difference is what checking the
                 signature costs, printed next to the check alone.
 
-            Targets: median pair < 20 us, 99th percentile < 200 us; opening < 50 ms; signatures
-            add < 1 ms to prepare().
+            Targets: median pair < 20 us, 99th percentile < 200 us; opening < 50 ms; \
+            signatures add < 1 ms to prepare().
 
             Example: swift run -c release odrbench request --tags 10000 --installed 1000
             """

@@ -28,7 +28,7 @@ struct SignCommand: AsyncParsableCommand {
     @Option(name: .customLong("key"), help: ArgumentHelp("A private key that signs; repeat for a threshold.", valueName: "key"))
     var keys: [String] = []
 
-    @Option(name: .customLong("expires-in"), help: ArgumentHelp("Days until the signature expires (default 30).", valueName: "days"))
+    @Option(name: .customLong("expires-in"), help: ArgumentHelp("Days until the signature expires.", valueName: "days"))
     var expiresInDays: Double = CatalogSigning.defaultExpiresIn / 86_400
 
     @Option(name: .customLong("rotate-from"),
@@ -36,7 +36,7 @@ struct SignCommand: AsyncParsableCommand {
                                valueName: "key"))
     var rotateFrom: [String] = []
 
-    @Option(help: "With --rotate-from: how many of the new keys must sign from now on (default 1).")
+    @Option(help: "With --rotate-from: how many of the new keys must sign from now on.")
     var threshold = 1
 
     func validate() throws {

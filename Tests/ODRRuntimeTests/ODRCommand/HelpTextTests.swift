@@ -24,6 +24,7 @@ struct HelpTextTests {
         ("odr", []), ("odr", ["fetch"]), ("odr", ["status"]), ("odr", ["path"]), ("odr", ["update"]), ("odr", ["demo"]),
         ("odrbench", []), ("odrbench", ["install"]), ("odrbench", ["delta"]), ("odrbench", ["sim"]), ("odrbench", ["request"]),
         ("odrbench", ["build"]), ("odrbench", ["transfer"]), ("odrbench", ["format"]), ("odrpack", ["inspect"]),
+        ("odrpack", ["sign"]), ("odrpack", ["key", "generate"]),
     ])
     func discussionLinesFitAndAreNotHardWrapped(tool: String, arguments: [String]) throws {
         let lines = Self.discussion(try Self.help(tool, arguments))
