@@ -88,15 +88,19 @@ public struct CatalogClient: Sendable {
         }
         let version = try currentVersion(of: index)
         let manifest: VersionManifest
+        var fetched: VersionManifest?
         if let stored = try store.manifest(catalogURL: catalogURL, version: version) {
             manifest = stored
         } else {
             manifest = try await fetchManifest(version: version, index: index)
+            fetched = manifest
         }
         let accepted = FollowedCatalog(url: catalogURL, distribution: distribution, validators: result.validators,
                                        highestSerial: max(index.serial, followed?.highestSerial ?? -1),
                                        index: index, currentVersion: version, keySet: keySet)
-        try store.commitCatalog(accepted, manifest: manifest)
+        // A manifest the store holds (with its pack rows) is not stored again: encoding a
+        // 100,000-file manifest to JSON only to have the insert ignore it cost every check a second.
+        try store.commitCatalog(accepted, manifest: fetched)
         return CatalogSnapshot(catalogURL: catalogURL, index: index, manifest: manifest)
     }
 
