@@ -16,10 +16,7 @@ struct CatalogOptions: ParsableArguments {
     @Flag(help: "Do not contact the server; use the catalog stored by an earlier run.")
     var offline = false
 
-    var catalogURL: URL {
-        if let url = URL(string: catalog), let scheme = url.scheme, ["http", "https", "file"].contains(scheme) { return url }
-        return URL(filePath: catalog, directoryHint: .isDirectory).standardizedFileURL
-    }
+    var catalogURL: URL { ResourceManager.Configuration.catalogURL(parsing: catalog) }
 
     func validate() throws {
         guard !catalog.isEmpty else { throw ValidationError("--catalog needs a URL or a folder.") }
