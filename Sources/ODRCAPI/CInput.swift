@@ -41,6 +41,13 @@ enum CInput {
         return pointer
     }
 
+    /// The most bytes a size argument means (2^60, more than any disk): larger values are taken as
+    /// this, so that the runtime's byte arithmetic cannot overflow on `INT64_MAX`.
+    static let maximumBytes: Int64 = 1 << 60
+
+    /// A byte count, capped at ``maximumBytes``.
+    static func bytes(_ value: Int64) -> Int64 { min(value, maximumBytes) }
+
     /// A timeout in milliseconds: negative waits forever. Very long ones are capped at 24 days, so no
     /// value can overflow the clock arithmetic.
     static func deadline(_ milliseconds: Int64) -> DispatchTime? {

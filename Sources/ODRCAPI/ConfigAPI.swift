@@ -45,6 +45,7 @@ final class ConfigHandle: Sendable {
     }
 }
 
+/// `odr_config_create`: Creates a configuration with the defaults. Documented in odr.h.
 @_cdecl("odr_config_create")
 public func odrConfigCreate(_ out: UnsafeMutablePointer<OpaquePointer?>?) -> odr_status {
     entryPoint { () throws(ResourceError) in
@@ -52,11 +53,13 @@ public func odrConfigCreate(_ out: UnsafeMutablePointer<OpaquePointer?>?) -> odr
     }
 }
 
+/// `odr_config_free`: Frees a configuration (NULL is ignored). Documented in odr.h.
 @_cdecl("odr_config_free")
 public func odrConfigFree(_ config: OpaquePointer?) {
     _ = CHandle.release(config, as: ConfigHandle.self)
 }
 
+/// `odr_config_set_string`: Sets a string option. Documented in odr.h.
 @_cdecl("odr_config_set_string")
 public func odrConfigSetString(_ config: OpaquePointer?, _ option: odr_option, _ value: UnsafePointer<CChar>?) -> odr_status {
     entryPoint { () throws(ResourceError) in
@@ -80,6 +83,7 @@ public func odrConfigSetString(_ config: OpaquePointer?, _ option: odr_option, _
     }
 }
 
+/// `odr_config_set_int`: Sets a number option. Documented in odr.h.
 @_cdecl("odr_config_set_int")
 public func odrConfigSetInt(_ config: OpaquePointer?, _ option: odr_option, _ value: Int64) -> odr_status {
     entryPoint { () throws(ResourceError) in
@@ -87,13 +91,13 @@ public func odrConfigSetInt(_ config: OpaquePointer?, _ option: odr_option, _ va
         switch option {
         case ODR_OPT_IN_USE_LIMIT:
             guard value > 0 else { throw invalidArgument("ODR_OPT_IN_USE_LIMIT must be positive; \(value) is not.") }
-            handle.settings.withLock { $0.inUseLimit = value }
+            handle.settings.withLock { $0.inUseLimit = CInput.bytes(value) }
         case ODR_OPT_CACHE_BUDGET:
             guard value >= -1 else { throw invalidArgument("ODR_OPT_CACHE_BUDGET must be -1 (no budget) or a byte count; \(value) is neither.") }
-            handle.settings.withLock { $0.cacheBudget = value < 0 ? nil : value }
+            handle.settings.withLock { $0.cacheBudget = value < 0 ? nil : CInput.bytes(value) }
         case ODR_OPT_FREE_SPACE_WATERMARK:
             guard value >= 0 else { throw invalidArgument("ODR_OPT_FREE_SPACE_WATERMARK must be 0 or more bytes; \(value) is not.") }
-            handle.settings.withLock { $0.freeSpaceWatermark = value }
+            handle.settings.withLock { $0.freeSpaceWatermark = CInput.bytes(value) }
         case ODR_OPT_MAX_CONCURRENT_TRANSFERS:
             guard (1...64).contains(value) else { throw invalidArgument("ODR_OPT_MAX_CONCURRENT_TRANSFERS must be in 1...64; \(value) is not.") }
             handle.settings.withLock { $0.maximumConcurrentTransfers = Int(value) }
@@ -103,6 +107,7 @@ public func odrConfigSetInt(_ config: OpaquePointer?, _ option: odr_option, _ va
     }
 }
 
+/// `odr_config_add_header`: Adds a header sent with every request for the catalog (for example "Authorization"). Documented in odr.h.
 @_cdecl("odr_config_add_header")
 public func odrConfigAddHeader(_ config: OpaquePointer?, _ name: UnsafePointer<CChar>?, _ value: UnsafePointer<CChar>?) -> odr_status {
     entryPoint { () throws(ResourceError) in
@@ -116,6 +121,7 @@ public func odrConfigAddHeader(_ config: OpaquePointer?, _ name: UnsafePointer<C
     }
 }
 
+/// `odr_version`: The linked library's version ("0.1.0"). Documented in odr.h.
 @_cdecl("odr_version")
 public func odrVersion() -> UnsafePointer<CChar> {
     CStatus.names[versionKey] ?? CLastError.empty
@@ -126,19 +132,24 @@ let versionKey = UInt32.max - 1
 /// The library's version; `ODR_VERSION` in odr.h says the same.
 let libraryVersion = "0.1.0"
 
+/// `odr_api_version`: The linked library's ODR_API_VERSION. Documented in odr.h.
 @_cdecl("odr_api_version")
 public func odrAPIVersion() -> Int32 { 1 }
 
+/// `odr_status_name`: The stable name of a status, the Swift code's raw value. Documented in odr.h.
 @_cdecl("odr_status_name")
 public func odrStatusName(_ status: odr_status) -> UnsafePointer<CChar> {
     CStatus.name(of: status)
 }
 
+/// `odr_error_message`: The message of the most recent failed call on the calling thread ("" when none failed). Documented in odr.h.
 @_cdecl("odr_error_message")
 public func odrErrorMessage() -> UnsafePointer<CChar> { CLastError.message }
 
+/// `odr_error_status`: The status of the most recent failed call on the calling thread (ODR_OK when none failed). Documented in odr.h.
 @_cdecl("odr_error_status")
 public func odrErrorStatus() -> odr_status { CLastError.status }
 
+/// `odr_error_clear`: Forgets the calling thread's last error. Documented in odr.h.
 @_cdecl("odr_error_clear")
 public func odrErrorClear() { CLastError.clear() }

@@ -10,32 +10,48 @@ final class ManagerHandle: Sendable {
 
     let manager: ResourceManager
     private let queue: Locked<(events: [ResourceManagerEvent], head: Int, missed: Int64)>
-    private let pump: Task<Void, Never>
+    private let observers: Observers
+
+    /// NotificationCenter's observer tokens; only removed, in `deinit`.
+    private struct Observers: @unchecked Sendable {
+        var tokens: [any NSObjectProtocol] = []
+    }
 
     init(manager: ResourceManager) {
         self.manager = manager
-        // Subscribed here, so every event from the handle's creation on is kept.
-        let stream = manager.events()
         let queue = Locked<(events: [ResourceManagerEvent], head: Int, missed: Int64)>(([], 0, 0))
         self.queue = queue
-        pump = Task {
-            for await event in stream {
-                queue.withLock { queue in
-                    if queue.events.count - queue.head >= Self.eventCapacity {
-                        queue.head += 1
-                        queue.missed += 1
-                    }
-                    queue.events.append(event)
-                    if queue.head > Self.eventCapacity {
-                        queue.events.removeFirst(queue.head)
-                        queue.head = 0
-                    }
-                }
+        // The manager posts each event synchronously on the thread that caused it, so an event is
+        // in the queue before the call that caused it (a purge, say) returns.
+        var observers = Observers()
+        let names = [ResourceManager.packInstalledNotification, ResourceManager.packPurgedNotification,
+                     ResourceManager.lowDiskSpaceNotification, ResourceManager.catalogUpdatedNotification]
+        for name in names {
+            observers.tokens.append(NotificationCenter.default.addObserver(forName: name, object: manager, queue: nil) { note in
+                guard let event = note.userInfo?["event"] as? ResourceManagerEvent else { return }
+                Self.push(event, into: queue)
+            })
+        }
+        self.observers = observers
+    }
+
+    deinit {
+        for token in observers.tokens { NotificationCenter.default.removeObserver(token) }
+    }
+
+    private static func push(_ event: ResourceManagerEvent, into queue: Locked<(events: [ResourceManagerEvent], head: Int, missed: Int64)>) {
+        queue.withLock { queue in
+            if queue.events.count - queue.head >= eventCapacity {
+                queue.head += 1
+                queue.missed += 1
+            }
+            queue.events.append(event)
+            if queue.head > eventCapacity {
+                queue.events.removeFirst(queue.head)
+                queue.head = 0
             }
         }
     }
-
-    deinit { pump.cancel() }
 
     /// The oldest waiting event and the number dropped before it, if any waits.
     func nextEvent() -> (ResourceManagerEvent, missed: Int64)? {
@@ -54,6 +70,7 @@ final class ManagerHandle: Sendable {
     }
 }
 
+/// `odr_manager_create`: Opens the store (repairing what a crash left) and, when it holds a copy of the catalog, makes it usable at once. Documented in odr.h.
 @_cdecl("odr_manager_create")
 public func odrManagerCreate(_ config: OpaquePointer?, _ out: UnsafeMutablePointer<OpaquePointer?>?) -> odr_status {
     entryPoint { () throws(ResourceError) in
@@ -64,11 +81,13 @@ public func odrManagerCreate(_ config: OpaquePointer?, _ out: UnsafeMutablePoint
     }
 }
 
+/// `odr_manager_destroy`: Releases the caller's manager handle (NULL is ignored). Documented in odr.h.
 @_cdecl("odr_manager_destroy")
 public func odrManagerDestroy(_ manager: OpaquePointer?) {
     _ = CHandle.release(manager, as: ManagerHandle.self)
 }
 
+/// `odr_manager_prepare`: Fetches the catalog, installs the initial-install tags and starts the prefetch, blocking with a timeout. Documented in odr.h.
 @_cdecl("odr_manager_prepare")
 public func odrManagerPrepare(_ handle: OpaquePointer?, _ online: Int32, _ timeoutMilliseconds: Int64) -> odr_status {
     entryPoint { () throws(ResourceError) in
@@ -79,6 +98,7 @@ public func odrManagerPrepare(_ handle: OpaquePointer?, _ online: Int32, _ timeo
     }
 }
 
+/// `odr_manager_prepare_async`: odr_manager_prepare without blocking. Documented in odr.h.
 @_cdecl("odr_manager_prepare_async")
 public func odrManagerPrepareAsync(
     _ handle: OpaquePointer?, _ online: Int32, _ done: odr_completion?, _ userData: UnsafeMutableRawPointer?
@@ -97,6 +117,7 @@ public func odrManagerPrepareAsync(
     }
 }
 
+/// `odr_manager_current_version`: The catalog version requests use now. Documented in odr.h.
 @_cdecl("odr_manager_current_version")
 public func odrManagerCurrentVersion(_ handle: OpaquePointer?, _ out: UnsafeMutablePointer<Int64>?) -> odr_status {
     entryPoint { () throws(ResourceError) in
@@ -109,6 +130,7 @@ public func odrManagerCurrentVersion(_ handle: OpaquePointer?, _ out: UnsafeMuta
     }
 }
 
+/// `odr_manager_download_size`: The bytes a request for tags would download now (0 when installed). Documented in odr.h.
 @_cdecl("odr_manager_download_size")
 public func odrManagerDownloadSize(
     _ handle: OpaquePointer?, _ tags: UnsafePointer<UnsafePointer<CChar>?>?, _ count: Int, _ out: UnsafeMutablePointer<Int64>?
@@ -121,6 +143,7 @@ public func odrManagerDownloadSize(
     }
 }
 
+/// `odr_manager_set_preservation_priority`: Sets the preservation priority (0...1) of tags. Documented in odr.h.
 @_cdecl("odr_manager_set_preservation_priority")
 public func odrManagerSetPreservationPriority(
     _ handle: OpaquePointer?, _ tags: UnsafePointer<UnsafePointer<CChar>?>?, _ count: Int, _ priority: Double
@@ -132,6 +155,7 @@ public func odrManagerSetPreservationPriority(
     }
 }
 
+/// `odr_manager_preservation_priority`: The preservation priority of one tag. Documented in odr.h.
 @_cdecl("odr_manager_preservation_priority")
 public func odrManagerPreservationPriority(
     _ handle: OpaquePointer?, _ tag: UnsafePointer<CChar>?, _ out: UnsafeMutablePointer<Double>?
@@ -156,9 +180,10 @@ private func report(
 
 private func purgeBytes(_ bytes: Int64) throws(ResourceError) -> Int64 {
     guard bytes >= 0 else { throw invalidArgument("A purge frees 0 or more bytes; \(bytes) is negative.") }
-    return bytes
+    return CInput.bytes(bytes)
 }
 
+/// `odr_manager_purge_plan`: What purging bytes would delete, without deleting anything. Documented in odr.h.
 @_cdecl("odr_manager_purge_plan")
 public func odrManagerPurgePlan(
     _ handle: OpaquePointer?, _ bytes: Int64, _ freed: UnsafeMutablePointer<Int64>?,
@@ -170,6 +195,7 @@ public func odrManagerPurgePlan(
     }
 }
 
+/// `odr_manager_purge`: Deletes packs no request uses until bytes are freed (or nothing more can go). Documented in odr.h.
 @_cdecl("odr_manager_purge")
 public func odrManagerPurge(
     _ handle: OpaquePointer?, _ bytes: Int64, _ freed: UnsafeMutablePointer<Int64>?,
@@ -187,6 +213,7 @@ public func odrManagerPurge(
     }
 }
 
+/// `odr_manager_poll_event`: Takes the oldest waiting event without blocking. Documented in odr.h.
 @_cdecl("odr_manager_poll_event")
 public func odrManagerPollEvent(_ handle: OpaquePointer?, _ out: UnsafeMutablePointer<odr_event>?) -> odr_status {
     entryPoint { () throws(ResourceError) in

@@ -58,6 +58,7 @@ final class RequestHandle: Sendable {
     }
 }
 
+/// `odr_request_create`: Creates a request for at least one tag. Documented in odr.h.
 @_cdecl("odr_request_create")
 public func odrRequestCreate(
     _ manager: OpaquePointer?, _ tags: UnsafePointer<UnsafePointer<CChar>?>?, _ count: Int,
@@ -71,12 +72,14 @@ public func odrRequestCreate(
     }
 }
 
+/// `odr_request_destroy`: Ends the request if it is requested or accessing, and frees it (NULL is ignored). Documented in odr.h.
 @_cdecl("odr_request_destroy")
 public func odrRequestDestroy(_ handle: OpaquePointer?) {
     // A begin still running holds the request; ending it lets that begin finish (cancelled) now.
     CHandle.release(handle, as: RequestHandle.self)?.destroy()
 }
 
+/// `odr_request_begin`: Starts downloading what the tags need (joining downloads already running) and holding their packs. Documented in odr.h.
 @_cdecl("odr_request_begin")
 public func odrRequestBegin(_ handle: OpaquePointer?, _ done: odr_completion?, _ userData: UnsafeMutableRawPointer?) -> odr_status {
     entryPoint { () throws(ResourceError) in
@@ -87,6 +90,7 @@ public func odrRequestBegin(_ handle: OpaquePointer?, _ done: odr_completion?, _
     }
 }
 
+/// `odr_request_begin_wait`: odr_request_begin that blocks, with a timeout. Documented in odr.h.
 @_cdecl("odr_request_begin_wait")
 public func odrRequestBeginWait(_ handle: OpaquePointer?, _ timeoutMilliseconds: Int64) -> odr_status {
     entryPoint { () throws(ResourceError) in
@@ -100,6 +104,7 @@ public func odrRequestBeginWait(_ handle: OpaquePointer?, _ timeoutMilliseconds:
     }
 }
 
+/// `odr_request_conditionally_begin`: Begins only if every pack is installed already. Documented in odr.h.
 @_cdecl("odr_request_conditionally_begin")
 public func odrRequestConditionallyBegin(_ handle: OpaquePointer?, _ out: UnsafeMutablePointer<Int32>?) -> odr_status {
     entryPoint { () throws(ResourceError) in
@@ -109,6 +114,7 @@ public func odrRequestConditionallyBegin(_ handle: OpaquePointer?, _ out: Unsafe
     }
 }
 
+/// `odr_request_end`: Stops accessing. Documented in odr.h.
 @_cdecl("odr_request_end")
 public func odrRequestEnd(_ handle: OpaquePointer?) -> odr_status {
     entryPoint { () throws(ResourceError) in
@@ -116,6 +122,7 @@ public func odrRequestEnd(_ handle: OpaquePointer?) -> odr_status {
     }
 }
 
+/// `odr_request_set_loading_priority`: Sets how urgently to download. Documented in odr.h.
 @_cdecl("odr_request_set_loading_priority")
 public func odrRequestSetLoadingPriority(_ handle: OpaquePointer?, _ priority: Double) -> odr_status {
     entryPoint { () throws(ResourceError) in
@@ -130,6 +137,7 @@ public func odrRequestSetLoadingPriority(_ handle: OpaquePointer?, _ priority: D
     }
 }
 
+/// `odr_request_loading_priority`: The loading priority. Documented in odr.h.
 @_cdecl("odr_request_loading_priority")
 public func odrRequestLoadingPriority(_ handle: OpaquePointer?, _ out: UnsafeMutablePointer<Double>?) -> odr_status {
     entryPoint { () throws(ResourceError) in
@@ -140,6 +148,7 @@ public func odrRequestLoadingPriority(_ handle: OpaquePointer?, _ out: UnsafeMut
     }
 }
 
+/// `odr_request_cancel`: Cancels the begin in progress. Documented in odr.h.
 @_cdecl("odr_request_cancel")
 public func odrRequestCancel(_ handle: OpaquePointer?) -> odr_status {
     entryPoint { () throws(ResourceError) in
@@ -147,6 +156,7 @@ public func odrRequestCancel(_ handle: OpaquePointer?) -> odr_status {
     }
 }
 
+/// `odr_request_pause`: Pauses this request's downloads (those no other request waits for). Documented in odr.h.
 @_cdecl("odr_request_pause")
 public func odrRequestPause(_ handle: OpaquePointer?) -> odr_status {
     entryPoint { () throws(ResourceError) in
@@ -154,6 +164,7 @@ public func odrRequestPause(_ handle: OpaquePointer?) -> odr_status {
     }
 }
 
+/// `odr_request_resume`: Resumes downloads paused by odr_request_pause. Documented in odr.h.
 @_cdecl("odr_request_resume")
 public func odrRequestResume(_ handle: OpaquePointer?) -> odr_status {
     entryPoint { () throws(ResourceError) in
@@ -161,6 +172,7 @@ public func odrRequestResume(_ handle: OpaquePointer?) -> odr_status {
     }
 }
 
+/// `odr_request_state_get`: The request's state. Documented in odr.h.
 @_cdecl("odr_request_state_get")
 public func odrRequestStateGet(_ handle: OpaquePointer?, _ out: UnsafeMutablePointer<odr_request_state>?) -> odr_status {
     entryPoint { () throws(ResourceError) in
@@ -175,6 +187,7 @@ public func odrRequestStateGet(_ handle: OpaquePointer?, _ out: UnsafeMutablePoi
     }
 }
 
+/// `odr_request_progress`: Progress, without blocking. Documented in odr.h.
 @_cdecl("odr_request_progress")
 public func odrRequestProgress(
     _ handle: OpaquePointer?, _ completed: UnsafeMutablePointer<Int64>?, _ total: UnsafeMutablePointer<Int64>?
@@ -189,6 +202,7 @@ public func odrRequestProgress(
     }
 }
 
+/// `odr_request_resource_path`: Copies the installed file path of resource (a path in the asset tree, such as "Levels/Level1/map.json") into buffer, NUL-terminated, and sets *out_needed (may be NULL) to the bytes the path takes including the NUL. Documented in odr.h.
 @_cdecl("odr_request_resource_path")
 public func odrRequestResourcePath(
     _ handle: OpaquePointer?, _ resource: UnsafePointer<CChar>?, _ buffer: UnsafeMutablePointer<CChar>?,

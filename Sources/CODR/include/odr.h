@@ -133,7 +133,8 @@ typedef void (*odr_completion)(odr_status status, const char *message, void *use
 /* ------------------------------------------------------------------------------------------ */
 
 /** The settings of a configuration. String options take `odr_config_set_string`, number options
- *  `odr_config_set_int`; the other setter is ODR_E_INVALID_ARGUMENT. */
+ *  `odr_config_set_int`; the other setter is ODR_E_INVALID_ARGUMENT. Byte counts above 2^60 (more
+ *  than any disk) are taken as 2^60, here and in the purge functions. */
 typedef enum odr_option {
     /* Strings */
     ODR_OPT_CATALOG_URL = 1,        /* required: http://, https://, file:// URL, or a local folder */

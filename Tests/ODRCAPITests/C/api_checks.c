@@ -122,6 +122,7 @@ static void config_checks(void) {
     EXPECT(odr_config_set_int(config, ODR_OPT_IN_USE_LIMIT, 0), ODR_E_INVALID_ARGUMENT, "an in-use limit of 0");
     EXPECT(odr_config_set_int(config, ODR_OPT_MAX_CONCURRENT_TRANSFERS, 0), ODR_E_INVALID_ARGUMENT, "0 concurrent transfers");
     EXPECT(odr_config_set_int(config, ODR_OPT_CACHE_BUDGET, -2), ODR_E_INVALID_ARGUMENT, "a cache budget of -2");
+    EXPECT(odr_config_set_int(config, ODR_OPT_FREE_SPACE_WATERMARK, INT64_MAX), ODR_OK, "a watermark of INT64_MAX");
     EXPECT(odr_config_add_header(config, "X-Evil", "a\r\nHost: elsewhere"), ODR_E_INVALID_ARGUMENT, "a header value with CR LF");
     EXPECT(odr_config_add_header(config, "X:Y", "1"), ODR_E_INVALID_ARGUMENT, "a header name with ':'");
     EXPECT(odr_config_add_header(config, NULL, "1"), ODR_E_INVALID_ARGUMENT, "a NULL header name");
@@ -327,6 +328,7 @@ static void event_and_purge_checks(odr_manager *manager) {
 
     int64_t freed = -1, shortfall = -1, count = -1;
     EXPECT(odr_manager_purge_plan(manager, -1, &freed, &shortfall, &count), ODR_E_INVALID_ARGUMENT, "a purge of negative bytes");
+    EXPECT(odr_manager_purge_plan(manager, INT64_MAX, &freed, &shortfall, &count), ODR_OK, "a purge plan of INT64_MAX bytes");
     EXPECT(odr_manager_purge_plan(manager, INT64_C(1) << 40, &freed, &shortfall, &count), ODR_OK, "a purge plan");
     int64_t planned = count;
     TRUE_THAT(planned > 0 && freed > 0 && shortfall > 0, "the plan frees what is not in use, and falls short of a terabyte");
