@@ -30,8 +30,8 @@ struct RequestBench: AsyncParsableCommand {
               - opening a ResourceManager on the store (--opens times; median and best), against
                 opening the ResourceStore alone and listing its installed packs.
 
-            Targets: median pair < 20 us, 99th percentile < 200 us; C API pair within 1.5x of
-            Swift's; opening < 50 ms.
+            Targets: median pair < 20 us, 99th percentile < 200 us; C API pair within 1.5x \
+            of Swift's; opening < 50 ms.
 
             Example: swift run -c release odrbench request --tags 10000 --installed 1000
             """
