@@ -160,7 +160,7 @@ public func odrRequestCancel(_ handle: OpaquePointer?) -> odr_status {
 @_cdecl("odr_request_pause")
 public func odrRequestPause(_ handle: OpaquePointer?) -> odr_status {
     entryPoint { () throws(ResourceError) in
-        try CHandle.object(handle, as: RequestHandle.self, "request").request.progress.pause()
+        try CHandle.object(handle, as: RequestHandle.self, "request").request.setDownloadsPaused(true)
     }
 }
 
@@ -168,7 +168,7 @@ public func odrRequestPause(_ handle: OpaquePointer?) -> odr_status {
 @_cdecl("odr_request_resume")
 public func odrRequestResume(_ handle: OpaquePointer?) -> odr_status {
     entryPoint { () throws(ResourceError) in
-        try CHandle.object(handle, as: RequestHandle.self, "request").request.progress.resume()
+        try CHandle.object(handle, as: RequestHandle.self, "request").request.setDownloadsPaused(false)
     }
 }
 

@@ -269,6 +269,12 @@ public final class ResourceRequest: Sendable {
         url(forResource: path)?.path
     }
 
+    /// Pauses (`true`) or resumes this request's downloads at once, as `progress.pause()` and
+    /// `progress.resume()` do through their handlers; for callers without a `Progress` (the C API).
+    public func setDownloadsPaused(_ paused: Bool) {
+        setPaused(paused)
+    }
+
     // MARK: - Private
 
     private static func checkCanBegin(_ state: State) throws(ResourceError) {

@@ -270,6 +270,9 @@ static void waiting_checks(odr_manager *manager) {
     outcome cancelled = { 0, -1 };
     EXPECT(odr_request_begin(level3, done, &cancelled), ODR_OK, "begin level3");
     TRUE_THAT(wait_for_state(level3, ODR_REQUEST_REQUESTED) || atomic_load(&cancelled.finished), "level3 is requested");
+    /* Paused and resumed first: the resume must win, or the begin after the cancel never ends. */
+    EXPECT(odr_request_pause(level3), ODR_OK, "pause level3");
+    EXPECT(odr_request_resume(level3), ODR_OK, "resume level3");
     EXPECT(odr_request_cancel(level3), ODR_OK, "cancel level3");
     TRUE_THAT(wait_for(&cancelled), "the cancelled begin completes");
     check(atomic_load(&cancelled.status) == ODR_E_CANCELLED, "a cancelled begin completes with ODR_E_CANCELLED", (odr_status)atomic_load(&cancelled.status), ODR_E_CANCELLED);
