@@ -9,7 +9,10 @@ final class ManagerHandle: Sendable {
     static let eventCapacity = 1024
 
     let manager: ResourceManager
-    private let queue: Locked<(events: [ResourceManagerEvent], head: Int, missed: Int64)>
+    /// Waiting events from `head` on, and how many were dropped since the last poll.
+    private typealias EventQueue = Locked<(events: [ResourceManagerEvent], head: Int, missed: Int64)>
+
+    private let queue: EventQueue
     private let observers: Observers
 
     /// NotificationCenter's observer tokens; only removed, in `deinit`.
@@ -19,7 +22,7 @@ final class ManagerHandle: Sendable {
 
     init(manager: ResourceManager) {
         self.manager = manager
-        let queue = Locked<(events: [ResourceManagerEvent], head: Int, missed: Int64)>(([], 0, 0))
+        let queue = EventQueue(([], 0, 0))
         self.queue = queue
         // The manager posts each event synchronously on the thread that caused it, so an event is
         // in the queue before the call that caused it (a purge, say) returns.
@@ -39,7 +42,7 @@ final class ManagerHandle: Sendable {
         for token in observers.tokens { NotificationCenter.default.removeObserver(token) }
     }
 
-    private static func push(_ event: ResourceManagerEvent, into queue: Locked<(events: [ResourceManagerEvent], head: Int, missed: Int64)>) {
+    private static func push(_ event: ResourceManagerEvent, into queue: EventQueue) {
         queue.withLock { queue in
             if queue.events.count - queue.head >= eventCapacity {
                 queue.head += 1
