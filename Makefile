@@ -1,12 +1,15 @@
-# The two commands of the README: `make demo` and `make test`.
-# Both first make sure the C libraries the package links are installed.
+# The two commands of the README: `make demo` and `make test`, and `make install` of the C API.
+# All first make sure the C libraries and tools the package needs are installed.
 
 SWIFT ?= swift
 SHELL := bash
-SYSTEM_PACKAGES := libcurl4-openssl-dev libsqlite3-dev zlib1g-dev unzip curl python3
+SYSTEM_PACKAGES := libcurl4-openssl-dev libsqlite3-dev zlib1g-dev unzip curl python3 gcc g++ pkg-config
+# `make install PREFIX=...`: libodr.so, odr.h and odr.pc (docs/C-API.md). CONFIG=debug for a quick one.
+PREFIX ?= /usr/local
+CONFIG ?= release
 DEMO_DIR ?= .build/demo
 
-.PHONY: all build test demo bench deps clean
+.PHONY: all build test demo bench deps clean install
 
 all: build
 
@@ -36,12 +39,27 @@ test: deps
 	@mkdir -p .build
 	set -o pipefail; $(SWIFT) build --build-tests 2>&1 | tee .build/build-tests.log
 	@scripts/check-warnings.sh .build/build-tests.log
+	@scripts/check-c-install.sh
 	$(SWIFT) test --skip-build --parallel --num-workers 2
 
 demo: deps
 	$(SWIFT) build --product odrpack
 	$(SWIFT) build --product odr
 	@scripts/demo.sh "$(DEMO_DIR)"
+
+# The C API: the shared library (the SwiftPM product odrc, installed as libodr.so), its header and
+# a pkg-config file whose flags set an rpath to the library and the library's own rpath reaches the
+# Swift runtime, so `cc game.c $$(pkg-config --cflags --libs odr)` builds a program that runs.
+install: deps
+	$(SWIFT) build -c $(CONFIG) --product odrc
+	@bin="$$($(SWIFT) build -c $(CONFIG) --show-bin-path)"; \
+	prefix="$$(mkdir -p "$(PREFIX)" && cd "$(PREFIX)" && pwd)"; \
+	install -d "$$prefix/lib/pkgconfig" "$$prefix/include"; \
+	install -m 755 "$$bin/libodrc.so" "$$prefix/lib/libodr.so"; \
+	install -m 644 Sources/CODR/include/odr.h "$$prefix/include/odr.h"; \
+	version="$$(sed -n 's/^#define ODR_VERSION "\(.*\)"/\1/p' Sources/CODR/include/odr.h)"; \
+	sed -e "s|@PREFIX@|$$prefix|" -e "s|@VERSION@|$$version|" scripts/odr.pc.in > "$$prefix/lib/pkgconfig/odr.pc"; \
+	echo "installed libodr $$version into $$prefix (PKG_CONFIG_PATH=$$prefix/lib/pkgconfig)"
 
 bench: deps
 	$(SWIFT) run -c release odrbench

@@ -17,6 +17,9 @@ let package = Package(
         .library(name: "ODRRuntime", targets: ["ODRRuntime"]),
         .library(name: "ODRSimulation", targets: ["ODRSimulation"]),
         .library(name: "ODRServe", targets: ["ODRServe"]),
+        // The C API as a shared library. Named odrc because the product `odr` is the command;
+        // `make install` installs it as libodr.so (docs/C-API.md).
+        .library(name: "odrc", type: .dynamic, targets: ["ODRCAPI"]),
         .executable(name: "odrpack", targets: ["odrpack"]),
         .executable(name: "odr", targets: ["odr"]),
         .executable(name: "odrsim", targets: ["odrsim"]),
@@ -83,6 +86,16 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // The C API: the header (include/odr.h) in a C target, the `@_cdecl` functions in Swift.
+        .target(
+            name: "CODR",
+            path: "Sources/CODR"
+        ),
+        .target(
+            name: "ODRCAPI",
+            dependencies: ["CODR", "ODRRuntime", "ODRFormat"],
+            swiftSettings: swiftSettings
+        ),
 
         // Command-line tools: thin commands over the libraries.
         .executableTarget(
@@ -116,7 +129,7 @@ let package = Package(
         .executableTarget(
             name: "odrbench",
             dependencies: [
-                "ODRFormat", "ODRBuilder", "ODRRuntime", "ODRSimulation", "ODRServe",
+                "ODRFormat", "ODRBuilder", "ODRRuntime", "ODRSimulation", "ODRServe", "CODR", "ODRCAPI",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -153,6 +166,12 @@ let package = Package(
         .testTarget(
             name: "ODRSimulationTests",
             dependencies: ["ODRSimulation", "ODRRuntime", "ODRTestSupport"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "ODRCAPITests",
+            dependencies: ["CODR", "ODRCAPI", "ODRRuntime", "ODRBuilder", "ODRFormat", "ODRServe", "ODRTestSupport"],
+            exclude: ["C"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

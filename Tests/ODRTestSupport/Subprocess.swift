@@ -47,3 +47,17 @@ final class LockedBox<T>: @unchecked Sendable {
         set { lock.withLock { stored = newValue } }
     }
 }
+
+/// ``runCommand(_:_:input:)`` on a thread of its own, for async tests: waiting for the child must
+/// not block the concurrency pool, which an in-process test server needs to answer the child.
+///
+/// ```swift
+/// let result = try await runCommandOffPool(game.path, [server.baseURL.absoluteString, store.path])
+/// ```
+public func runCommandOffPool(_ executable: String, _ arguments: [String]) async throws -> CommandResult {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread {
+            continuation.resume(with: Result { try runCommand(executable, arguments) })
+        }.start()
+    }
+}

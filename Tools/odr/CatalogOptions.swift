@@ -33,10 +33,7 @@ struct CatalogOptions: ParsableArguments {
         return CatalogTrust(keys: keys)
     }
 
-    var catalogURL: URL {
-        if let url = URL(string: catalog), let scheme = url.scheme, ["http", "https", "file"].contains(scheme) { return url }
-        return URL(filePath: catalog, directoryHint: .isDirectory).standardizedFileURL
-    }
+    var catalogURL: URL { ResourceManager.Configuration.catalogURL(parsing: catalog) }
 
     func validate() throws {
         guard !catalog.isEmpty else { throw ValidationError("--catalog needs a URL or a folder.") }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import CODR
 import Foundation
 import ODRBuilder
 import ODRFormat
@@ -10,7 +11,8 @@ import ODRSimulation
 /// 1. `conditionallyBeginAccessingResources()` + `endAccessingResources()` on installed tags of a
 ///    catalog of --tags tags and --tags x --files-per-tag files: median and 99th percentile per
 ///    pair (targets: under 20 µs and under 200 µs), next to the same begin/end on a bare `Ledger`,
-///    the least any request must do.
+///    the least any request must do, and through the C API (libodr's `odr_request_conditionally_begin`
+///    + `odr_request_end`; target: median within 1.5x of the Swift pair).
 /// 2. Opening a `ResourceManager` on a store with --installed installed packs (target: under
 ///    50 ms), next to opening the bare `ResourceStore` and listing its packs.
 /// 3. What checking signatures adds to `prepare()`: the catalog is signed, and `prepare()` runs
@@ -25,15 +27,17 @@ struct RequestBench: AsyncParsableCommand {
             builds it with the builder into a file:// catalog, installs the packs of the first \
             --installed tags into a store, then times:
               - --pairs conditional begin + end pairs on random installed tags, each timed alone;
-                a bare Ledger begin/end of the same tags is the baseline;
+                a bare Ledger begin/end of the same tags is the baseline; the same pairs through
+                the C API (odr_request_conditionally_begin + odr_request_end) are compared with
+                the Swift ones;
               - opening a ResourceManager on the store (--opens times; median and best), against
                 opening the ResourceStore alone and listing its installed packs;
               - prepare() (--prepares times) on the signed catalog, by a manager that trusts the
                 builder's key and by one that trusts none; the difference is what checking the
                 signature costs, printed next to the check alone.
 
-            Targets: median pair < 20 us, 99th percentile < 200 us; opening < 50 ms; \
-            signatures add < 1 ms to prepare().
+            Targets: median pair < 20 us, 99th percentile < 200 us; C API pair within 1.5x \
+            of Swift's; opening < 50 ms; signatures add < 1 ms to prepare().
 
             Example: swift run -c release odrbench request --tags 10000 --installed 1000
             """
@@ -144,22 +148,28 @@ struct RequestBench: AsyncParsableCommand {
         }
 
         // 1. Requests on installed tags.
-        let manager = try ResourceManager(configuration: configuration)
-        guard manager.currentVersion != nil else { throw ValidationFailure("the manager found no stored catalog") }
         var random = SimulationRandom(seed: 42)
         let picks = (0..<pairs).map { _ in names[Int(random.next() % UInt64(installed))] }
         var durations: [Double] = []
-        durations.reserveCapacity(pairs)
-        for name in picks {
-            let request = ResourceRequest(tags: [name], manager: manager)
-            let start = clock.now
-            guard await request.conditionallyBeginAccessingResources() else {
-                throw ValidationFailure("\(name) is installed, yet the conditional begin failed")
+        let baseline: [Double]
+        do {
+            let manager = try ResourceManager(configuration: configuration)
+            guard manager.currentVersion != nil else { throw ValidationFailure("the manager found no stored catalog") }
+            durations.reserveCapacity(pairs)
+            for name in picks {
+                let request = ResourceRequest(tags: [name], manager: manager)
+                let start = clock.now
+                guard await request.conditionallyBeginAccessingResources() else {
+                    throw ValidationFailure("\(name) is installed, yet the conditional begin failed")
+                }
+                try request.endAccessingResources()
+                durations.append((clock.now - start).seconds)
             }
-            try request.endAccessingResources()
-            durations.append((clock.now - start).seconds)
+            baseline = try ledgerPairs(manager: manager, picks: picks)
         }
-        let baseline = try ledgerPairs(manager: manager, picks: picks)
+        // The Swift manager is gone: the C API's opens the store as a game would, alone.
+        var cDurations = try cAPIPairs(catalog: catalogURL, store: storeURL, picks: picks)
+        cDurations.sort()
 
         durations.sort()
         let median = percentile(durations, 0.5), p99 = percentile(durations, 0.99)
@@ -168,6 +178,9 @@ struct RequestBench: AsyncParsableCommand {
         print("  median \(micro(median)), p90 \(micro(percentile(durations, 0.9))), p99 \(micro(p99)), max \(micro(durations.last ?? 0))")
         print("  baseline, bare Ledger begin/end of the same tags: median \(micro(percentile(baseline, 0.5))), p99 \(micro(percentile(baseline, 0.99)))")
         print("  target median < 20 us: \(median < 20e-6 ? "met" : "NOT met"); p99 < 200 us: \(p99 < 200e-6 ? "met" : "NOT met")")
+        let cMedian = percentile(cDurations, 0.5), ratio = cMedian / max(median, 1e-9)
+        print("  through the C API (odr_request_conditionally_begin + odr_request_end), same pairs: median \(micro(cMedian)), p99 \(micro(percentile(cDurations, 0.99)))")
+        print(String(format: "  C API / Swift median: %.2fx; target < 1.5x: %@", ratio, ratio < 1.5 ? "met" : "NOT met"))
         managerOpens.sort()
         storeOpens.sort()
         uncleanOpens.sort()
@@ -243,6 +256,45 @@ struct RequestBench: AsyncParsableCommand {
         guard summary.installed.count == tags.count else {
             throw ValidationFailure("installed \(summary.installed.count) packs, expected \(tags.count)")
         }
+    }
+
+    /// Times the same conditional begin + end pairs through the C API, on a manager the C API opens;
+    /// creating and destroying each request is not timed (as in the Swift pairs).
+    private func cAPIPairs(catalog: URL, store: URL, picks: [String]) throws -> [Double] {
+        func check(_ status: odr_status, _ what: String) throws {
+            guard status == ODR_OK else {
+                throw ValidationFailure("\(what): \(String(cString: odr_status_name(status))): \(String(cString: odr_error_message()))")
+            }
+        }
+        var config: OpaquePointer?
+        try check(odr_config_create(&config), "odr_config_create")
+        defer { odr_config_free(config) }
+        try check(odr_config_set_string(config, ODR_OPT_CATALOG_URL, catalog.absoluteString), "catalog URL")
+        try check(odr_config_set_string(config, ODR_OPT_STORE_DIRECTORY, store.path), "store directory")
+        try check(odr_config_set_int(config, ODR_OPT_FREE_SPACE_WATERMARK, 0), "watermark")
+        var manager: OpaquePointer?
+        try check(odr_manager_create(config, &manager), "odr_manager_create")
+        defer { odr_manager_destroy(manager) }
+        let clock = ContinuousClock()
+        var durations: [Double] = []
+        durations.reserveCapacity(picks.count)
+        for name in picks {
+            var request: OpaquePointer?
+            try name.withCString { tag in
+                var tags: [UnsafePointer<CChar>?] = [tag]
+                try check(odr_request_create(manager, &tags, 1, &request), "odr_request_create")
+            }
+            var began: Int32 = 0
+            let start = clock.now
+            let begin = odr_request_conditionally_begin(request, &began)
+            let end = odr_request_end(request)
+            durations.append((clock.now - start).seconds)
+            odr_request_destroy(request)
+            try check(begin, "odr_request_conditionally_begin")
+            guard began == 1 else { throw ValidationFailure("\(name) is installed, yet the C API's conditional begin failed") }
+            try check(end, "odr_request_end")
+        }
+        return durations
     }
 
     /// Times a bare ledger's begin + end of the same tags, each pair alone.

@@ -17,6 +17,8 @@ final class PackDownload: Sendable {
         var waiters: [UInt64: CheckedContinuation<Void, any Error>] = [:]
         var observers: [UInt64: @Sendable (Int64) -> Void] = [:]
         var interested = 0
+        /// The last request left before the work finished, so the work is being cancelled.
+        var abandoned = false
         var nextID: UInt64 = 0
         var task: Task<Void, Never>?
     }
@@ -79,13 +81,31 @@ final class PackDownload: Sendable {
     /// A request starts needing this download.
     func retain() { state.withLock { $0.interested += 1 } }
 
+    /// A request starts needing this download, unless it was abandoned (its last request left and
+    /// its work is being cancelled): joining it would only fail with `cancelled`, so the caller
+    /// starts another download instead.
+    func retainUnlessAbandoned() -> Bool {
+        state.withLock { state in
+            guard !state.abandoned else { return false }
+            state.interested += 1
+            return true
+        }
+    }
+
     /// A request stops needing it; the last one out cancels the work.
     func release() {
         let task: Task<Void, Never>? = state.withLock { state in
             state.interested -= 1
-            return state.interested == 0 && state.result == nil ? state.task : nil
+            guard state.interested == 0, state.result == nil else { return nil }
+            state.abandoned = true
+            return state.task
         }
         task?.cancel()
+    }
+
+    /// Returns once the work has finished, whatever its outcome.
+    func finished() async {
+        await state.withLock { $0.task }?.value
     }
 
     /// Calls `observer` with the bytes received whenever they change; returns a token for ``removeObserver(_:)``.

@@ -67,6 +67,17 @@ extension ResourceManager {
                          maximumCatalogBytes: maximumCatalogBytes, maximumManifestBytes: maximumManifestBytes)
         }
 
+        /// A catalog location as a person or a config file gives it: an `http://`, `https://` or
+        /// `file://` URL as is, anything else as a local catalog folder.
+        ///
+        /// ```swift
+        /// Configuration.catalogURL(parsing: "build/catalog")   // file:///home/me/game/build/catalog/
+        /// ```
+        public static func catalogURL(parsing text: String) -> URL {
+            if let url = URL(string: text), let scheme = url.scheme, ["http", "https", "file"].contains(scheme) { return url }
+            return URL(filePath: text, directoryHint: .isDirectory).standardizedFileURL
+        }
+
         /// The defaults for everything but the catalog and where its packs are kept.
         public init(catalogURL: URL, storeDirectory: URL) {
             self.catalogURL = catalogURL

@@ -28,8 +28,8 @@ extension ResourceManager {
         var downloads: [PackDownload] = []
         for id in ids where !state.installedIDs.contains(id) {
             guard let pack = snapshot.lookup.pack(id: id) else { continue }
-            if let existing = state.downloads[id] {
-                existing.retain()
+            let previous = state.downloads[id]
+            if let existing = previous, existing.retainUnlessAbandoned() {
                 downloads.append(existing)
                 continue
             }
@@ -38,9 +38,18 @@ extension ResourceManager {
             state.downloads[id] = download
             download.start { [self] () throws(ResourceError) in
                 do throws(ResourceError) {
+                    // An abandoned install of the same pack winds down first (they would share
+                    // its staging folder), and may have finished the pack after all.
+                    if let previous {
+                        await previous.finished()
+                        if self.state.withLock({ $0.installedIDs.contains(id) }) {
+                            self.state.withLock { if $0.downloads[id] === download { $0.downloads[id] = nil } }
+                            return
+                        }
+                    }
                     try await installPack(pack, snapshot: snapshot, download: download)
                 } catch {
-                    self.state.withLock { $0.downloads[id] = nil }
+                    self.state.withLock { if $0.downloads[id] === download { $0.downloads[id] = nil } }
                     throw error
                 }
             }
@@ -130,7 +139,7 @@ extension ResourceManager {
             if let index = state.ledger?.catalog.pack(id: pack.id), state.snapshot?.version == snapshot.version {
                 state.installed[index.index] = true
             }
-            state.downloads[pack.id] = nil
+            if state.downloads[pack.id] === download { state.downloads[pack.id] = nil }
         }
         transport.forget(snapshot.packURL(id: pack.id))
         hub.emit(.packInstalled(id: pack.id, bytes: pack.installedBytes), from: self)

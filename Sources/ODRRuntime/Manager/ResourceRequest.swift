@@ -195,6 +195,14 @@ public final class ResourceRequest: Sendable {
     ///   something would have to be downloaded, a tag is unknown, the in-use limit would be
     ///   exceeded, or the request is not in its initial state.
     public func conditionallyBeginAccessingResources() async -> Bool {
+        beginAccessingResourcesIfInstalled()
+    }
+
+    /// ``conditionallyBeginAccessingResources()`` for callers that cannot `await`: a frame loop, or
+    /// the C API. It never downloads and never blocks on the network, so it needs no suspension.
+    ///
+    /// - Returns: `true` when the request is now accessing; `false` (and nothing changed) otherwise.
+    public func beginAccessingResourcesIfInstalled() -> Bool {
         let ids: Set<String>? = box.withLock { inner in
             guard inner.state == .initial, let (held, ids) = manager.beginTagsIfInstalled(tags) else { return nil }
             inner.state = .accessing
@@ -259,6 +267,12 @@ public final class ResourceRequest: Sendable {
     /// The path of a resource this request holds (a logical path such as `Levels/Level3/map.json`).
     public func path(forResource path: String) -> String? {
         url(forResource: path)?.path
+    }
+
+    /// Pauses (`true`) or resumes this request's downloads at once, as `progress.pause()` and
+    /// `progress.resume()` do through their handlers; for callers without a `Progress` (the C API).
+    public func setDownloadsPaused(_ paused: Bool) {
+        setPaused(paused)
     }
 
     // MARK: - Private

@@ -1,0 +1,335 @@
+/*
+ * odr.h: the C API of swift-odr's on-demand resource runtime (libodr).
+ *
+ * One header, one library: link with `$(pkg-config --cflags --libs odr)`.
+ * Reference: docs/C-API.md. Every symbol and macro starts with `odr_` / `ODR_`.
+ *
+ * Rules that hold for every function below:
+ *  - Every function that can fail returns an `odr_status`; ODR_OK (0) is success. On failure
+ *    `odr_error_message()` on the same thread says what went wrong and what to do.
+ *  - Out-parameters come last. A NULL handle, a NULL required pointer, an empty or invalid tag list
+ *    or a string that is not UTF-8 is ODR_E_INVALID_ARGUMENT, never a crash.
+ *  - Every function is thread-safe: any thread may call any function on any handle at any time.
+ *    (Using a handle after its `_destroy` is, as with `free`, undefined.)
+ *  - Ownership: the caller owns what it passes in (the library copies strings and tag lists before
+ *    returning) and frees handles with their own `_destroy`/`_free` function, nothing else. Strings
+ *    the library returns are owned by the library: `odr_version()` and `odr_status_name()` are
+ *    static, `odr_error_message()` stays valid until the next failing call on the same thread.
+ *  - Callbacks (`odr_completion`) run on a thread the library owns, one at a time, never on the
+ *    caller's thread; a function that takes one calls it exactly once if it returned ODR_OK, and
+ *    never if it returned an error. Callbacks may call any odr function, including blocking ones;
+ *    they should return quickly. `user_data` is passed through untouched.
+ *  - Failed calls leave out-parameters untouched, except where a function says otherwise.
+ */
+#ifndef ODR_H
+#define ODR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+#define ODR_EXTERN extern "C" __attribute__((visibility("default")))
+#else
+#define ODR_EXTERN extern __attribute__((visibility("default")))
+#endif
+
+/** The library version this header belongs to; `odr_version()` returns the linked library's. */
+#define ODR_VERSION "0.1.0"
+/** Bumped when the API changes incompatibly; compare with `odr_api_version()` at startup. */
+#define ODR_API_VERSION 1
+
+/* ------------------------------------------------------------------------------------------ */
+/* Status codes                                                                               */
+/* ------------------------------------------------------------------------------------------ */
+
+/**
+ * What a call did. The values never change meaning. Every code of the Swift runtime's
+ * `ResourceError.Code` has exactly one counterpart here (its stable name is `odr_status_name()`);
+ * the codes from 100 up exist only in the C API.
+ */
+typedef enum odr_status {
+    ODR_OK = 0,
+
+    /* Network and server */
+    ODR_E_NETWORK_UNAVAILABLE = 1,   /* "network-unavailable": no connection; retried, then reported */
+    ODR_E_RESOURCE_UNAVAILABLE = 2,  /* "resource-unavailable": HTTP 404/410 or missing file:// path */
+    ODR_E_ACCESS_DENIED = 3,         /* "access-denied": HTTP 401/403; check extra headers */
+    ODR_E_SERVER_ERROR = 4,          /* "server-error": 5xx/429 after every retry */
+    ODR_E_UNEXPECTED_RESPONSE = 5,   /* "unexpected-response": an answer the runtime cannot use */
+    ODR_E_TIMED_OUT = 6,             /* "timed-out": connecting or the transfer stalled */
+    ODR_E_UNTRUSTED_SERVER = 7,      /* "untrusted-server": TLS certificate not verified */
+    ODR_E_RANGE_NOT_SUPPORTED = 8,   /* "range-not-supported": a byte range could not be fetched */
+
+    /* Content */
+    ODR_E_INTEGRITY = 20,            /* "integrity": size or SHA-256 differs from the catalog's */
+    ODR_E_INVALID_CATALOG = 21,      /* "invalid-catalog": a catalog or manifest failed validation */
+    ODR_E_INVALID_TAG = 22,          /* "invalid-tag": a tag the catalog does not define */
+    ODR_E_INVALID_ARGUMENT = 23,     /* "invalid-argument": NULL, out of range, not UTF-8, ... */
+
+    /* Local storage */
+    ODR_E_OUT_OF_SPACE = 30,         /* "out-of-space": not enough disk even after purging */
+    ODR_E_EXCEEDED_MAXIMUM_IN_USE_SIZE = 31, /* "exceeded-maximum-in-use-size": see ODR_OPT_IN_USE_LIMIT */
+    ODR_E_STORAGE_FAILURE = 32,      /* "storage-failure": a file or the database failed */
+
+    /* Requests and control */
+    ODR_E_CANCELLED = 40,            /* "cancelled": cancelled, or ended before it was ready */
+    ODR_E_BEGIN_TWICE = 41,          /* "begin-twice": begin on a request already begun */
+    ODR_E_BEGIN_AFTER_END = 42,      /* "begin-after-end": begin on an ended request */
+    ODR_E_END_BEFORE_BEGIN = 43,     /* "end-before-begin": end on a request not begun, or ended */
+
+    /* Catalog */
+    ODR_E_CATALOG_ROLLBACK = 50,     /* "catalog-rollback": the server sent an older catalog */
+    ODR_E_CATALOG_UNAVAILABLE = 51,  /* "catalog-unavailable": no catalog yet; prepare first */
+    ODR_E_UNKNOWN_RESOURCE = 52,     /* "unknown-resource": the request holds no such resource */
+    ODR_E_RESOURCE_NOT_INSTALLED = 53, /* "resource-not-installed": the request is not accessing */
+    ODR_E_UNTRUSTED_CATALOG = 54,    /* "untrusted-catalog": catalog.json lacks the trusted signatures */
+    ODR_E_CATALOG_EXPIRED = 55,      /* "catalog-expired": the signed catalog's `expires` has passed */
+
+    /* Only in the C API */
+    ODR_E_BUFFER_TOO_SMALL = 100,    /* "buffer-too-small": *out_needed says the size needed */
+    ODR_E_WAIT_TIMEOUT = 101,        /* "wait-timeout": a blocking call's timeout passed first */
+    ODR_E_OTHER = 199                /* "other": a runtime error newer than this header */
+} odr_status;
+
+/** The stable name of a status ("invalid-tag"), the same string as the Swift code's raw value;
+ *  "unknown-status" for a value that is not a status. Static: never free it. */
+ODR_EXTERN const char *odr_status_name(odr_status status);
+
+/** The message of the most recent failed call on the calling thread ("" when none failed): what
+ *  went wrong and what to do. Owned by the library; valid until the next failing call on this
+ *  thread. */
+ODR_EXTERN const char *odr_error_message(void);
+
+/** The status of the most recent failed call on the calling thread (ODR_OK when none failed). */
+ODR_EXTERN odr_status odr_error_status(void);
+
+/** Forgets the calling thread's last error. */
+ODR_EXTERN void odr_error_clear(void);
+
+/** The linked library's version ("0.1.0"). Static: never free it. */
+ODR_EXTERN const char *odr_version(void);
+
+/** The linked library's ODR_API_VERSION. */
+ODR_EXTERN int odr_api_version(void);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Handles and callbacks                                                                      */
+/* ------------------------------------------------------------------------------------------ */
+
+/** Settings for a manager; grows through options, so new settings never break old callers. */
+typedef struct odr_config odr_config;
+/** Downloads, installs, tracks and purges the packs of one catalog. */
+typedef struct odr_manager odr_manager;
+/** A request for the resources of some tags, as a game asks for a level. */
+typedef struct odr_request odr_request;
+
+/**
+ * Called once when an asynchronous call finishes: `status` is ODR_OK or the error, `message` the
+ * error's message ("" on success; valid only during the call), `user_data` what the caller passed.
+ * Runs on a library thread (see the top of this file).
+ */
+typedef void (*odr_completion)(odr_status status, const char *message, void *user_data);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Configuration                                                                              */
+/* ------------------------------------------------------------------------------------------ */
+
+/** The settings of a configuration. String options take `odr_config_set_string`, number options
+ *  `odr_config_set_int`; the other setter is ODR_E_INVALID_ARGUMENT. Byte counts above 2^60 (more
+ *  than any disk) are taken as 2^60, here and in the purge functions. */
+typedef enum odr_option {
+    /* Strings */
+    ODR_OPT_CATALOG_URL = 1,        /* required: http://, https://, file:// URL, or a local folder */
+    ODR_OPT_STORE_DIRECTORY = 2,    /* required: where installed packs and the database live */
+    ODR_OPT_DISTRIBUTION = 3,       /* the distribution to follow; default "live" */
+    ODR_OPT_BUNDLED_CATALOG = 4,    /* a catalog folder shipped with the game; NULL for none */
+    ODR_OPT_TRUSTED_KEY = 5,        /* adds a trusted Ed25519 public key: its 64 hex digits, or the
+                                       path of a NAME.pub from `odrpack key generate`; NULL removes
+                                       every key. With keys, only signed catalogs are accepted
+                                       (docs/SECURITY.md) */
+
+    /* Numbers */
+    ODR_OPT_IN_USE_LIMIT = 100,     /* most bytes in use at once; default 2 GiB; > 0 */
+    ODR_OPT_CACHE_BUDGET = 101,     /* most bytes of installed packs; -1 (default) for no budget */
+    ODR_OPT_FREE_SPACE_WATERMARK = 102, /* purge below this many free bytes; default 256 MiB; >= 0 */
+    ODR_OPT_MAX_CONCURRENT_TRANSFERS = 103, /* downloads at once; default 4; 1...64 */
+    ODR_OPT_SIGNATURE_THRESHOLD = 104 /* distinct trusted keys that must sign; default 1; 1...trusted keys */
+} odr_option;
+
+/** Creates a configuration with the defaults; free it with `odr_config_free`. */
+ODR_EXTERN odr_status odr_config_create(odr_config **out_config);
+
+/** Frees a configuration (NULL is ignored). Managers created from it keep their own copy. */
+ODR_EXTERN void odr_config_free(odr_config *config);
+
+/** Sets a string option; the library copies `value`. NULL clears an optional one. */
+ODR_EXTERN odr_status odr_config_set_string(odr_config *config, odr_option option, const char *value);
+
+/** Sets a number option. */
+ODR_EXTERN odr_status odr_config_set_int(odr_config *config, odr_option option, int64_t value);
+
+/** Adds a header sent with every request for the catalog (for example "Authorization"); a second
+ *  call with the same name replaces the value. Names and values may not hold CR, LF or NUL;
+ *  names may not be empty or hold ':'. */
+ODR_EXTERN odr_status odr_config_add_header(odr_config *config, const char *name, const char *value);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Manager                                                                                    */
+/* ------------------------------------------------------------------------------------------ */
+
+/** Opens the store (repairing what a crash left) and, when it holds a copy of the catalog, makes it
+ *  usable at once. Destroy the manager with `odr_manager_destroy`. */
+ODR_EXTERN odr_status odr_manager_create(const odr_config *config, odr_manager **out_manager);
+
+/** Releases the caller's manager handle (NULL is ignored). Requests still alive keep the manager
+ *  working until they are destroyed too. */
+ODR_EXTERN void odr_manager_destroy(odr_manager *manager);
+
+/** Fetches the catalog (or uses the stored copy; `online` 0 never touches the network), installs the
+ *  initial-install tags and starts the prefetch tags in the background. Blocks for at most
+ *  `timeout_ms` milliseconds (negative: no limit); ODR_E_WAIT_TIMEOUT when that passes first (the
+ *  preparation is cancelled; call again). */
+ODR_EXTERN odr_status odr_manager_prepare(odr_manager *manager, int online, int64_t timeout_ms);
+
+/** `odr_manager_prepare` without blocking: `done` is called once with the outcome. */
+ODR_EXTERN odr_status odr_manager_prepare_async(odr_manager *manager, int online, odr_completion done, void *user_data);
+
+/** The catalog version requests use now; ODR_E_CATALOG_UNAVAILABLE before any catalog. */
+ODR_EXTERN odr_status odr_manager_current_version(odr_manager *manager, int64_t *out_version);
+
+/** The bytes a request for `tags` would download now (0 when installed). */
+ODR_EXTERN odr_status odr_manager_download_size(odr_manager *manager, const char *const *tags, size_t tag_count, int64_t *out_bytes);
+
+/** Sets the preservation priority (0...1) of tags; persists across launches. Packs of tags with a
+ *  higher priority are purged later. */
+ODR_EXTERN odr_status odr_manager_set_preservation_priority(odr_manager *manager, const char *const *tags, size_t tag_count, double priority);
+
+/** The preservation priority of one tag: the game's setting or the catalog's default. */
+ODR_EXTERN odr_status odr_manager_preservation_priority(odr_manager *manager, const char *tag, double *out_priority);
+
+/** What purging `bytes` would delete, without deleting anything. Each out-pointer may be NULL:
+ *  the bytes the deletions free, what even deleting every pack not in use leaves missing, and the
+ *  number of packs. */
+ODR_EXTERN odr_status odr_manager_purge_plan(odr_manager *manager, int64_t bytes, int64_t *out_bytes_freed, int64_t *out_shortfall, int64_t *out_pack_count);
+
+/** Deletes packs no request uses until `bytes` are freed (or nothing more can go); blocks until
+ *  done. Each deleted pack is also an ODR_EVENT_PACK_PURGED event. Out-pointers as in
+ *  `odr_manager_purge_plan`. */
+ODR_EXTERN odr_status odr_manager_purge(odr_manager *manager, int64_t bytes, int64_t *out_bytes_freed, int64_t *out_shortfall, int64_t *out_pack_count);
+
+/** What happened in a manager. */
+typedef enum odr_event_kind {
+    ODR_EVENT_NONE = 0,              /* no event was waiting */
+    ODR_EVENT_PACK_INSTALLED = 1,    /* pack_id installed; bytes = its installed size */
+    ODR_EVENT_PACK_PURGED = 2,       /* pack_id deleted for purge_reason; bytes = bytes freed */
+    ODR_EVENT_LOW_DISK_SPACE = 3,    /* even purging left too little: bytes = free bytes; end requests */
+    ODR_EVENT_CATALOG_UPDATED = 4    /* the catalog moved to `version` */
+} odr_event_kind;
+
+#define ODR_EVENT_VERSION 1
+/** Initializes an odr_event: `odr_event event = ODR_EVENT_INIT;` */
+#define ODR_EVENT_INIT { ODR_EVENT_VERSION, ODR_EVENT_NONE, 0, 0, 0, "", "" }
+
+/** One event; set `version` to ODR_EVENT_VERSION (ODR_EVENT_INIT does) so later fields can be added. */
+typedef struct odr_event {
+    unsigned int version;
+    odr_event_kind kind;
+    int64_t bytes;
+    int64_t catalog_version;
+    /** Events dropped before this one because nobody polled (the queue keeps the newest 1024). */
+    int64_t missed;
+    /** The pack's id (64 hex digits of its SHA-256), NUL-terminated; "" for other kinds. */
+    char pack_id[72];
+    /** Why a pack was purged: "least-recently-used", "low-preservation-priority", "superseded",
+     *  "closest-fit", or another policy's stable name; "" for other kinds. */
+    char purge_reason[64];
+} odr_event;
+
+/** Takes the oldest waiting event without blocking; `out_event->kind` is ODR_EVENT_NONE when there
+ *  is none. Events are recorded from the moment odr_manager_create returns; poll once per frame. */
+ODR_EXTERN odr_status odr_manager_poll_event(odr_manager *manager, odr_event *out_event);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Requests                                                                                   */
+/* ------------------------------------------------------------------------------------------ */
+
+/** Where a request stands: INITIAL --begin--> REQUESTED --installed--> ACCESSING --end--> ENDED.
+ *  A failed or cancelled begin returns to INITIAL with nothing held. */
+typedef enum odr_request_state {
+    ODR_REQUEST_INITIAL = 0,
+    ODR_REQUEST_REQUESTED = 1,
+    ODR_REQUEST_ACCESSING = 2,
+    ODR_REQUEST_ENDED = 3
+} odr_request_state;
+
+/** The loading priority that takes the bandwidth: the player is waiting. */
+#define ODR_PRIORITY_URGENT (-1.0)
+
+/** Creates a request for `tag_count` tags (at least one; each non-NULL UTF-8; duplicates are
+ *  ignored). Tags are checked against the catalog when it begins. The request keeps its manager
+ *  alive. Destroy it with `odr_request_destroy`. */
+ODR_EXTERN odr_status odr_request_create(odr_manager *manager, const char *const *tags, size_t tag_count, odr_request **out_request);
+
+/** Ends the request if it is requested or accessing, and frees it (NULL is ignored). A completion
+ *  of a begin still running is called with ODR_E_CANCELLED. */
+ODR_EXTERN void odr_request_destroy(odr_request *request);
+
+/** Starts downloading what the tags need (joining downloads already running) and holding their
+ *  packs; returns at once. `done` is called once: ODR_OK when the request is accessing. */
+ODR_EXTERN odr_status odr_request_begin(odr_request *request, odr_completion done, void *user_data);
+
+/** `odr_request_begin` that blocks for at most `timeout_ms` milliseconds (negative: no limit).
+ *  ODR_E_WAIT_TIMEOUT when the timeout passes first: the begin is cancelled, the request is back in
+ *  INITIAL and downloads other requests need go on. */
+ODR_EXTERN odr_status odr_request_begin_wait(odr_request *request, int64_t timeout_ms);
+
+/** Begins only if every pack is installed already; never downloads, never blocks. `*out_began` is
+ *  1 when the request is now accessing, 0 (nothing changed) when something is missing, a tag is
+ *  unknown, the in-use limit would be exceeded or the request is not INITIAL. */
+ODR_EXTERN odr_status odr_request_conditionally_begin(odr_request *request, int *out_began);
+
+/** Stops accessing: the packs may be purged once no other request holds them. Ending a request
+ *  still downloading cancels its wait (its begin completes with ODR_E_CANCELLED). */
+ODR_EXTERN odr_status odr_request_end(odr_request *request);
+
+/** Sets how urgently to download: 0...1 (higher first; default 0.5), or ODR_PRIORITY_URGENT.
+ *  Changing it while downloading reorders the transfers. */
+ODR_EXTERN odr_status odr_request_set_loading_priority(odr_request *request, double priority);
+
+/** The loading priority: 0...1, or ODR_PRIORITY_URGENT. */
+ODR_EXTERN odr_status odr_request_loading_priority(odr_request *request, double *out_priority);
+
+/** Cancels the begin in progress: it completes with ODR_E_CANCELLED and the request is back in
+ *  INITIAL (downloads other requests need go on). Nothing happens when no begin is running. */
+ODR_EXTERN odr_status odr_request_cancel(odr_request *request);
+
+/** Pauses this request's downloads (those no other request waits for). */
+ODR_EXTERN odr_status odr_request_pause(odr_request *request);
+
+/** Resumes downloads paused by `odr_request_pause`. */
+ODR_EXTERN odr_status odr_request_resume(odr_request *request);
+
+/** The request's state. */
+ODR_EXTERN odr_status odr_request_state_get(odr_request *request, odr_request_state *out_state);
+
+/** Progress, without blocking: bytes received so far and bytes to download in all (0 when
+ *  everything was installed). `completed == total` only once the request is accessing. Either
+ *  pointer may be NULL. */
+ODR_EXTERN odr_status odr_request_progress(odr_request *request, int64_t *out_completed_bytes, int64_t *out_total_bytes);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Resources                                                                                  */
+/* ------------------------------------------------------------------------------------------ */
+
+/**
+ * Copies the installed file path of `resource` (a path in the asset tree, such as
+ * "Levels/Level1/map.json") into `buffer`, NUL-terminated, and sets `*out_needed` (may be NULL) to
+ * the bytes the path takes including the NUL.
+ *  - ODR_E_BUFFER_TOO_SMALL: `buffer_size` is less than that; `*out_needed` says how much to pass
+ *    (`buffer` may be NULL with size 0 to ask).
+ *  - ODR_E_RESOURCE_NOT_INSTALLED: the request is not accessing (not begun, downloading, ended).
+ *  - ODR_E_UNKNOWN_RESOURCE: the request's tags hold no such resource.
+ */
+ODR_EXTERN odr_status odr_request_resource_path(odr_request *request, const char *resource, char *buffer, size_t buffer_size, size_t *out_needed);
+
+#endif /* ODR_H */

@@ -1,0 +1,182 @@
+import CODR
+import Foundation
+import ODRFormat
+import ODRRuntime
+
+/// What an `odr_config` holds: the settings of ``ResourceManager/Configuration`` a C caller can set.
+final class ConfigHandle: Sendable {
+    struct Settings {
+        var catalogURL: URL?
+        var storeDirectory: URL?
+        var distribution = "live"
+        var bundledCatalog: URL?
+        var inUseLimit = Ledger.defaultInUseLimit
+        var cacheBudget: Int64?
+        var freeSpaceWatermark: Int64 = 256 << 20
+        var maximumConcurrentTransfers = 4
+        var headers: [String: String] = [:]
+        var trustedKeys: [PublicSigningKey] = []
+        var signatureThreshold = 1
+    }
+
+    let settings = Locked(Settings())
+
+    /// The manager configuration, or `invalid-argument` naming the required option that is missing.
+    func configuration() throws(ResourceError) -> ResourceManager.Configuration {
+        let settings = self.settings.withLock { $0 }
+        guard let catalogURL = settings.catalogURL else {
+            throw invalidArgument("ODR_OPT_CATALOG_URL is not set; set the catalog's URL with odr_config_set_string.")
+        }
+        guard let storeDirectory = settings.storeDirectory else {
+            throw invalidArgument("ODR_OPT_STORE_DIRECTORY is not set; set where installed packs live with odr_config_set_string.")
+        }
+        var configuration = ResourceManager.Configuration(catalogURL: catalogURL, storeDirectory: storeDirectory)
+        configuration.distribution = settings.distribution
+        configuration.bundledCatalog = settings.bundledCatalog
+        configuration.inUseLimit = settings.inUseLimit
+        configuration.cacheBudget = settings.cacheBudget
+        configuration.freeSpaceWatermark = settings.freeSpaceWatermark
+        configuration.maximumConcurrentTransfers = settings.maximumConcurrentTransfers
+        configuration.extraHeaders = settings.headers
+        configuration.trustedKeys = settings.trustedKeys
+        configuration.signatureThreshold = settings.signatureThreshold
+        return configuration
+    }
+
+    /// A trusted key from its 64 hex digits or from the path of a `NAME.pub` file.
+    static func trustedKey(_ text: String) throws(ResourceError) -> PublicSigningKey {
+        let isHex = text.utf8.count == 64 && text.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0 | 0x20) }
+        do {
+            return isHex ? try PublicSigningKey(hex: text) : try PublicSigningKey.load(from: URL(filePath: text))
+        } catch {
+            throw ResourceError(.invalidArgument,
+                                "ODR_OPT_TRUSTED_KEY '\(text)' is neither the 64 hex digits of an Ed25519 public key nor a readable NAME.pub file: \(error.message)",
+                                cause: error)
+        }
+    }
+
+    /// Whether `text` could break a header line (CR, LF).
+    static func breaksHeaderLine(_ text: String) -> Bool {
+        text.utf8.contains { $0 == 0x0D || $0 == 0x0A }
+    }
+}
+
+/// `odr_config_create`: Creates a configuration with the defaults. Documented in odr.h.
+@_cdecl("odr_config_create")
+public func odrConfigCreate(_ out: UnsafeMutablePointer<OpaquePointer?>?) -> odr_status {
+    entryPoint { () throws(ResourceError) in
+        try CInput.out(out, "out_config").pointee = CHandle.make(ConfigHandle())
+    }
+}
+
+/// `odr_config_free`: Frees a configuration (NULL is ignored). Documented in odr.h.
+@_cdecl("odr_config_free")
+public func odrConfigFree(_ config: OpaquePointer?) {
+    _ = CHandle.release(config, as: ConfigHandle.self)
+}
+
+/// `odr_config_set_string`: Sets a string option. Documented in odr.h.
+@_cdecl("odr_config_set_string")
+public func odrConfigSetString(_ config: OpaquePointer?, _ option: odr_option, _ value: UnsafePointer<CChar>?) -> odr_status {
+    entryPoint { () throws(ResourceError) in
+        let handle = try CHandle.object(config, as: ConfigHandle.self, "config")
+        switch option {
+        case ODR_OPT_CATALOG_URL:
+            let text = try CInput.nonEmptyString(value, "The catalog URL (ODR_OPT_CATALOG_URL)")
+            handle.settings.withLock { $0.catalogURL = ResourceManager.Configuration.catalogURL(parsing: text) }
+        case ODR_OPT_STORE_DIRECTORY:
+            let path = try CInput.nonEmptyString(value, "The store directory (ODR_OPT_STORE_DIRECTORY)")
+            handle.settings.withLock { $0.storeDirectory = URL(filePath: path, directoryHint: .isDirectory) }
+        case ODR_OPT_DISTRIBUTION:
+            let name = try CInput.nonEmptyString(value, "The distribution (ODR_OPT_DISTRIBUTION)")
+            handle.settings.withLock { $0.distribution = name }
+        case ODR_OPT_BUNDLED_CATALOG:
+            let path = try value.map { p throws(ResourceError) in try CInput.nonEmptyString(p, "The bundled catalog (ODR_OPT_BUNDLED_CATALOG)") }
+            handle.settings.withLock { $0.bundledCatalog = path.map { URL(filePath: $0, directoryHint: .isDirectory) } }
+        case ODR_OPT_TRUSTED_KEY:
+            guard let value else {
+                handle.settings.withLock { $0.trustedKeys = [] }
+                return
+            }
+            let key = try ConfigHandle.trustedKey(try CInput.nonEmptyString(value, "The trusted key (ODR_OPT_TRUSTED_KEY)"))
+            handle.settings.withLock { if !$0.trustedKeys.contains(key) { $0.trustedKeys.append(key) } }
+        default:
+            throw invalidArgument("Option \(option.rawValue) is not a string option; number options take odr_config_set_int.")
+        }
+    }
+}
+
+/// `odr_config_set_int`: Sets a number option. Documented in odr.h.
+@_cdecl("odr_config_set_int")
+public func odrConfigSetInt(_ config: OpaquePointer?, _ option: odr_option, _ value: Int64) -> odr_status {
+    entryPoint { () throws(ResourceError) in
+        let handle = try CHandle.object(config, as: ConfigHandle.self, "config")
+        switch option {
+        case ODR_OPT_IN_USE_LIMIT:
+            guard value > 0 else { throw invalidArgument("ODR_OPT_IN_USE_LIMIT must be positive; \(value) is not.") }
+            handle.settings.withLock { $0.inUseLimit = CInput.bytes(value) }
+        case ODR_OPT_CACHE_BUDGET:
+            guard value >= -1 else { throw invalidArgument("ODR_OPT_CACHE_BUDGET must be -1 (no budget) or a byte count; \(value) is neither.") }
+            handle.settings.withLock { $0.cacheBudget = value < 0 ? nil : CInput.bytes(value) }
+        case ODR_OPT_FREE_SPACE_WATERMARK:
+            guard value >= 0 else { throw invalidArgument("ODR_OPT_FREE_SPACE_WATERMARK must be 0 or more bytes; \(value) is not.") }
+            handle.settings.withLock { $0.freeSpaceWatermark = CInput.bytes(value) }
+        case ODR_OPT_MAX_CONCURRENT_TRANSFERS:
+            guard (1...64).contains(value) else { throw invalidArgument("ODR_OPT_MAX_CONCURRENT_TRANSFERS must be in 1...64; \(value) is not.") }
+            handle.settings.withLock { $0.maximumConcurrentTransfers = Int(value) }
+        case ODR_OPT_SIGNATURE_THRESHOLD:
+            // Checked against the number of keys when the manager opens, as in Swift.
+            guard (1...1024).contains(value) else { throw invalidArgument("ODR_OPT_SIGNATURE_THRESHOLD must be at least 1 (and at most the number of trusted keys); \(value) is not.") }
+            handle.settings.withLock { $0.signatureThreshold = Int(value) }
+        default:
+            throw invalidArgument("Option \(option.rawValue) is not a number option; string options take odr_config_set_string.")
+        }
+    }
+}
+
+/// `odr_config_add_header`: Adds a header sent with every request for the catalog (for example "Authorization"). Documented in odr.h.
+@_cdecl("odr_config_add_header")
+public func odrConfigAddHeader(_ config: OpaquePointer?, _ name: UnsafePointer<CChar>?, _ value: UnsafePointer<CChar>?) -> odr_status {
+    entryPoint { () throws(ResourceError) in
+        let handle = try CHandle.object(config, as: ConfigHandle.self, "config")
+        let name = try CInput.nonEmptyString(name, "The header name")
+        let value = try CInput.string(value, "The header value")
+        guard !name.contains(":"), !ConfigHandle.breaksHeaderLine(name), !ConfigHandle.breaksHeaderLine(value) else {
+            throw invalidArgument("The header '\(name)' cannot be sent: names may not hold ':', and neither names nor values may hold CR or LF.")
+        }
+        handle.settings.withLock { $0.headers[name] = value }
+    }
+}
+
+/// `odr_version`: The linked library's version ("0.1.0"). Documented in odr.h.
+@_cdecl("odr_version")
+public func odrVersion() -> UnsafePointer<CChar> {
+    CStatus.names[versionKey] ?? CLastError.empty
+}
+
+/// The key of the version string in ``CStatus/names``'s table (no status has it).
+let versionKey = UInt32.max - 1
+/// The library's version; `ODR_VERSION` in odr.h says the same.
+let libraryVersion = "0.1.0"
+
+/// `odr_api_version`: The linked library's ODR_API_VERSION. Documented in odr.h.
+@_cdecl("odr_api_version")
+public func odrAPIVersion() -> Int32 { 1 }
+
+/// `odr_status_name`: The stable name of a status, the Swift code's raw value. Documented in odr.h.
+@_cdecl("odr_status_name")
+public func odrStatusName(_ status: odr_status) -> UnsafePointer<CChar> {
+    CStatus.name(of: status)
+}
+
+/// `odr_error_message`: The message of the most recent failed call on the calling thread ("" when none failed). Documented in odr.h.
+@_cdecl("odr_error_message")
+public func odrErrorMessage() -> UnsafePointer<CChar> { CLastError.message }
+
+/// `odr_error_status`: The status of the most recent failed call on the calling thread (ODR_OK when none failed). Documented in odr.h.
+@_cdecl("odr_error_status")
+public func odrErrorStatus() -> odr_status { CLastError.status }
+
+/// `odr_error_clear`: Forgets the calling thread's last error. Documented in odr.h.
+@_cdecl("odr_error_clear")
+public func odrErrorClear() { CLastError.clear() }

@@ -1,0 +1,264 @@
+import CODR
+import Foundation
+import ODRFormat
+import ODRRuntime
+
+/// What an `odr_manager` holds: the manager, and the events waiting for `odr_manager_poll_event`.
+final class ManagerHandle: Sendable {
+    /// How many events wait at most; older ones are dropped (and counted in `missed`).
+    static let eventCapacity = 1024
+
+    let manager: ResourceManager
+    /// Waiting events from `head` on, and how many were dropped since the last poll.
+    private typealias EventQueue = Locked<(events: [ResourceManagerEvent], head: Int, missed: Int64)>
+
+    private let queue: EventQueue
+    private let observers: Observers
+
+    /// NotificationCenter's observer tokens; only removed, in `deinit`.
+    private struct Observers: @unchecked Sendable {
+        var tokens: [any NSObjectProtocol] = []
+    }
+
+    init(manager: ResourceManager) {
+        self.manager = manager
+        let queue = EventQueue(([], 0, 0))
+        self.queue = queue
+        // The manager posts each event synchronously on the thread that caused it, so an event is
+        // in the queue before the call that caused it (a purge, say) returns.
+        var observers = Observers()
+        let names = [ResourceManager.packInstalledNotification, ResourceManager.packPurgedNotification,
+                     ResourceManager.lowDiskSpaceNotification, ResourceManager.catalogUpdatedNotification]
+        for name in names {
+            observers.tokens.append(NotificationCenter.default.addObserver(forName: name, object: manager, queue: nil) { note in
+                guard let event = note.userInfo?["event"] as? ResourceManagerEvent else { return }
+                Self.push(event, into: queue)
+            })
+        }
+        self.observers = observers
+    }
+
+    deinit {
+        for token in observers.tokens { NotificationCenter.default.removeObserver(token) }
+    }
+
+    private static func push(_ event: ResourceManagerEvent, into queue: EventQueue) {
+        queue.withLock { queue in
+            if queue.events.count - queue.head >= eventCapacity {
+                queue.head += 1
+                queue.missed += 1
+            }
+            queue.events.append(event)
+            if queue.head > eventCapacity {
+                queue.events.removeFirst(queue.head)
+                queue.head = 0
+            }
+        }
+    }
+
+    /// The oldest waiting event and the number dropped before it, if any waits.
+    func nextEvent() -> (ResourceManagerEvent, missed: Int64)? {
+        queue.withLock { queue in
+            guard queue.head < queue.events.count else { return nil }
+            let event = queue.events[queue.head]
+            queue.head += 1
+            let missed = queue.missed
+            queue.missed = 0
+            if queue.head == queue.events.count {
+                queue.events.removeAll(keepingCapacity: true)
+                queue.head = 0
+            }
+            return (event, missed)
+        }
+    }
+}
+
+/// `odr_manager_create`: Opens the store (repairing what a crash left) and, when it holds a copy of the catalog, makes it usable at once. Documented in odr.h.
+@_cdecl("odr_manager_create")
+public func odrManagerCreate(_ config: OpaquePointer?, _ out: UnsafeMutablePointer<OpaquePointer?>?) -> odr_status {
+    entryPoint { () throws(ResourceError) in
+        let settings = try CHandle.object(config, as: ConfigHandle.self, "config")
+        let out = try CInput.out(out, "out_manager")
+        let manager = try ResourceManager(configuration: try settings.configuration())
+        out.pointee = CHandle.make(ManagerHandle(manager: manager))
+    }
+}
+
+/// `odr_manager_destroy`: Releases the caller's manager handle (NULL is ignored). Documented in odr.h.
+@_cdecl("odr_manager_destroy")
+public func odrManagerDestroy(_ manager: OpaquePointer?) {
+    _ = CHandle.release(manager, as: ManagerHandle.self)
+}
+
+/// `odr_manager_prepare`: Fetches the catalog, installs the initial-install tags and starts the prefetch, blocking with a timeout. Documented in odr.h.
+@_cdecl("odr_manager_prepare")
+public func odrManagerPrepare(_ handle: OpaquePointer?, _ online: Int32, _ timeoutMilliseconds: Int64) -> odr_status {
+    entryPoint { () throws(ResourceError) in
+        let manager = try CHandle.object(handle, as: ManagerHandle.self, "manager").manager
+        try runBlocking(deadline: CInput.deadline(timeoutMilliseconds), awaitCancellation: false) { () throws(ResourceError) in
+            try await manager.prepare(online: online != 0)
+        }
+    }
+}
+
+/// `odr_manager_prepare_async`: odr_manager_prepare without blocking. Documented in odr.h.
+@_cdecl("odr_manager_prepare_async")
+public func odrManagerPrepareAsync(
+    _ handle: OpaquePointer?, _ online: Int32, _ done: odr_completion?, _ userData: UnsafeMutableRawPointer?
+) -> odr_status {
+    entryPoint { () throws(ResourceError) in
+        let manager = try CHandle.object(handle, as: ManagerHandle.self, "manager").manager
+        let completion = CCompletion(function: done, userData: userData)
+        Task {
+            do throws(ResourceError) {
+                try await manager.prepare(online: online != 0)
+                completion.deliver(.success(()))
+            } catch {
+                completion.deliver(.failure(error))
+            }
+        }
+    }
+}
+
+/// `odr_manager_current_version`: The catalog version requests use now. Documented in odr.h.
+@_cdecl("odr_manager_current_version")
+public func odrManagerCurrentVersion(_ handle: OpaquePointer?, _ out: UnsafeMutablePointer<Int64>?) -> odr_status {
+    entryPoint { () throws(ResourceError) in
+        let manager = try CHandle.object(handle, as: ManagerHandle.self, "manager").manager
+        let out = try CInput.out(out, "out_version")
+        guard let version = manager.currentVersion else {
+            throw ResourceError(.catalogUnavailable, "The manager has no catalog yet. Call odr_manager_prepare first (with the network on the first time).")
+        }
+        out.pointee = Int64(version)
+    }
+}
+
+/// `odr_manager_download_size`: The bytes a request for tags would download now (0 when installed). Documented in odr.h.
+@_cdecl("odr_manager_download_size")
+public func odrManagerDownloadSize(
+    _ handle: OpaquePointer?, _ tags: UnsafePointer<UnsafePointer<CChar>?>?, _ count: Int, _ out: UnsafeMutablePointer<Int64>?
+) -> odr_status {
+    entryPoint { () throws(ResourceError) in
+        let manager = try CHandle.object(handle, as: ManagerHandle.self, "manager").manager
+        let tags = try CInput.tags(tags, count: count)
+        let out = try CInput.out(out, "out_bytes")
+        out.pointee = try manager.downloadSize(forTags: tags)
+    }
+}
+
+/// `odr_manager_set_preservation_priority`: Sets the preservation priority (0...1) of tags. Documented in odr.h.
+@_cdecl("odr_manager_set_preservation_priority")
+public func odrManagerSetPreservationPriority(
+    _ handle: OpaquePointer?, _ tags: UnsafePointer<UnsafePointer<CChar>?>?, _ count: Int, _ priority: Double
+) -> odr_status {
+    entryPoint { () throws(ResourceError) in
+        let manager = try CHandle.object(handle, as: ManagerHandle.self, "manager").manager
+        let tags = try CInput.tags(tags, count: count)
+        try manager.setPreservationPriority(priority, forTags: tags)
+    }
+}
+
+/// `odr_manager_preservation_priority`: The preservation priority of one tag. Documented in odr.h.
+@_cdecl("odr_manager_preservation_priority")
+public func odrManagerPreservationPriority(
+    _ handle: OpaquePointer?, _ tag: UnsafePointer<CChar>?, _ out: UnsafeMutablePointer<Double>?
+) -> odr_status {
+    entryPoint { () throws(ResourceError) in
+        let manager = try CHandle.object(handle, as: ManagerHandle.self, "manager").manager
+        let tag = try CInput.nonEmptyString(tag, "The tag")
+        let out = try CInput.out(out, "out_priority")
+        out.pointee = try manager.preservationPriority(forTag: tag)
+    }
+}
+
+/// Writes a purge's figures to the out-pointers that are not NULL.
+private func report(
+    _ proposal: PurgeProposal, _ freed: UnsafeMutablePointer<Int64>?, _ shortfall: UnsafeMutablePointer<Int64>?,
+    _ count: UnsafeMutablePointer<Int64>?
+) {
+    freed?.pointee = proposal.bytesFreed
+    shortfall?.pointee = proposal.shortfall
+    count?.pointee = Int64(proposal.deletions.count)
+}
+
+private func purgeBytes(_ bytes: Int64) throws(ResourceError) -> Int64 {
+    guard bytes >= 0 else { throw invalidArgument("A purge frees 0 or more bytes; \(bytes) is negative.") }
+    return CInput.bytes(bytes)
+}
+
+/// `odr_manager_purge_plan`: What purging bytes would delete, without deleting anything. Documented in odr.h.
+@_cdecl("odr_manager_purge_plan")
+public func odrManagerPurgePlan(
+    _ handle: OpaquePointer?, _ bytes: Int64, _ freed: UnsafeMutablePointer<Int64>?,
+    _ shortfall: UnsafeMutablePointer<Int64>?, _ count: UnsafeMutablePointer<Int64>?
+) -> odr_status {
+    entryPoint { () throws(ResourceError) in
+        let manager = try CHandle.object(handle, as: ManagerHandle.self, "manager").manager
+        report(try manager.purgePlan(bytes: try purgeBytes(bytes)), freed, shortfall, count)
+    }
+}
+
+/// `odr_manager_purge`: Deletes packs no request uses until bytes are freed (or nothing more can go). Documented in odr.h.
+@_cdecl("odr_manager_purge")
+public func odrManagerPurge(
+    _ handle: OpaquePointer?, _ bytes: Int64, _ freed: UnsafeMutablePointer<Int64>?,
+    _ shortfall: UnsafeMutablePointer<Int64>?, _ count: UnsafeMutablePointer<Int64>?
+) -> odr_status {
+    entryPoint { () throws(ResourceError) in
+        let manager = try CHandle.object(handle, as: ManagerHandle.self, "manager").manager
+        let bytes = try purgeBytes(bytes)
+        let done = Locked<PurgeProposal?>(nil)
+        try runBlocking(deadline: nil, awaitCancellation: true) { () throws(ResourceError) in
+            let proposal = try await manager.purge(bytes: bytes)
+            done.withLock { $0 = proposal }
+        }
+        if let proposal = done.withLock({ $0 }) { report(proposal, freed, shortfall, count) }
+    }
+}
+
+/// `odr_manager_poll_event`: Takes the oldest waiting event without blocking. Documented in odr.h.
+@_cdecl("odr_manager_poll_event")
+public func odrManagerPollEvent(_ handle: OpaquePointer?, _ out: UnsafeMutablePointer<odr_event>?) -> odr_status {
+    entryPoint { () throws(ResourceError) in
+        let manager = try CHandle.object(handle, as: ManagerHandle.self, "manager")
+        let out = try CInput.out(out, "out_event")
+        guard out.pointee.version >= 1 else {
+            throw invalidArgument("The event's version is \(out.pointee.version); initialize it with ODR_EVENT_INIT (version ODR_EVENT_VERSION).")
+        }
+        var event = odr_event()
+        event.version = out.pointee.version
+        if let (next, missed) = manager.nextEvent() {
+            event.missed = missed
+            switch next {
+            case .packInstalled(let id, let bytes):
+                event.kind = ODR_EVENT_PACK_INSTALLED
+                event.bytes = bytes
+                copy(id, into: &event.pack_id)
+            case .packPurged(let id, let bytes, let reason):
+                event.kind = ODR_EVENT_PACK_PURGED
+                event.bytes = bytes
+                copy(id, into: &event.pack_id)
+                copy(reason.rawValue, into: &event.purge_reason)
+            case .lowDiskSpace(let free):
+                event.kind = ODR_EVENT_LOW_DISK_SPACE
+                event.bytes = free
+            case .catalogUpdated(let version):
+                event.kind = ODR_EVENT_CATALOG_UPDATED
+                event.catalog_version = Int64(version)
+            }
+        } else {
+            event.kind = ODR_EVENT_NONE
+        }
+        out.pointee = event
+    }
+}
+
+/// Copies `text` into a fixed C array (a tuple), NUL-terminated, truncated if it does not fit.
+func copy<Tuple>(_ text: String, into array: inout Tuple) {
+    withUnsafeMutableBytes(of: &array) { buffer in
+        guard buffer.count > 0 else { return }
+        let bytes = Array(text.utf8.prefix(buffer.count - 1))
+        buffer.copyBytes(from: bytes)
+        buffer[bytes.count] = 0
+    }
+}

@@ -1,0 +1,230 @@
+import CODR
+import Foundation
+import ODRFormat
+import ODRRuntime
+
+/// What an `odr_request` holds: the request, and the begin running for it.
+final class RequestHandle: Sendable {
+    let request: ResourceRequest
+    /// The task of the begin in progress, which `odr_request_cancel` cancels, and whether the
+    /// handle was destroyed (a begin that completes after that ends the request at once).
+    private let begin = Locked<(task: Task<Void, Never>?, destroyed: Bool)>((nil, false))
+
+    init(request: ResourceRequest) { self.request = request }
+
+    /// Begins the request in a task `odr_request_cancel` can cancel, and hands the outcome to `finish`.
+    func startBegin(_ finish: @escaping @Sendable (Result<Void, ResourceError>) -> Void) {
+        let request = self.request
+        let task = Task { [self] in
+            var result: Result<Void, ResourceError>
+            do throws(ResourceError) {
+                try await request.beginAccessingResources()
+                result = .success(())
+            } catch {
+                result = .failure(error)
+            }
+            if case .success = result, begin.withLock({ $0.destroyed }) {
+                try? request.endAccessingResources()
+                result = .failure(ResourceError(.cancelled, "The request was destroyed before its resources were ready."))
+            }
+            finish(result)
+        }
+        begin.withLock { $0.task = task }
+    }
+
+    /// Cancels the begin in progress, if any.
+    func cancelBegin() {
+        begin.withLock { $0.task }?.cancel()
+    }
+
+    /// Marks the handle destroyed and ends the request if it is requested or accessing.
+    func destroy() {
+        begin.withLock { $0.destroyed = true }
+        if request.state == .requested || request.state == .accessing {
+            try? request.endAccessingResources()
+        }
+    }
+
+    /// `begin-twice` or `begin-after-end` when the request cannot begin, so that the call itself
+    /// fails rather than its completion.
+    func checkCanBegin() throws(ResourceError) {
+        switch request.state {
+        case .initial: return
+        case .requested, .accessing:
+            throw ResourceError(.beginTwice, "The request has already begun; create another request to hold the tags twice.")
+        case .ended:
+            throw ResourceError(.beginAfterEnd, "The request has ended; create a new request to access the tags again.")
+        }
+    }
+}
+
+/// `odr_request_create`: Creates a request for at least one tag. Documented in odr.h.
+@_cdecl("odr_request_create")
+public func odrRequestCreate(
+    _ manager: OpaquePointer?, _ tags: UnsafePointer<UnsafePointer<CChar>?>?, _ count: Int,
+    _ out: UnsafeMutablePointer<OpaquePointer?>?
+) -> odr_status {
+    entryPoint { () throws(ResourceError) in
+        let manager = try CHandle.object(manager, as: ManagerHandle.self, "manager").manager
+        let tags = try CInput.tags(tags, count: count)
+        let out = try CInput.out(out, "out_request")
+        out.pointee = CHandle.make(RequestHandle(request: ResourceRequest(tags: tags, manager: manager)))
+    }
+}
+
+/// `odr_request_destroy`: Ends the request if it is requested or accessing, and frees it (NULL is ignored). Documented in odr.h.
+@_cdecl("odr_request_destroy")
+public func odrRequestDestroy(_ handle: OpaquePointer?) {
+    // A begin still running holds the request; ending it lets that begin finish (cancelled) now.
+    CHandle.release(handle, as: RequestHandle.self)?.destroy()
+}
+
+/// `odr_request_begin`: Starts downloading what the tags need (joining downloads already running) and holding their packs. Documented in odr.h.
+@_cdecl("odr_request_begin")
+public func odrRequestBegin(_ handle: OpaquePointer?, _ done: odr_completion?, _ userData: UnsafeMutableRawPointer?) -> odr_status {
+    entryPoint { () throws(ResourceError) in
+        let handle = try CHandle.object(handle, as: RequestHandle.self, "request")
+        try handle.checkCanBegin()
+        let completion = CCompletion(function: done, userData: userData)
+        handle.startBegin { completion.deliver($0) }
+    }
+}
+
+/// `odr_request_begin_wait`: odr_request_begin that blocks, with a timeout. Documented in odr.h.
+@_cdecl("odr_request_begin_wait")
+public func odrRequestBeginWait(_ handle: OpaquePointer?, _ timeoutMilliseconds: Int64) -> odr_status {
+    entryPoint { () throws(ResourceError) in
+        let handle = try CHandle.object(handle, as: RequestHandle.self, "request")
+        try handle.checkCanBegin()
+        try waitBlocking(deadline: CInput.deadline(timeoutMilliseconds), awaitCancellation: true) { finish in
+            handle.startBegin(finish)
+        } cancel: {
+            handle.cancelBegin()
+        }
+    }
+}
+
+/// `odr_request_conditionally_begin`: Begins only if every pack is installed already. Documented in odr.h.
+@_cdecl("odr_request_conditionally_begin")
+public func odrRequestConditionallyBegin(_ handle: OpaquePointer?, _ out: UnsafeMutablePointer<Int32>?) -> odr_status {
+    entryPoint { () throws(ResourceError) in
+        let request = try CHandle.object(handle, as: RequestHandle.self, "request").request
+        let out = try CInput.out(out, "out_began")
+        out.pointee = request.beginAccessingResourcesIfInstalled() ? 1 : 0
+    }
+}
+
+/// `odr_request_end`: Stops accessing. Documented in odr.h.
+@_cdecl("odr_request_end")
+public func odrRequestEnd(_ handle: OpaquePointer?) -> odr_status {
+    entryPoint { () throws(ResourceError) in
+        try CHandle.object(handle, as: RequestHandle.self, "request").request.endAccessingResources()
+    }
+}
+
+/// `odr_request_set_loading_priority`: Sets how urgently to download. Documented in odr.h.
+@_cdecl("odr_request_set_loading_priority")
+public func odrRequestSetLoadingPriority(_ handle: OpaquePointer?, _ priority: Double) -> odr_status {
+    entryPoint { () throws(ResourceError) in
+        let request = try CHandle.object(handle, as: RequestHandle.self, "request").request
+        if priority == -1 {
+            request.loadingPriority = .urgent
+        } else if (0...1).contains(priority) {
+            request.loadingPriority = .loading(priority)
+        } else {
+            throw invalidArgument("A loading priority is in 0...1 or ODR_PRIORITY_URGENT (-1); \(priority) is neither.")
+        }
+    }
+}
+
+/// `odr_request_loading_priority`: The loading priority. Documented in odr.h.
+@_cdecl("odr_request_loading_priority")
+public func odrRequestLoadingPriority(_ handle: OpaquePointer?, _ out: UnsafeMutablePointer<Double>?) -> odr_status {
+    entryPoint { () throws(ResourceError) in
+        let request = try CHandle.object(handle, as: RequestHandle.self, "request").request
+        let out = try CInput.out(out, "out_priority")
+        let priority = request.loadingPriority
+        out.pointee = priority.isUrgent ? -1 : priority.level
+    }
+}
+
+/// `odr_request_cancel`: Cancels the begin in progress. Documented in odr.h.
+@_cdecl("odr_request_cancel")
+public func odrRequestCancel(_ handle: OpaquePointer?) -> odr_status {
+    entryPoint { () throws(ResourceError) in
+        try CHandle.object(handle, as: RequestHandle.self, "request").cancelBegin()
+    }
+}
+
+/// `odr_request_pause`: Pauses this request's downloads (those no other request waits for). Documented in odr.h.
+@_cdecl("odr_request_pause")
+public func odrRequestPause(_ handle: OpaquePointer?) -> odr_status {
+    entryPoint { () throws(ResourceError) in
+        try CHandle.object(handle, as: RequestHandle.self, "request").request.setDownloadsPaused(true)
+    }
+}
+
+/// `odr_request_resume`: Resumes downloads paused by odr_request_pause. Documented in odr.h.
+@_cdecl("odr_request_resume")
+public func odrRequestResume(_ handle: OpaquePointer?) -> odr_status {
+    entryPoint { () throws(ResourceError) in
+        try CHandle.object(handle, as: RequestHandle.self, "request").request.setDownloadsPaused(false)
+    }
+}
+
+/// `odr_request_state_get`: The request's state. Documented in odr.h.
+@_cdecl("odr_request_state_get")
+public func odrRequestStateGet(_ handle: OpaquePointer?, _ out: UnsafeMutablePointer<odr_request_state>?) -> odr_status {
+    entryPoint { () throws(ResourceError) in
+        let request = try CHandle.object(handle, as: RequestHandle.self, "request").request
+        let out = try CInput.out(out, "out_state")
+        out.pointee = switch request.state {
+        case .initial: ODR_REQUEST_INITIAL
+        case .requested: ODR_REQUEST_REQUESTED
+        case .accessing: ODR_REQUEST_ACCESSING
+        case .ended: ODR_REQUEST_ENDED
+        }
+    }
+}
+
+/// `odr_request_progress`: Progress, without blocking. Documented in odr.h.
+@_cdecl("odr_request_progress")
+public func odrRequestProgress(
+    _ handle: OpaquePointer?, _ completed: UnsafeMutablePointer<Int64>?, _ total: UnsafeMutablePointer<Int64>?
+) -> odr_status {
+    entryPoint { () throws(ResourceError) in
+        let progress = try CHandle.object(handle, as: RequestHandle.self, "request").request.progress
+        // The request counts one unit beyond the bytes, done only once the resources are usable.
+        let units = progress.totalUnitCount, done = progress.completedUnitCount
+        let bytes = max(0, units - 1)
+        completed?.pointee = done >= units ? bytes : min(max(0, done), bytes)
+        total?.pointee = bytes
+    }
+}
+
+/// `odr_request_resource_path`: Copies the installed file path of resource (a path in the asset tree, such as "Levels/Level1/map.json") into buffer, NUL-terminated, and sets *out_needed (may be NULL) to the bytes the path takes including the NUL. Documented in odr.h.
+@_cdecl("odr_request_resource_path")
+public func odrRequestResourcePath(
+    _ handle: OpaquePointer?, _ resource: UnsafePointer<CChar>?, _ buffer: UnsafeMutablePointer<CChar>?,
+    _ size: Int, _ needed: UnsafeMutablePointer<Int>?
+) -> odr_status {
+    entryPoint { () throws(ResourceError) in
+        let request = try CHandle.object(handle, as: RequestHandle.self, "request").request
+        let resource = try CInput.nonEmptyString(resource, "The resource path")
+        guard request.state == .accessing else {
+            throw ResourceError(.resourceNotInstalled, "The request is \(request.state.rawValue), not accessing: begin it and wait until it is accessing before asking for '\(resource)'.")
+        }
+        guard let path = request.path(forResource: resource) else {
+            throw ResourceError(.unknownResource, "The request holds no resource '\(resource)': the path is not in the catalog, or belongs to a tag the request does not ask for. Paths are relative to the asset tree, such as Levels/Level1/map.json.")
+        }
+        let bytes = Array(path.utf8CString)
+        needed?.pointee = bytes.count
+        guard let buffer, size >= bytes.count else {
+            throw ResourceError(CStatus.bufferTooSmall, "The path of '\(resource)' needs \(bytes.count) bytes with its NUL; the buffer has \(size). Pass a buffer of *out_needed bytes.")
+        }
+        bytes.withUnsafeBufferPointer { source in
+            guard let base = source.baseAddress else { return }
+            buffer.update(from: base, count: source.count)
+        }
+    }
+}

@@ -1,0 +1,70 @@
+import CODR
+import Foundation
+@testable import ODRCAPI
+import ODRRuntime
+import ODRServe
+import ODRTestSupport
+import Testing
+
+/// The C API's contract checked from C (Tests/ODRCAPITests/C/api_checks.c), and its status codes
+/// checked against the Swift runtime's.
+@Suite(.enabled(if: builtLibrary(product: "odrc") != nil, "libodrc.so is not built"))
+struct CAPIContractTests {
+    @Test func badInputFromCIsADocumentedCodeAndRequestsFollowTheirStates() async throws {
+        let directory = try TemporaryDirectory(prefix: "odr-c-checks")
+        let catalog = try await CProgram.sampleCatalog(in: directory)
+        let checks = try await CProgram.build("Tests/ODRCAPITests/C/api_checks.c", in: directory)
+        // Slow enough that a begin can be seen requested, cancelled and timed out.
+        let conditions = NetworkConditions(bytesPerSecond: 100_000)
+        let result = try await withTestServer(root: catalog, conditions: conditions) { server in
+            try await runCommandOffPool(checks.path, [server.baseURL.absoluteString, directory.appending("store").path])
+        }
+        let lines = result.stdout.split(separator: "\n").map(String.init)
+        let failed = lines.filter { $0.hasPrefix("FAIL ") }
+        #expect(failed.isEmpty, "\(failed.joined(separator: "\n"))")
+        #expect(result.status == 0, "api_checks exited with \(result.status):\n\(result.stderr)")
+        // Every check ran: a crash or an early exit would leave this line out.
+        #expect(lines.last == "checks: \(lines.filter { $0.hasPrefix("ok ") }.count) failed: 0")
+        for name in ["a NULL tag list", "an empty tag list", "a tag that is not UTF-8", "beginning an unknown tag",
+                     "a buffer too small", "begin after end", "a path after end", "end after end",
+                     "a begin whose timeout passes first", "a cancelled begin completes with ODR_E_CANCELLED",
+                     "another thread's error is not this thread's"] {
+            #expect(lines.contains("ok \(name)"), "missing check: \(name)")
+        }
+    }
+
+    @Test func everySwiftErrorCodeHasItsOwnCStatus() throws {
+        // Every `ResourceError.Code` declared in the runtime's sources, as they are today: a code added
+        // without a C counterpart fails here.
+        let sources = CProgram.packageRoot.appending(path: "Sources/ODRRuntime")
+        let pattern = /static let \w+ = (?:ResourceError\.)?Code\(rawValue: "([a-z0-9-]+)"\)/
+        var swiftCodes = Set<String>()
+        let files = try #require(FileManager.default.enumerator(at: sources, includingPropertiesForKeys: nil))
+        for case let file as URL in files where file.pathExtension == "swift" {
+            let text = try String(contentsOf: file, encoding: .utf8)
+            guard text.contains("ResourceError") else { continue }
+            // Only ResourceError's codes: other error types of the runtime have codes of their own.
+            let isResourceErrorCode = text.contains("extension ResourceError.Code") || file.lastPathComponent == "ResourceError.swift"
+            guard isResourceErrorCode else { continue }
+            for match in text.matches(of: pattern) { swiftCodes.insert(String(match.1)) }
+        }
+        #expect(swiftCodes.count >= 23)
+
+        // The statuses odr.h declares, by name, through the C API itself.
+        let header = try String(contentsOf: CProgram.includeDirectory.appending(path: "odr.h"), encoding: .utf8)
+        let declared = header.matches(of: /\b(ODR_(?:OK|E_[A-Z_]+)) = (\d+)/).compactMap { match in UInt32(match.2).map { (String(match.1), $0) } }
+        var names: [String: String] = [:]
+        for (constant, value) in declared {
+            let name = String(cString: odr_status_name(odr_status(rawValue: value)))
+            #expect(name != "unknown-status", "\(constant) has no name")
+            #expect(names[name] == nil, "\(constant) and \(names[name] ?? "") share the name \(name)")
+            names[name] = constant
+        }
+        for code in swiftCodes.sorted() {
+            #expect(names[code] != nil, "ResourceError code \(code) has no C status in odr.h")
+            // And a Swift error with that code reaches C as that status.
+            let (status, _) = CLastError.describe(ResourceError(.init(rawValue: code), "probe"))
+            #expect(String(cString: odr_status_name(status)) == code)
+        }
+    }
+}

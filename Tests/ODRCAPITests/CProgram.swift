@@ -1,0 +1,40 @@
+import Foundation
+import ODRBuilder
+import ODRTestSupport
+import Testing
+
+/// C programs built with the real `cc` against the built `libodr` and `odr.h`, as a game's build does.
+enum CProgram {
+    /// The package's root folder.
+    static let packageRoot = URL(filePath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    /// The folder holding `odr.h`.
+    static let includeDirectory = packageRoot.appending(path: "Sources/CODR/include")
+
+    /// Compiles `source` (relative to the package root) into `directory` with warnings as errors,
+    /// linked to the built library under its installed name, `libodr.so`, with an rpath to it.
+    static func build(_ source: String, in directory: TemporaryDirectory) async throws -> URL {
+        let built = try #require(builtLibrary(product: "odrc"), "libodrc.so is not built; run swift build --build-tests first")
+        let libraries = directory.appending("lib")
+        try FileManager.default.createDirectory(at: libraries, withIntermediateDirectories: true)
+        let installed = libraries.appending(path: "libodr.so")
+        if !FileManager.default.fileExists(atPath: installed.path) {
+            try FileManager.default.createSymbolicLink(at: installed, withDestinationURL: built)
+        }
+        let output = directory.appending(URL(filePath: source).deletingPathExtension().lastPathComponent)
+        let result = try await runCommandOffPool("cc", [
+            "-std=c11", "-Wall", "-Wextra", "-Werror", "-I", includeDirectory.path,
+            packageRoot.appending(path: source).path,
+            "-L", libraries.path, "-lodr", "-Wl,-rpath," + libraries.path, "-lpthread", "-o", output.path,
+        ])
+        try #require(result.status == 0, "cc failed on \(source):\n\(result.stderr)")
+        return output
+    }
+
+    /// The sample game (SampleAssets) built into a catalog in `directory`.
+    static func sampleCatalog(in directory: TemporaryDirectory) async throws -> URL {
+        var options = BuildOptions(assets: packageRoot.appending(path: "SampleAssets"), output: directory.appending("catalog"))
+        options.concurrency = 2
+        _ = try await CatalogBuilder(options: options).build()
+        return options.output
+    }
+}
