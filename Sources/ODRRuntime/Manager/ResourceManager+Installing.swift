@@ -169,11 +169,12 @@ extension ResourceManager {
     ///
     /// - Parameters:
     ///   - priority: the transfers' priority (default urgent: someone is waiting).
+    ///   - maximumConcurrentPacks: how many packs install at once (default 2, as ``PackInstaller``).
     ///   - progress: called as bytes arrive, with bytes and packs done of those to fetch.
     /// - Throws: ``ResourceError``: `catalog-unavailable` before a catalog is loaded, `invalid-tag`,
     ///   `out-of-space`, `cache-budget-exceeded`, and transfer and `integrity` errors. Packs
     ///   installed before a failure stay installed.
-    public func fetch(tags: [String], priority: TransferPriority = .urgent,
+    public func fetch(tags: [String], priority: TransferPriority = .urgent, maximumConcurrentPacks: Int = 2,
                       progress: (@Sendable (InstallProgress) -> Void)? = nil) async throws(ResourceError) -> FetchReport {
         let purged = Locked<[PurgeProposal.Deletion]>([])
         let token = hub.observe { event in
@@ -187,20 +188,57 @@ extension ResourceManager {
         }
         let fresh = try store.leases.acquire(ids)
         defer { store.leases.release(ids) }
-        let (downloads, already) = try state.withLock { state throws(ResourceError) in
+        let (snapshot, already, missing) = try state.withLock { state throws(ResourceError) in
             forgetPacksPurgedElsewhere(fresh, state: &state)
-            let snapshot = try Self.requireSnapshot(state)
-            let already = ids.filter { state.installedIDs.contains($0) }
-            return (startDownloads(of: ids, snapshot: snapshot, state: &state), already)
+            return (try Self.requireSnapshot(state), ids.filter { state.installedIDs.contains($0) },
+                    ids.filter { !state.installedIDs.contains($0) })
         }
-        var report: (@Sendable (Int64, Int64) -> Void)?
-        if let progress {
-            report = { @Sendable (received: Int64, total: Int64) in
-                let done = downloads.reduce(0) { $0 + ($1.isFinished ? 1 : 0) }
-                progress(InstallProgress(completedBytes: received, totalBytes: total, completedPacks: done, totalPacks: downloads.count))
+        // Per missing pack, bytes received and to receive: the plan's figure until its download
+        // reports its own.
+        let planned = progress == nil ? [:] : plannedDownloadBytes(of: missing, in: snapshot)
+        let counts = Locked((bytes: Dictionary(uniqueKeysWithValues: missing.map { ($0, (received: Int64(0), total: planned[$0] ?? 0)) }),
+                             finished: 0))
+        let report: @Sendable (String?, Int64, Int64, Bool) -> Void = { id, received, total, finished in
+            guard let progress else { return }
+            let snapshot = counts.withLock { counts in
+                if let id { counts.bytes[id] = (received, total) }
+                if finished { counts.finished += 1 }
+                return InstallProgress(completedBytes: counts.bytes.values.reduce(0) { $0 + $1.received },
+                                       totalBytes: counts.bytes.values.reduce(0) { $0 + $1.total },
+                                       completedPacks: counts.finished, totalPacks: missing.count)
             }
+            progress(snapshot)
         }
-        try await wait(for: downloads, priority: priority, requester: Self.nextRequesterID(), progress: report)
+        report(nil, 0, 0, false)
+        // At most `maximumConcurrentPacks` at once, as PackInstaller does: more only competes for
+        // the same cores and disk (and memory), and finishes no pack sooner.
+        let requester = Self.nextRequesterID()
+        var downloads: [PackDownload] = []
+        do {
+            try await withThrowingTaskGroup(of: [PackDownload].self) { group in
+                var queue = missing[...]
+                func startNext() {
+                    guard let id = queue.popFirst() else { return }
+                    group.addTask { [self] in
+                        let started = state.withLock { startDownloads(of: [id], snapshot: snapshot, state: &$0) }
+                        try await wait(for: started, priority: priority, requester: requester) { received, total in
+                            report(id, received, total, false)
+                        }
+                        report(nil, 0, 0, true)
+                        return started
+                    }
+                }
+                for _ in 0..<max(1, maximumConcurrentPacks) { startNext() }
+                while let finished = try await group.next() {
+                    downloads += finished
+                    startNext()
+                }
+            }
+        } catch let error as ResourceError {
+            throw error
+        } catch {
+            throw ResourceError(.cancelled, "The fetch was cancelled before its packs were installed.")
+        }
         var summary = InstallSummary()
         summary.alreadyInstalled = already
         for download in downloads {

@@ -103,6 +103,9 @@ struct DiskWatcherTests {
             manager.lastUse.flush()
             clock.advance(1)
         }
+        // A child another test spawns keeps a copy of a lease's descriptor until it execs.
+        let installed = try manager.store.installedPackIDs()
+        try await waitUntil("the leases to go") { !installed.contains(where: manager.store.isPackInUse(id:)) }
     }
 
     /// A manager over the fixture's catalog on a simulated disk, with its catalog loaded and
