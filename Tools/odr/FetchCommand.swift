@@ -77,7 +77,10 @@ struct FetchCommand: AsyncParsableCommand {
             let snapshot = try await manager.loadCatalog(online: !options.offline)
             announceFallback(snapshot)
             let bar = FetchProgressBar(enabled: !quiet && !json && isatty(STDERR_FILENO) == 1)
-            let report = try await manager.fetch(tags: tags) { bar.update($0) }
+            // No progress callbacks when nothing is drawn: their bookkeeping is the fetch's cost.
+            var draw: (@Sendable (InstallProgress) -> Void)?
+            if bar.isEnabled { draw = { bar.update($0) } }
+            let report = try await manager.fetch(tags: tags, progress: draw)
             bar.finish()
             let summary = report.install
             if json {

@@ -221,9 +221,9 @@ extension ResourceManager {
                     guard let id = queue.popFirst() else { return }
                     group.addTask { [self] in
                         let started = state.withLock { startDownloads(of: [id], snapshot: snapshot, state: &$0) }
-                        try await wait(for: started, priority: priority, requester: requester) { received, total in
-                            report(id, received, total, false)
-                        }
+                        var observe: (@Sendable (Int64, Int64) -> Void)?
+                        if progress != nil { observe = { received, total in report(id, received, total, false) } }
+                        try await wait(for: started, priority: priority, requester: requester, progress: observe)
                         report(nil, 0, 0, true)
                         return started
                     }
