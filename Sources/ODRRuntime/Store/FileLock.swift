@@ -72,6 +72,34 @@ final class FileLock {
         return lock
     }
 
+    /// Releases the lock but keeps the file open, so that ``relockShared()`` can take it again
+    /// without opening the file.
+    func releaseKeepingOpen() {
+        guard descriptor >= 0 else { return }
+        flock(descriptor, LOCK_UN)
+    }
+
+    /// Takes the lock again, shared, on the file kept open by ``releaseKeepingOpen()``, blocking
+    /// like ``lockShared(_:)``.
+    ///
+    /// - Returns: `false` (and holds nothing) when the file was deleted or replaced meanwhile;
+    ///   then ``unlock()`` this one and lock the path anew.
+    func relockShared() -> Bool {
+        guard descriptor >= 0 else { return false }
+        var result: Int32
+        repeat {
+            result = flock(descriptor, LOCK_SH)
+        } while result != 0 && errno == EINTR
+        guard result == 0 else { return false }
+        var held = stat(), current = stat()
+        if fstat(descriptor, &held) == 0, stat(path, &current) == 0,
+           held.st_ino == current.st_ino, held.st_dev == current.st_dev {
+            return true
+        }
+        flock(descriptor, LOCK_UN)
+        return false
+    }
+
     /// Releases the lock; later calls do nothing.
     func unlock() {
         guard descriptor >= 0 else { return }

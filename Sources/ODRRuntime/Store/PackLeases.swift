@@ -14,11 +14,23 @@ import ODRFormat
 /// hold one descriptor between them.
 final class PackLeases: Sendable {
     private let locks: URL
-    /// Per leased pack: how many holders, and the descriptor with the shared lock.
-    private let held = Locked<[String: (count: Int, lock: UncheckedLock)]>([:])
+    private let state = Locked(State())
 
-    /// A ``FileLock`` moved between threads: safe because it is created, unlocked and dropped only
-    /// under ``held``'s lock, and nothing else reaches it.
+    private struct State {
+        /// Per leased pack: how many holders, and the descriptor with the shared lock.
+        var held: [String: (count: Int, lock: UncheckedLock)] = [:]
+        /// Descriptors of lease files no holder uses now, unlocked but kept open, so leasing the
+        /// pack again (a level replayed, a request begun and ended each frame) costs a `flock`
+        /// instead of creating and opening the file. Oldest first; at most ``idleLimit``.
+        var idle: [String: UncheckedLock] = [:]
+        var idleOrder: [String] = []
+    }
+
+    /// How many unlocked lease descriptors stay open for reuse.
+    static let idleLimit = 64
+
+    /// A ``FileLock`` moved between threads: safe because it is created, locked, unlocked and
+    /// closed only under ``state``'s lock, and nothing else reaches it.
     private struct UncheckedLock: @unchecked Sendable { let lock: FileLock }
 
     init(locks: URL) { self.locks = locks }
@@ -35,21 +47,31 @@ final class PackLeases: Sendable {
     ///   still exist: another process may have purged them while nobody here held them.
     @discardableResult
     func acquire(_ ids: some Sequence<String>) throws(ResourceError) -> [String] {
-        try held.withLock { held throws(ResourceError) -> [String] in
+        try state.withLock { state throws(ResourceError) -> [String] in
             var fresh: [String] = [], taken: [String] = []
             for id in ids {
-                if let lease = held[id] {
-                    held[id] = (lease.count + 1, lease.lock)
+                if let lease = state.held[id] {
+                    state.held[id] = (lease.count + 1, lease.lock)
                     taken.append(id)
                     continue
                 }
+                if let idle = state.idle.removeValue(forKey: id) {
+                    state.idleOrder.removeAll { $0 == id }
+                    if idle.lock.relockShared() {
+                        state.held[id] = (1, idle)
+                        fresh.append(id)
+                        taken.append(id)
+                        continue
+                    }
+                    idle.lock.unlock()  // the file was removed by a purge: open the path anew
+                }
                 do throws(ResourceError) {
-                    held[id] = (1, UncheckedLock(lock: try FileLock.lockShared(path(for: id))))
+                    state.held[id] = (1, UncheckedLock(lock: try FileLock.lockShared(path(for: id))))
                     fresh.append(id)
                     taken.append(id)
                 } catch {
                     // Undo what this call took, so a failure holds nothing.
-                    for id in taken { Self.drop(id, from: &held) }
+                    for id in taken { Self.drop(id, from: &state) }
                     throw error
                 }
             }
@@ -59,26 +81,34 @@ final class PackLeases: Sendable {
 
     /// Lets go of one hold on each pack of `ids`; a pack's lease goes with its last holder.
     func release(_ ids: some Sequence<String>) {
-        held.withLock { held in
-            for id in ids { Self.drop(id, from: &held) }
+        state.withLock { state in
+            for id in ids { Self.drop(id, from: &state) }
         }
     }
 
     /// Whether this process holds a lease on pack `id`.
-    func holds(_ id: String) -> Bool { held.withLock { $0[id] != nil } }
+    func holds(_ id: String) -> Bool { state.withLock { $0.held[id] != nil } }
 
     /// Whether any process, this one included, holds a lease on pack `id`.
     func isLeasedAnywhere(_ id: String) -> Bool {
         holds(id) || FileLock.isHeld(path(for: id))
     }
 
-    private static func drop(_ id: String, from held: inout [String: (count: Int, lock: UncheckedLock)]) {
-        guard let lease = held[id] else { return }
+    /// Releases one hold; the last one unlocks the file (other processes may purge the pack from
+    /// then on) and keeps its descriptor for reuse.
+    private static func drop(_ id: String, from state: inout State) {
+        guard let lease = state.held[id] else { return }
         if lease.count > 1 {
-            held[id] = (lease.count - 1, lease.lock)
-        } else {
-            lease.lock.lock.unlock()
-            held[id] = nil
+            state.held[id] = (lease.count - 1, lease.lock)
+            return
+        }
+        state.held[id] = nil
+        lease.lock.lock.releaseKeepingOpen()
+        state.idle[id] = lease.lock
+        state.idleOrder.append(id)
+        if state.idleOrder.count > idleLimit {
+            let oldest = state.idleOrder.removeFirst()
+            state.idle.removeValue(forKey: oldest)?.lock.unlock()
         }
     }
 }
