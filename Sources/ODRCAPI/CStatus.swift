@@ -24,6 +24,7 @@ enum CStatus {
         (.outOfSpace, ODR_E_OUT_OF_SPACE),
         (.exceededMaximumInUseSize, ODR_E_EXCEEDED_MAXIMUM_IN_USE_SIZE),
         (.storageFailure, ODR_E_STORAGE_FAILURE),
+        (.cacheBudgetExceeded, ODR_E_CACHE_BUDGET_EXCEEDED),
         (.cancelled, ODR_E_CANCELLED),
         (.beginTwice, ODR_E_BEGIN_TWICE),
         (.beginAfterEnd, ODR_E_BEGIN_AFTER_END),

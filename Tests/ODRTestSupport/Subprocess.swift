@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import Foundation
 
 /// The result of running a command line tool to completion.
@@ -59,5 +62,84 @@ public func runCommandOffPool(_ executable: String, _ arguments: [String]) async
         Thread {
             continuation.resume(with: Result { try runCommand(executable, arguments) })
         }.start()
+    }
+}
+
+/// A child process left running while the test works beside it: its standard output is collected
+/// as it comes, its standard input stays open until ``closeInput()``, and ``kill()`` ends it the
+/// way a crash would.
+///
+/// ```swift
+/// let child = try RunningProcess(odr, ["hold", "--catalog", url, "--store", store, "level1"])
+/// try await child.waitForOutput(containing: "holding")
+/// child.kill()
+/// ```
+public final class RunningProcess: Sendable {
+    // Process is a class started once in init and afterwards only read (pid) or signalled.
+    private struct Handle: @unchecked Sendable { let process: Process; let input: Pipe }
+    private let handle: Handle
+    private let output = LockedBox(Data())
+    private let errors = LockedBox(Data())
+
+    /// Starts `executable` with `arguments`.
+    public init(_ executable: URL, _ arguments: [String]) throws {
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = arguments
+        let out = Pipe(), err = Pipe(), input = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        process.standardInput = input
+        try process.run()
+        handle = Handle(process: process, input: input)
+        for (pipe, box) in [(out, output), (err, errors)] {
+            Thread {
+                while true {
+                    let chunk = pipe.fileHandleForReading.availableData
+                    if chunk.isEmpty { return }
+                    box.value.append(chunk)
+                }
+            }.start()
+        }
+    }
+
+    /// The child's process id.
+    public var processIdentifier: Int32 { handle.process.processIdentifier }
+    /// What the child wrote to standard output so far.
+    public var stdout: String { String(decoding: output.value, as: UTF8.self) }
+    /// What the child wrote to standard error so far.
+    public var stderr: String { String(decoding: errors.value, as: UTF8.self) }
+    /// Whether the child is still running.
+    public var isRunning: Bool { handle.process.isRunning }
+
+    /// Waits until standard output contains `text`; throws when the child exits first or the
+    /// timeout (a hang guard, not a schedule) passes.
+    public func waitForOutput(containing text: String, timeout: Duration = .seconds(120)) async throws {
+        try await waitUntil("'\(text)' from the child (stderr: \(stderr))", timeout: timeout) {
+            if !isRunning, !stdout.contains(text) {
+                throw CocoaError(.fileReadUnknown, userInfo: [NSLocalizedDescriptionKey: "the child exited (status \(handle.process.terminationStatus)) without writing '\(text)'; stderr: \(stderr)"])
+            }
+            return stdout.contains(text)
+        }
+    }
+
+    /// Closes the child's standard input.
+    public func closeInput() { try? handle.input.fileHandleForWriting.close() }
+
+    /// Kills the child with `SIGKILL` and waits until it has exited.
+    public func kill() async throws {
+        if isRunning { Glibc.kill(processIdentifier, SIGKILL) }
+        try await waitUntil("the child to exit") { !isRunning }
+    }
+}
+
+/// Polls `condition` every 10 ms until it holds; throws when `timeout` (a hang guard) passes.
+public func waitUntil(_ what: String, timeout: Duration = .seconds(120), _ condition: () throws -> Bool) async throws {
+    let deadline = ContinuousClock.now + timeout
+    while try !condition() {
+        guard ContinuousClock.now < deadline else {
+            throw CocoaError(.fileReadUnknown, userInfo: [NSLocalizedDescriptionKey: "timed out after \(timeout) waiting for \(what)"])
+        }
+        try await Task.sleep(for: .milliseconds(10))
     }
 }

@@ -29,13 +29,18 @@ func byteText(_ bytes: Int64) -> String {
     return unit == 0 ? "\(bytes) bytes" : String(format: "%.1f %@", value, units[unit])
 }
 
+/// A time for people and logs: `2026-05-01T12:00:00Z` (UTC, ISO 8601).
+func timeText(_ secondsSince1970: Double) -> String {
+    Date(timeIntervalSince1970: secondsSince1970).formatted(.iso8601.dateSeparator(.dash).timeSeparator(.colon))
+}
+
 /// Says on stderr when `snapshot` is the stored catalog because the server could not be reached,
 /// and from when; prints nothing for a catalog checked online.
 func announceFallback(_ snapshot: CatalogSnapshot) {
     guard let fallback = snapshot.fallback else { return }
     var when = "an earlier run"
     if let checkedAt = fallback.checkedAt {
-        when = Date(timeIntervalSince1970: checkedAt).formatted(.iso8601.dateSeparator(.dash).timeSeparator(.colon))
+        when = timeText(checkedAt)
     }
     let line = "notice: the catalog server cannot be reached [\(fallback.reason.code)]; using the catalog stored by \(when) (version \(snapshot.version)).\n"
     FileHandle.standardError.write(Data(line.utf8))

@@ -11,8 +11,9 @@ struct DemoCommand: AsyncParsableCommand {
             For each level it prefetches the next level at low priority while "playing" the \
             current one, asks for the current level as urgent when the player arrives before the \
             prefetch finished (with a progress bar), ends the previous level's request, and prints \
-            the gauge: each tag's state and size. The cache budget is small enough that old levels \
-            are purged; each purge is printed with its reason. It ends with a summary.
+            the gauge: each tag's state and size. The cache budget (800 KiB unless --cache-budget \
+            says otherwise) is small enough that old levels are purged; each purge is printed with \
+            its reason. It ends with a summary.
 
             Example (with `odrpack serve SampleAssets-catalog --rate 2000000`):
               odr demo --catalog http://127.0.0.1:8080/ --store /tmp/game-store --cache-budget 819200
@@ -25,26 +26,22 @@ struct DemoCommand: AsyncParsableCommand {
     @Option(help: "How many levels to play (tags level1 ... levelN).")
     var levels = 5
 
-    @Option(name: .customLong("cache-budget"), help: "Bytes of installed packs the store may hold.")
-    var cacheBudget: Int64 = 800 << 10
+    @OptionGroup var space: SpaceOptions
+
+    /// The demo's budget: small, so that old levels are purged.
+    var cacheBudget: Int64 { space.cacheBudget ?? 800 << 10 }
 
     @Option(name: .customLong("play-seconds"), help: "How long the player spends in each level.")
     var playSeconds = 0.05
 
     func validate() throws {
         guard levels >= 1 else { throw ValidationError("--levels must be at least 1.") }
-        guard cacheBudget > 0 else { throw ValidationError("--cache-budget must be a positive number of bytes.") }
         guard playSeconds >= 0 else { throw ValidationError("--play-seconds cannot be negative.") }
     }
 
     func run() async throws {
         try await reportingResourceErrors {
-            var configuration = ResourceManager.Configuration(
-                catalogURL: options.catalogURL, storeDirectory: URL(filePath: options.store, directoryHint: .isDirectory))
-            configuration.distribution = options.distribution
-            configuration.cacheBudget = cacheBudget
-            configuration.bundledCatalog = install.bundledCatalog
-            let manager = try ResourceManager(configuration: configuration)
+            let manager = try options.openManager(installing: install, space: space, cacheBudget: cacheBudget)
             let log = DemoLog()
             let events = manager.events()
             let listener = Task {

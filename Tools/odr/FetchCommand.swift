@@ -13,17 +13,26 @@ struct FetchCommand: AsyncParsableCommand {
             store lacks: only entries whose content the store does not hold travel (byte ranges), \
             and an interrupted fetch continues where it stopped. Exits 0 when every tag is installed.
 
-            Example:
-              odr fetch --catalog http://127.0.0.1:8080/ --store ./store level1 tutorial
+            It installs as a game's ResourceManager does: before each download it purges the least \
+            recently used packs no request uses (in any process) until the download fits the \
+            --cache-budget and leaves --watermark bytes free, and it says what it purged. It fails \
+            with out-of-space only when the download itself does not fit the disk, and with \
+            cache-budget-exceeded when it does not fit the budget.
+
+            Examples, with CDN=http://127.0.0.1:8080/:
+              odr fetch --catalog $CDN --store ./store level1 tutorial
+              odr fetch --catalog $CDN --store ./store --cache-budget 500000000 level7
+              odr fetch --catalog $CDN --store ./store --watermark 0 --json level7
             """)
 
     @OptionGroup var options: CatalogOptions
     @OptionGroup var install: InstallOptions
+    @OptionGroup var space: SpaceOptions
 
     @Flag(help: "Print nothing on success, even on a terminal.")
     var quiet = false
 
-    @Flag(help: "Print what the install did as JSON (bytes downloaded, reused and resumed, requests, and per pack).")
+    @Flag(help: "Print what the install did as JSON (bytes downloaded, reused and resumed, requests, per pack, and the packs purged).")
     var json = false
 
     @Argument(help: "The tags to install.")
@@ -47,20 +56,45 @@ struct FetchCommand: AsyncParsableCommand {
         }
     }
 
+    /// `--json`: the install summary's fields, plus `purged`.
+    struct Report: Encodable {
+        struct Purged: Encodable { var id: String; var bytes: Int64; var reason: String }
+        var summary: InstallSummary
+        var purged: [Purged]
+
+        private enum CodingKeys: String, CodingKey { case purged }
+
+        func encode(to encoder: any Encoder) throws {
+            try summary.encode(to: encoder)
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(purged, forKey: .purged)
+        }
+    }
+
     func run() async throws {
         try await reportingResourceErrors {
-            let (store, client, engine) = try options.open(installing: install)
-            let snapshot = try await client.snapshot(online: !options.offline)
+            let manager = try options.openManager(installing: install, space: space)
+            let snapshot = try await manager.loadCatalog(online: !options.offline)
             announceFallback(snapshot)
-            let packs = try snapshot.packs(forTags: tags)
-            var installer = PackInstaller(store: store, transport: engine, bundledCatalog: client.bundledCatalog)
-            installer.priority = .urgent
             let bar = FetchProgressBar(enabled: !quiet && !json && isatty(STDERR_FILENO) == 1)
-            let summary = try await installer.install(packs, from: snapshot) { bar.update($0) }
+            // No progress callbacks when nothing is drawn: their bookkeeping is the fetch's cost.
+            var draw: (@Sendable (InstallProgress) -> Void)?
+            if bar.isEnabled { draw = { bar.update($0) } }
+            let report = try await manager.fetch(tags: tags, progress: draw)
             bar.finish()
+            let summary = report.install
             if json {
-                try printJSON(summary)
+                try printJSON(Report(summary: summary, purged: report.purged.map {
+                    .init(id: $0.packID, bytes: $0.bytes, reason: $0.reason.rawValue)
+                }))
             } else if !quiet {
+                if !report.purged.isEmpty {
+                    print("Purged \(report.purged.count) pack(s) no request uses to make room (\(byteText(report.purged.reduce(0) { $0 + $1.bytes }))):")
+                    for pack in report.purged {
+                        let tags = snapshot.lookup.pack(id: pack.packID)?.tags.joined(separator: ",") ?? "superseded"
+                        print("  \(pack.packID.prefix(12))  \(byteText(pack.bytes))  \(pack.reason.rawValue)  \(tags)")
+                    }
+                }
                 print("Installed \(summary.installed.count) pack(s) (\(byteText(summary.downloadedBytes)) downloaded"
                       + (summary.reusedFiles > 0 ? ", \(summary.reusedFiles) unchanged file(s) reused, \(byteText(summary.reusedBytes))" : "")
                       + (summary.resumedBytes > 0 ? ", \(byteText(summary.resumedBytes)) resumed" : "")

@@ -12,6 +12,9 @@ final class FetchProgressBar: Sendable {
 
     init(enabled: Bool = isatty(STDERR_FILENO) == 1) { self.enabled = enabled }
 
+    /// Whether it draws anything (on a terminal, unless told to be quiet).
+    var isEnabled: Bool { enabled }
+
     func update(_ progress: InstallProgress) {
         guard enabled else { return }
         let now = DispatchTime.now().uptimeNanoseconds

@@ -16,8 +16,10 @@ struct ODR: AsyncParsableCommand {
               odr status --catalog $CDN --store ~/odr-store --json
               odr path --catalog $CDN --store ~/odr-store Levels/Level1/map.json
               odr update --catalog $CDN --store ~/odr-store
+              odr purge --catalog $CDN --store ~/odr-store --bytes 100000000 --dry-run
+              odr log --store ~/odr-store
               odr verify --store ~/odr-store
             """,
-        subcommands: [FetchCommand.self, StatusCommand.self, PathCommand.self, VerifyCommand.self, UpdateCommand.self, DemoCommand.self]
+        subcommands: [FetchCommand.self, StatusCommand.self, PathCommand.self, VerifyCommand.self, UpdateCommand.self, PurgeCommand.self, LogCommand.self, HoldCommand.self, DemoCommand.self]
     )
 }

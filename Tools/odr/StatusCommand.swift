@@ -9,7 +9,9 @@ struct StatusCommand: AsyncParsableCommand {
         commandName: "status",
         abstract: "Show each tag's size and state, each pack, the store's usage and free space.",
         discussion: """
-            States: not downloaded, downloading (in progress or resumable), downloaded, in use.
+            States: not downloaded, downloading (in progress or resumable), downloaded, in use. \
+            A pack is in use while a request in any process on the store holds it (its lease in \
+            locks/<id>.lease, which dies with the process); a tag is in use when all of its packs are.
 
             Example:
               odr status --catalog http://127.0.0.1:8080/ --store ./store --json
@@ -60,7 +62,7 @@ struct StatusCommand: AsyncParsableCommand {
             }
             // Installed packs the current version no longer lists: superseded, purged first.
             for row in rows.values.sorted(by: { $0.number < $1.number }) where row.isInstalled && snapshot.lookup.pack(id: row.id) == nil {
-                packs.append(Report.Pack(id: row.id, state: .downloaded, archiveBytes: row.archiveBytes, installedBytes: row.installedBytes,
+                packs.append(Report.Pack(id: row.id, state: store.state(ofPack: row.id, installed: installed), archiveBytes: row.archiveBytes, installedBytes: row.installedBytes,
                                          tags: [], superseded: true, lastUsedAt: row.lastUsedAt))
             }
             let report = Report(

@@ -70,6 +70,7 @@ typedef enum odr_status {
     ODR_E_OUT_OF_SPACE = 30,         /* "out-of-space": not enough disk even after purging */
     ODR_E_EXCEEDED_MAXIMUM_IN_USE_SIZE = 31, /* "exceeded-maximum-in-use-size": see ODR_OPT_IN_USE_LIMIT */
     ODR_E_STORAGE_FAILURE = 32,      /* "storage-failure": a file or the database failed */
+    ODR_E_CACHE_BUDGET_EXCEEDED = 33, /* "cache-budget-exceeded": over ODR_OPT_CACHE_BUDGET even after purging */
 
     /* Requests and control */
     ODR_E_CANCELLED = 40,            /* "cancelled": cancelled, or ended before it was ready */

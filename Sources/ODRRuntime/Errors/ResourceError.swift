@@ -69,6 +69,10 @@ public struct ResourceError: Error, CustomStringConvertible, Sendable {
 
         /// Not enough free disk space for the download or install, even after purging.
         public static let outOfSpace = Code(rawValue: "out-of-space")
+        /// The install would put more bytes of packs in the store than the manager's cache budget
+        /// allows, even after purging every pack not in use; the disk may have room. End requests
+        /// you no longer need, or raise the cache budget.
+        public static let cacheBudgetExceeded = Code(rawValue: "cache-budget-exceeded")
         /// Satisfying the request would put more than the manager's maximum in-use size in use.
         /// End requests you no longer need, or raise the limit.
         public static let exceededMaximumInUseSize = Code(rawValue: "exceeded-maximum-in-use-size")

@@ -26,6 +26,20 @@ public struct InstallSummary: Sendable, Hashable, Codable {
     /// An empty summary, which an install fills in as packs finish.
     public init() {}
 
+    /// Adds what another install did (of other packs) to this summary.
+    public mutating func add(_ other: InstallSummary) {
+        installed += other.installed
+        alreadyInstalled += other.alreadyInstalled
+        fromBundle += other.fromBundle
+        downloadedBytes += other.downloadedBytes
+        resumedBytes += other.resumedBytes
+        reusedBytes += other.reusedBytes
+        reusedFiles += other.reusedFiles
+        fetchedFiles += other.fetchedFiles
+        requests += other.requests
+        packs += other.packs
+    }
+
     /// How one pack was assembled: what travelled and what did not.
     public struct PackReport: Sendable, Hashable, Codable {
         /// The pack id.

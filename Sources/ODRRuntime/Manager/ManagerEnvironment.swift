@@ -5,10 +5,18 @@ import Musl
 #endif
 import Foundation
 
-/// Where a ``ResourceManager`` reads the time; tests inject a clock they control.
+/// Where a ``ResourceManager`` reads the time and waits; tests inject a clock they control.
 public protocol ManagerClock: Sendable {
     /// Seconds since 1970.
     func now() -> Double
+    /// Suspends for `duration` (the disk watcher's interval); throws when the task is cancelled.
+    /// The default sleeps on the system's continuous clock.
+    func sleep(for duration: Duration) async throws
+}
+
+extension ManagerClock {
+    /// Sleeps on the system's continuous clock.
+    public func sleep(for duration: Duration) async throws { try await Task.sleep(for: duration) }
 }
 
 /// The wall clock.

@@ -14,6 +14,8 @@ final class PackDownload: Sendable {
         /// The loading priority of each request waiting on it, by requester.
         var priorities: [UInt64: TransferPriority] = [:]
         var result: Result<Void, ResourceError>?
+        /// What the install did, once it succeeded.
+        var summary: InstallSummary?
         var waiters: [UInt64: CheckedContinuation<Void, any Error>] = [:]
         var observers: [UInt64: @Sendable (Int64) -> Void] = [:]
         var interested = 0
@@ -47,6 +49,15 @@ final class PackDownload: Sendable {
 
     /// Bytes received so far.
     var received: Int64 { state.withLock { $0.received } }
+
+    /// Whether the work has ended, well or not.
+    var isFinished: Bool { state.withLock { $0.result != nil } }
+
+    /// What the install did: set by the work before it ends; `nil` until then or after a failure.
+    var summary: InstallSummary? {
+        get { state.withLock { $0.summary } }
+        set { state.withLock { $0.summary = newValue } }
+    }
 
     /// Records progress and tells the observers.
     func update(received: Int64, of total: Int64? = nil) {

@@ -30,8 +30,19 @@ extension ResourceManager {
         /// The most bytes of installed packs the store may hold; `nil` for no budget. Before a
         /// download that would exceed it, packs not in use are purged.
         public var cacheBudget: Int64?
-        /// Purge when the file system's free space would fall below this many bytes.
-        public var freeSpaceWatermark: Int64 = 256 << 20
+        /// Purge when the file system's free space would fall below this many bytes (default
+        /// 256 MiB).
+        ///
+        /// A target, not a limit: before a download the manager purges packs no request uses until
+        /// the free space left after the download is at least this much, or nothing more can go;
+        /// it fails with `out-of-space` only when the download itself does not fit. So a watermark
+        /// larger than the whole file system purges every pack not in use before each download,
+        /// and posts ``ResourceManagerEvent/lowDiskSpace(freeBytes:)``, but still installs what fits.
+        public var freeSpaceWatermark: Int64 = Self.defaultFreeSpaceWatermark
+        /// How often the disk watcher checks free space while requests or downloads are active
+        /// (see ``ResourceManager/checkDiskSpace()``); `nil` turns the timer off. Free space is also
+        /// checked after every install. Default 30 seconds.
+        public var diskCheckInterval: Duration? = .seconds(30)
         /// How many transfers run at once.
         public var maximumConcurrentTransfers: Int = 4
         /// The clock that stamps last use; injectable for tests.
@@ -44,6 +55,12 @@ extension ResourceManager {
         public var purgePlanner = PurgePlanner()
         /// When an update or a resumed install fetches byte ranges of a pack instead of all of it.
         public var rangePolicy = RangePolicy()
+        /// Whether installed files are flushed to stable storage before they are recorded (see
+        /// ``ResourceStore/synchronousWrites``). On by default.
+        public var synchronousWrites = true
+
+        /// The default ``freeSpaceWatermark``: 256 MiB.
+        public static let defaultFreeSpaceWatermark: Int64 = 256 << 20
         /// The public keys `catalog.json` must be signed by (`odrpack key generate` writes them as
         /// `NAME.pub`). Empty (the default) accepts any well-formed catalog, as before signing
         /// existed; docs/SECURITY.md says what that leaves open. With keys, a catalog that is not

@@ -12,7 +12,8 @@ public struct TagGauge: Sendable, Equatable {
         case downloading
         /// Every pack it needs is installed.
         case downloaded
-        /// Every pack it needs is installed and a request of this manager holds it.
+        /// Every pack it needs is installed, and a request of this manager holds the tag, or
+        /// requests in any process on the store hold every one of its packs (their leases).
         case inUse = "in use"
     }
 
@@ -37,12 +38,14 @@ extension ResourceManager {
         let planned = current.0.map { snapshot in
             plannedDownloadBytes(of: Set(snapshot.manifest.packs.map(\.id)).subtracting(current.1), in: snapshot)
         } ?? [:]
+        // Packs requests in any process hold; probed outside the lock (a lock file each).
+        let leased = Set(current.1.filter { store.isPackInUse(id: $0) })
         return state.withLock { state -> [TagGauge] in
             guard let snapshot = state.snapshot, let ledger = state.ledger else { return [] }
             return snapshot.manifest.tags.map { tag in
                 let missing = tag.packs.filter { !state.installedIDs.contains($0) }
                 let gaugeState: TagGauge.State
-                if let index = ledger.catalog.tag(named: tag.name), ledger.isInUse(index), missing.isEmpty {
+                if missing.isEmpty, ledger.catalog.tag(named: tag.name).map(ledger.isInUse) == true || tag.packs.allSatisfy(leased.contains) {
                     gaugeState = .inUse
                 } else if missing.isEmpty {
                     gaugeState = .downloaded

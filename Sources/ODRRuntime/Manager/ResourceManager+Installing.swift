@@ -55,6 +55,7 @@ extension ResourceManager {
             }
             downloads.append(download)
         }
+        if !downloads.isEmpty { watchDiskWhileActive(&state) }
         return downloads
     }
 
@@ -128,13 +129,20 @@ extension ResourceManager {
         // Entries are assembled where the pack will live (staging is renamed into packs/), so
         // the pack's installed size is all the room it takes; no archive copy is kept.
         try await makeRoom(installing: pack.installedBytes, reserve: true)
-        defer { releaseReservation(pack.installedBytes) }
         var installer = makeInstaller()
         installer.maximumConcurrentInstalls = 1
-        _ = try await installer.install([pack], from: snapshot) { progress in
-            download.update(received: progress.completedBytes, of: progress.totalBytes)
+        do throws(ResourceError) {
+            download.summary = try await installer.install([pack], from: snapshot) { progress in
+                download.update(received: progress.completedBytes, of: progress.totalBytes)
+            }
+        } catch {
+            releaseReservation(pack.installedBytes)
+            throw error
         }
+        // The bytes are installed now, so counted as used: no longer promised (in one step with
+        // the install's state, so the disk check below counts them once).
         state.withLock { state in
+            state.reservedBytes = max(0, state.reservedBytes - pack.installedBytes)
             state.installedIDs.insert(pack.id)
             if let index = state.ledger?.catalog.pack(id: pack.id), state.snapshot?.version == snapshot.version {
                 state.installed[index.index] = true
@@ -143,5 +151,113 @@ extension ResourceManager {
         }
         transport.forget(snapshot.packURL(id: pack.id))
         hub.emit(.packInstalled(id: pack.id, bytes: pack.installedBytes), from: self)
+        // The install took space: purge packs not in use if free space fell below the watermark.
+        _ = try? await checkDiskSpace()
+    }
+}
+
+/// What ``ResourceManager/fetch(tags:priority:progress:)`` did: the install, and the packs purged
+/// to make room for it.
+public struct FetchReport: Sendable, Equatable {
+    /// What the install downloaded, reused and resumed, per pack.
+    public var install: InstallSummary
+    /// The packs purged while the fetch ran, with the reason for each, in purge order.
+    public var purged: [PurgeProposal.Deletion]
+}
+
+extension ResourceManager {
+    /// Installs what `tags` need without holding them for a request, as `odr fetch` does: with the
+    /// manager's cache budget, watermark and purging, so packs no request uses make room.
+    ///
+    /// The fetch leases its packs while it runs, so its own installs never purge each other;
+    /// afterwards they are ordinary installed packs, purged when room is needed.
+    ///
+    /// ```swift
+    /// let report = try await manager.fetch(tags: ["level1", "level2"]) { print($0.fraction) }
+    /// print(report.install.downloadedBytes, report.purged.count)
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - priority: the transfers' priority (default urgent: someone is waiting).
+    ///   - maximumConcurrentPacks: how many packs install at once (default 2, as ``PackInstaller``).
+    ///   - progress: called as bytes arrive, with bytes and packs done of those to fetch.
+    /// - Throws: ``ResourceError``: `catalog-unavailable` before a catalog is loaded, `invalid-tag`,
+    ///   `out-of-space`, `cache-budget-exceeded`, and transfer and `integrity` errors. Packs
+    ///   installed before a failure stay installed.
+    public func fetch(tags: [String], priority: TransferPriority = .urgent, maximumConcurrentPacks: Int = 2,
+                      progress: (@Sendable (InstallProgress) -> Void)? = nil) async throws(ResourceError) -> FetchReport {
+        let purged = Locked<[PurgeProposal.Deletion]>([])
+        let token = hub.observe { event in
+            if case let .packPurged(id, bytes, reason) = event {
+                purged.withLock { $0.append(.init(packID: id, bytes: bytes, reason: reason)) }
+            }
+        }
+        defer { hub.removeObserver(token) }
+        let ids = try state.withLock { state throws(ResourceError) in
+            try Self.packIDs(forTags: tags, in: try Self.requireSnapshot(state))
+        }
+        let fresh = try store.leases.acquire(ids)
+        defer { store.leases.release(ids) }
+        let (snapshot, already, missing) = try state.withLock { state throws(ResourceError) in
+            forgetPacksPurgedElsewhere(fresh, state: &state)
+            return (try Self.requireSnapshot(state), ids.filter { state.installedIDs.contains($0) },
+                    ids.filter { !state.installedIDs.contains($0) })
+        }
+        // Per missing pack, bytes received and to receive: the plan's figure until its download
+        // reports its own.
+        let planned = progress == nil ? [:] : plannedDownloadBytes(of: missing, in: snapshot)
+        let counts = Locked((bytes: Dictionary(uniqueKeysWithValues: missing.map { ($0, (received: Int64(0), total: planned[$0] ?? 0)) }),
+                             finished: 0))
+        let report: @Sendable (String?, Int64, Int64, Bool) -> Void = { id, received, total, finished in
+            guard let progress else { return }
+            let snapshot = counts.withLock { counts in
+                if let id { counts.bytes[id] = (received, total) }
+                if finished { counts.finished += 1 }
+                return InstallProgress(completedBytes: counts.bytes.values.reduce(0) { $0 + $1.received },
+                                       totalBytes: counts.bytes.values.reduce(0) { $0 + $1.total },
+                                       completedPacks: counts.finished, totalPacks: missing.count)
+            }
+            progress(snapshot)
+        }
+        report(nil, 0, 0, false)
+        // At most `maximumConcurrentPacks` at once, as PackInstaller does: more only competes for
+        // the same cores and disk (and memory), and finishes no pack sooner.
+        let requester = Self.nextRequesterID()
+        var downloads: [PackDownload] = []
+        do {
+            try await withThrowingTaskGroup(of: [PackDownload].self) { group in
+                var queue = missing[...]
+                func startNext() {
+                    guard let id = queue.popFirst() else { return }
+                    group.addTask { [self] in
+                        let started = state.withLock { startDownloads(of: [id], snapshot: snapshot, state: &$0) }
+                        var observe: (@Sendable (Int64, Int64) -> Void)?
+                        if progress != nil { observe = { received, total in report(id, received, total, false) } }
+                        try await wait(for: started, priority: priority, requester: requester, progress: observe)
+                        report(nil, 0, 0, true)
+                        return started
+                    }
+                }
+                for _ in 0..<max(1, maximumConcurrentPacks) { startNext() }
+                while let finished = try await group.next() {
+                    downloads += finished
+                    startNext()
+                }
+            }
+        } catch let error as ResourceError {
+            throw error
+        } catch {
+            throw ResourceError(.cancelled, "The fetch was cancelled before its packs were installed.")
+        }
+        var summary = InstallSummary()
+        summary.alreadyInstalled = already
+        for download in downloads {
+            if let done = download.summary {
+                summary.add(done)
+            } else {
+                summary.alreadyInstalled.append(download.pack)
+            }
+        }
+        return FetchReport(install: summary, purged: purged.withLock { $0 })
     }
 }

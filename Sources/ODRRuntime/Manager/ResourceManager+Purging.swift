@@ -26,6 +26,10 @@ public struct PurgeProposal: Sendable, Equatable {
 
 extension ResourceManager {
     /// Which packs a purge of `bytes` would delete, without deleting anything (a dry run).
+    ///
+    /// Packs in use are never candidates: those requests of this manager hold, those being
+    /// downloaded, and those a request in another process (or another manager) on the same store
+    /// holds, which its lease tells (see ``ResourceStore/isPackInUse(id:)``).
     public func purgePlan(bytes: Int64) throws(ResourceError) -> PurgeProposal {
         lastUse.flush()
         let installed = try store.packs().filter(\.isInstalled)
@@ -42,7 +46,8 @@ extension ResourceManager {
             let priority = record?.tags.map { snapshot!.preservationPriority(ofTag: $0, overrides: overrides) }.max() ?? 0
             return PurgeCandidate(
                 id: index, bytes: pack.installedBytes, lastUse: pack.lastUsedAt, preservationPriority: priority,
-                isSuperseded: record == nil, isInUse: inUse.contains(pack.id) || downloading.contains(pack.id))
+                isSuperseded: record == nil,
+                isInUse: inUse.contains(pack.id) || downloading.contains(pack.id) || store.isPackInUse(id: pack.id))
         }
         let plan = configuration.purgePlanner.plan(candidates.filter { !$0.isInUse }, bytesNeeded: bytes)
         return PurgeProposal(
@@ -52,6 +57,9 @@ extension ResourceManager {
 
     /// Deletes packs no request uses until `bytes` are freed (or nothing more can go); each purge
     /// is logged in the store with its reason and announced as an event.
+    ///
+    /// A pack a request in any process on the store holds is skipped, even when it became held
+    /// after the plan was made.
     ///
     /// - Returns: what was deleted; its `shortfall` says how much could not be freed.
     @discardableResult
@@ -64,8 +72,7 @@ extension ResourceManager {
                 guard let ledger = state.ledger, let index = ledger.catalog.pack(id: deletion.packID) else { return true }
                 return !ledger.isInUse(index) && state.downloads[deletion.packID] == nil
             }
-            guard stillFree else { continue }
-            try await store.removePack(id: deletion.packID, reason: deletion.reason)
+            guard stillFree, try await store.removePack(id: deletion.packID, reason: deletion.reason) else { continue }
             state.withLock { state in
                 state.installedIDs.remove(deletion.packID)
                 if let index = state.ledger?.catalog.pack(id: deletion.packID) { state.installed[index.index] = false }
@@ -76,8 +83,15 @@ extension ResourceManager {
         return done
     }
 
-    /// Checks free space against the watermark and purges what it takes to get back above it;
-    /// announces `lowDiskSpace` when even that is not enough.
+    /// Checks free space against the watermark (and usage against the cache budget), and purges
+    /// packs not in use until both are met again; posts ``ResourceManagerEvent/lowDiskSpace(freeBytes:)``
+    /// when the file system's free space stays below the watermark even so. An unmet cache budget
+    /// alone posts nothing: the disk is not short.
+    ///
+    /// The manager calls it on its own after every install and, while requests or downloads are
+    /// active, every ``Configuration/diskCheckInterval``.
+    ///
+    /// - Returns: what was purged, or `nil` when nothing had to go.
     @discardableResult
     public func checkDiskSpace() async throws(ResourceError) -> PurgeProposal? {
         try await makeRoom(installing: 0, failWhenShort: false)
@@ -88,7 +102,11 @@ extension ResourceManager {
     /// `reserve`, the bytes are then promised to the caller (see ``releaseReservation(_:)``), so
     /// that concurrent installs cannot together overrun the budget.
     ///
-    /// - Throws: `out-of-space` when purging every pack not in use is not enough.
+    /// The watermark is a purge target: when purging every pack not in use cannot reach it, the
+    /// manager posts `lowDiskSpace` and goes on, as long as the bytes themselves fit the disk.
+    ///
+    /// - Throws: `out-of-space` when the bytes do not fit the disk even after purging every pack
+    ///   not in use; `cache-budget-exceeded` when they do not fit the cache budget.
     @discardableResult
     func makeRoom(installing: Int64, staging: Int64 = 0, reserve: Bool = false, failWhenShort: Bool = true) async throws(ResourceError) -> PurgeProposal? {
         var purged: PurgeProposal?
@@ -96,28 +114,41 @@ extension ResourceManager {
             let free = configuration.diskSpace.freeBytes(at: store.directory)
             // Read usage, decide and reserve in one step: an install that finishes meanwhile
             // moves its bytes from reserved to used, and must be counted once, not zero times.
-            let need: Int64 = try state.withLock { state throws(ResourceError) in
-                var need: Int64 = 0
+            let (budgetNeed, diskNeed, fitNeed) = try state.withLock { state throws(ResourceError) -> (Int64, Int64, Int64) in
+                var budgetNeed: Int64 = 0, diskNeed: Int64 = 0, fitNeed: Int64 = 0
                 if let budget = configuration.cacheBudget {
                     let used = try store.usage().installedBytes
-                    need = max(need, used + state.reservedBytes + installing - budget)
+                    budgetNeed = used + state.reservedBytes + installing - budget
                 }
                 if let free {
-                    need = max(need, configuration.freeSpaceWatermark - (free - state.reservedBytes - installing - staging))
+                    let left = free - state.reservedBytes - installing - staging
+                    diskNeed = configuration.freeSpaceWatermark - left
+                    fitNeed = -left
                 }
-                if need <= 0, reserve { state.reservedBytes += installing }
-                return need
+                if max(budgetNeed, diskNeed) <= 0, reserve { state.reservedBytes += installing }
+                return (budgetNeed, diskNeed, fitNeed)
             }
+            let need = max(budgetNeed, diskNeed)
             guard need > 0 else { return purged }
             let done = try await purge(bytes: need)
-            purged = done
-            if done.shortfall > 0 {
-                if let free { hub.emit(.lowDiskSpace(freeBytes: free + done.bytesFreed), from: self) }
-                guard failWhenShort else { return done }
+            purged = PurgeProposal(bytesNeeded: need, deletions: (purged?.deletions ?? []) + done.deletions)
+            let freed = done.bytesFreed
+            guard freed < need else { continue }  // enough went; check again, others may have taken it
+            if let free, diskNeed > freed { hub.emit(.lowDiskSpace(freeBytes: free + freed), from: self) }
+            guard failWhenShort else { return purged }
+            if fitNeed > freed {
                 throw ResourceError(
                     .outOfSpace,
-                    "Not enough space for \(installing) more bytes even after purging every pack not in use (\(done.shortfall) bytes short). End requests you no longer need, or free disk space.")
+                    "Not enough disk space for \(installing) more bytes even after purging every pack not in use (\(fitNeed - freed) bytes short). End requests you no longer need, or free disk space.")
             }
+            if budgetNeed > freed {
+                throw ResourceError(
+                    .cacheBudgetExceeded,
+                    "Installing \(installing) more bytes would exceed the cache budget of \(configuration.cacheBudget ?? 0) bytes even after purging every pack not in use (\(budgetNeed - freed) bytes over); the disk has room. End requests you no longer need, or raise the cache budget.")
+            }
+            // Below the watermark, but the bytes fit: install them anyway (lowDiskSpace was posted).
+            if reserve { state.withLock { $0.reservedBytes += installing } }
+            return purged
         }
         // Others kept taking the room freed for this install; proceed and let the next check catch up.
         if reserve { state.withLock { $0.reservedBytes += installing } }

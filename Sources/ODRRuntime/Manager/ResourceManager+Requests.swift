@@ -3,7 +3,8 @@ import ODRFormat
 import Synchronization
 
 extension ResourceManager {
-    /// Holds `tags` in the ledger and starts or joins the downloads of their missing packs.
+    /// Holds `tags` in the ledger, leases their packs (so no process purges them), and starts or
+    /// joins the downloads of their missing packs.
     ///
     /// - Throws: `invalid-tag` or `exceeded-maximum-in-use-size`; nothing is held then.
     func beginTags(_ tags: Set<String>) throws(ResourceError) -> ([TagIndex], Set<String>, [PackDownload]) {
@@ -13,10 +14,28 @@ extension ResourceManager {
             let ids = try Self.packIDs(forTags: tags, in: snapshot)
             let held = try ledger.catalog.tags(named: tags.sorted())
             try ledger.begin(held)
+            let fresh = try store.leases.acquire(ids)
             state.ledger = ledger
+            forgetPacksPurgedElsewhere(fresh, state: &state)
             let downloads = startDownloads(of: ids, snapshot: snapshot, state: &state)
+            watchDiskWhileActive(&state)
             return (held, Set(ids), downloads)
         }
+    }
+
+    /// Marks not installed the packs of `ids` whose folder is gone: another process purged them
+    /// while no request here held them. Call with the lock held, after leasing `ids`.
+    ///
+    /// - Returns: whether any was gone.
+    @discardableResult
+    func forgetPacksPurgedElsewhere(_ ids: [String], state: inout State) -> Bool {
+        var gone = false
+        for id in ids where state.installedIDs.contains(id) && !FileManager.default.fileExists(atPath: store.packURL(id: id).path) {
+            state.installedIDs.remove(id)
+            if let index = state.ledger?.catalog.pack(id: id) { state.installed[index.index] = false }
+            gone = true
+        }
+        return gone
     }
 
     /// Holds `tags` only when every pack they need is installed and the limit allows; never downloads.
@@ -35,7 +54,13 @@ extension ResourceManager {
                 held.append(tag)
             }
             guard (try? ledger.begin(held)) != nil else { return nil }
+            guard let fresh = try? store.leases.acquire(ids) else { return nil }
+            if forgetPacksPurgedElsewhere(fresh, state: &state) {
+                store.leases.release(ids)
+                return nil
+            }
             state.ledger = ledger
+            watchDiskWhileActive(&state)
             return (held, ids)
         }
     }
@@ -48,6 +73,7 @@ extension ResourceManager {
             _ = try? ledger.end(tags)
             state.ledger = ledger
         }
+        store.leases.release(packIDs)
         noteUse(packIDs)
         adoptPendingIfIdle()
     }

@@ -45,6 +45,9 @@ public final class ResourceManager: Sendable {
         var prefetch: Task<Void, Never>?
         /// The background loop of ``ResourceManager/checkForUpdates(every:)``, while one runs.
         var updateChecks: Task<Void, Never>?
+        /// The disk watcher (see ``ResourceManager/watchDiskWhileActive(_:)``), while requests or
+        /// downloads are active.
+        var watcher: Task<Void, Never>?
     }
 
     /// Opens the store (repairing what a crash left) and, when it holds a copy of the catalog,
@@ -56,7 +59,8 @@ public final class ResourceManager: Sendable {
         if configuration.trust.requiresSignatures { _ = try configuration.trust.configuredKeySet() }
         self.configuration = configuration
         let clock = configuration.clock
-        store = try ResourceStore(directory: configuration.storeDirectory, clock: { clock.now() })
+        store = try ResourceStore(directory: configuration.storeDirectory, synchronousWrites: configuration.synchronousWrites,
+                                  clock: { clock.now() })
         let base: any Transport
         if let injected = configuration.transport {
             base = injected
@@ -84,6 +88,7 @@ public final class ResourceManager: Sendable {
         state.withLock { state in
             state.prefetch?.cancel()
             state.updateChecks?.cancel()
+            state.watcher?.cancel()
         }
         try? traceRecorder.withLock { $0 }?.finish()
         hub.finish()
@@ -116,8 +121,7 @@ public final class ResourceManager: Sendable {
     ///   `catalog-expired` (the catalog in use stays as it was), and any install error of the
     ///   initial tags.
     public func prepare(online: Bool = true) async throws(ResourceError) {
-        let snapshot = try await client.snapshot(online: online)
-        try adopt(snapshot)
+        let snapshot = try await loadCatalog(online: online)
         let current = state.withLock { $0.snapshot } ?? snapshot
         let initial = current.manifest.initialInstallTags
         if !initial.isEmpty, online {
@@ -135,6 +139,21 @@ public final class ResourceManager: Sendable {
             state.prefetch?.cancel()
             state.prefetch = task
         }
+    }
+
+    /// Fetches the catalog (or uses the stored copy when offline or when the server cannot be
+    /// reached) and makes it current, without installing anything; ``prepare(online:)`` without
+    /// the initial-install and prefetch tags.
+    ///
+    /// - Returns: the snapshot fetched; its `fallback` says when it is the stored copy because the
+    ///   server could not be reached.
+    /// - Throws: ``ResourceError``: `catalog-unavailable` when there is neither network nor a
+    ///   stored catalog, `catalog-rollback`, `invalid-catalog`.
+    @discardableResult
+    public func loadCatalog(online: Bool = true) async throws(ResourceError) -> CatalogSnapshot {
+        let snapshot = try await client.snapshot(online: online)
+        try adopt(snapshot)
+        return snapshot
     }
 
     /// Waits until the background prefetch started by ``prepare(online:)`` has finished.

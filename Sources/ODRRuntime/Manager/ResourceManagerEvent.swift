@@ -8,7 +8,9 @@ public enum ResourceManagerEvent: Sendable, Equatable {
     case packInstalled(id: String, bytes: Int64)
     /// A pack was deleted to make room (or by ``ResourceManager/purge(bytes:)``), with the reason.
     case packPurged(id: String, bytes: Int64, reason: PurgeReason)
-    /// Free space is below the watermark even after purging: end requests you no longer need.
+    /// The file system's free space is below the watermark even after purging every pack not in
+    /// use: end requests you no longer need, or free disk space. Posted only for the disk; a cache
+    /// budget that cannot be met fails the install with `cache-budget-exceeded` instead.
     case lowDiskSpace(freeBytes: Int64)
     /// The catalog moved to another version.
     case catalogUpdated(version: Int)
@@ -28,6 +30,8 @@ extension ResourceManager {
 /// Fans events out to every subscribed stream and to `NotificationCenter`.
 final class EventHub: Sendable {
     private let subscribers = Locked<[UInt64: AsyncStream<ResourceManagerEvent>.Continuation]>([:])
+    /// Called synchronously with each event, for callers that collect what happens during a call.
+    private let observers = Locked<[UInt64: @Sendable (ResourceManagerEvent) -> Void]>([:])
     private let nextID = Atomic<UInt64>(0)
 
     func subscribe() -> AsyncStream<ResourceManagerEvent> {
@@ -38,7 +42,17 @@ final class EventHub: Sendable {
         return stream
     }
 
+    /// Calls `observer` with every event from now until ``removeObserver(_:)``.
+    func observe(_ observer: @escaping @Sendable (ResourceManagerEvent) -> Void) -> UInt64 {
+        let id = nextID.add(1, ordering: .relaxed).newValue
+        observers.withLock { $0[id] = observer }
+        return id
+    }
+
+    func removeObserver(_ id: UInt64) { _ = observers.withLock { $0.removeValue(forKey: id) } }
+
     func emit(_ event: ResourceManagerEvent, from manager: ResourceManager) {
+        for observer in observers.withLock({ Array($0.values) }) { observer(event) }
         for continuation in subscribers.withLock({ Array($0.values) }) { continuation.yield(event) }
         let name: Notification.Name = switch event {
         case .packInstalled: ResourceManager.packInstalledNotification

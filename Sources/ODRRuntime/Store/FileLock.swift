@@ -7,6 +7,9 @@ import Foundation
 
 /// An advisory lock (`flock`) on a file, held until ``unlock()`` or deinitialization.
 ///
+/// Exclusive by default; a shared lock (``lockShared(_:)``) is what a ``PackLeases`` lease holds:
+/// any number of processes may share it, and an exclusive taker is refused while one does.
+///
 /// Processes sharing a store take one around everything that changes a pack's files (install,
 /// purge, repair), so two of them never write the same `staging/` or `packs/` paths at once.
 /// The kernel drops the lock when the process dies, so a crash never leaves it held.
@@ -29,6 +32,28 @@ final class FileLock {
         try acquire(path, blocking: false)
     }
 
+    /// Takes a shared lock, blocking the calling thread while another descriptor holds the file
+    /// exclusively (a purge does so only while it renames a pack away and records that).
+    static func lockShared(_ path: String) throws(ResourceError) -> FileLock {
+        guard let lock = try acquire(path, blocking: true, shared: true) else {
+            throw ResourceError(.storageFailure, "Could not lock '\(path)' shared.")
+        }
+        return lock
+    }
+
+    /// Whether another descriptor holds a lock on `path` now; a missing file is not held. Takes
+    /// nothing: the probe's own exclusive attempt is released at once.
+    static func isHeld(_ path: String) -> Bool {
+        let descriptor = open(path, O_RDWR | O_CLOEXEC)
+        guard descriptor >= 0 else { return false }
+        defer { close(descriptor) }
+        var result: Int32
+        repeat {
+            result = flock(descriptor, LOCK_EX | LOCK_NB)
+        } while result != 0 && errno == EINTR
+        return result != 0 && errno == EWOULDBLOCK
+    }
+
     /// Takes the lock, polling without blocking a thread of the cooperative pool.
     static func lock(_ path: String) async throws(ResourceError) -> FileLock {
         while true {
@@ -47,6 +72,34 @@ final class FileLock {
         return lock
     }
 
+    /// Releases the lock but keeps the file open, so that ``relockShared()`` can take it again
+    /// without opening the file.
+    func releaseKeepingOpen() {
+        guard descriptor >= 0 else { return }
+        flock(descriptor, LOCK_UN)
+    }
+
+    /// Takes the lock again, shared, on the file kept open by ``releaseKeepingOpen()``, blocking
+    /// like ``lockShared(_:)``.
+    ///
+    /// - Returns: `false` (and holds nothing) when the file was deleted or replaced meanwhile;
+    ///   then ``unlock()`` this one and lock the path anew.
+    func relockShared() -> Bool {
+        guard descriptor >= 0 else { return false }
+        var result: Int32
+        repeat {
+            result = flock(descriptor, LOCK_SH)
+        } while result != 0 && errno == EINTR
+        guard result == 0 else { return false }
+        var held = stat(), current = stat()
+        if fstat(descriptor, &held) == 0, stat(path, &current) == 0,
+           held.st_ino == current.st_ino, held.st_dev == current.st_dev {
+            return true
+        }
+        flock(descriptor, LOCK_UN)
+        return false
+    }
+
     /// Releases the lock; later calls do nothing.
     func unlock() {
         guard descriptor >= 0 else { return }
@@ -61,13 +114,13 @@ final class FileLock {
         unlock()
     }
 
-    private static func acquire(_ path: String, blocking: Bool) throws(ResourceError) -> FileLock? {
+    private static func acquire(_ path: String, blocking: Bool, shared: Bool = false) throws(ResourceError) -> FileLock? {
         while true {
             let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
             guard descriptor >= 0 else { throw StoreFailure.posix("open the lock file '\(path)'") }
             var result: Int32
             repeat {
-                result = flock(descriptor, LOCK_EX | (blocking ? 0 : LOCK_NB))
+                result = flock(descriptor, (shared ? LOCK_SH : LOCK_EX) | (blocking ? 0 : LOCK_NB))
             } while result != 0 && errno == EINTR
             if result != 0 {
                 let code = errno

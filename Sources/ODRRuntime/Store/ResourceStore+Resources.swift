@@ -14,7 +14,8 @@ public enum TagState: String, Sendable, Codable, Hashable {
     case downloading
     /// Every pack it needs is installed.
     case downloaded
-    /// Downloaded, and a request holds it (only a running resource manager knows that).
+    /// Downloaded, and requests hold it: a request of a running manager holds the tag, or
+    /// requests in any process hold every pack it needs (their leases say so).
     case inUse = "in use"
 }
 
@@ -26,6 +27,8 @@ public enum PackState: String, Sendable, Codable, Hashable {
     case downloading
     /// Installed in `packs/`.
     case downloaded
+    /// Installed, and a request in some process holds it (its lease, see ``ResourceStore/isPackInUse(id:)``).
+    case inUse = "in use"
 }
 
 extension ResourceStore {
@@ -48,9 +51,10 @@ extension ResourceStore {
         return FileManager.default.fileExists(atPath: byPath.path) ? byPath : folder.appending(path: file.entry)
     }
 
-    /// The state of pack `id`: installed, being downloaded (its lock is held or a partial download waits), or neither.
+    /// The state of pack `id`: installed (and in use by some process, or not), being downloaded
+    /// (its lock is held or a partial download waits), or neither.
     public func state(ofPack id: String, installed: Set<String>) -> PackState {
-        if installed.contains(id) { return .downloaded }
+        if installed.contains(id) { return isPackInUse(id: id) ? .inUse : .downloaded }
         if FileManager.default.fileExists(atPath: stagingURL.appending(path: "\(id).zip").path) { return .downloading }
         if let lock = try? FileLock.tryLock(lockPath(for: id)) {
             lock.unlock()
@@ -59,10 +63,13 @@ extension ResourceStore {
         return .downloading
     }
 
-    /// The state of a tag: the least advanced state of the packs it needs.
+    /// The state of a tag: the least advanced state of the packs it needs; in use when `inUse`
+    /// names it or requests in any process hold all of its packs.
     public func state(ofTag tag: TagRecord, installed: Set<String>, inUse: Set<String> = []) -> TagState {
         let states = tag.packs.map { state(ofPack: $0, installed: installed) }
-        if states.allSatisfy({ $0 == .downloaded }) { return inUse.contains(tag.name) ? .inUse : .downloaded }
+        if states.allSatisfy({ $0 == .downloaded || $0 == .inUse }) {
+            return inUse.contains(tag.name) || states.allSatisfy({ $0 == .inUse }) ? .inUse : .downloaded
+        }
         return states.contains(.downloading) ? .downloading : .notDownloaded
     }
 }

@@ -16,7 +16,8 @@ import ODRFormat
 ///   store.sqlite (+ -wal, -shm)   catalogs followed, manifests, packs, priorities, event log
 ///   packs/<id>/...                installed files, read-only; a folder here with a row is complete
 ///   staging/                      downloads and unpacking in progress
-///   locks/                        advisory lock files (flock), one per pack being changed
+///   locks/                        advisory lock files (flock): <id>.lock while a pack is being
+///                                 changed, <id>.lease while a request in any process uses it
 /// ```
 ///
 /// Opening a store migrates its database and repairs what a crash left behind (see
@@ -40,6 +41,8 @@ public final class ResourceStore: Sendable {
     let clock: @Sendable () -> Double
     /// Held while the store is open; tells the next opener whether everyone closed it cleanly.
     private let session: StoreSession
+    /// The packs requests of this process hold, leased so that no process purges them.
+    let leases: PackLeases
 
     /// The database file's name inside the store directory.
     public static let databaseName = "store.sqlite"
@@ -77,6 +80,7 @@ public final class ResourceStore: Sendable {
         } catch {
             throw StoreFailure.database("be opened at '\(self.directory.path)'", error)
         }
+        leases = PackLeases(locks: Self.locksURL(in: self.directory))
         let storeLock = try FileLock.lockBlocking(Self.storeLockPath(in: Self.locksURL(in: self.directory)))
         defer { storeLock.unlock() }
         session = try StoreSession(locks: Self.locksURL(in: self.directory), writesMarker: synchronousWrites)
@@ -156,14 +160,23 @@ public final class ResourceStore: Sendable {
         }
     }
 
-    /// Deletes an installed pack's files and records why; does nothing for a pack not installed.
+    /// Deletes an installed pack's files and records why, unless a request in some process uses it.
     ///
-    /// The folder first leaves `packs/` by an atomic rename into `staging/`, so a crash midway
-    /// leaves either the whole pack or none of it (the rest is cleaned up when the store opens).
-    public func removePack(id: String, reason: PurgeReason) async throws(ResourceError) {
+    /// A pack whose lease (see ``isPackInUse(id:)``) any process holds, this one included, is left
+    /// alone: the call returns `false` at once instead of waiting. The folder first leaves `packs/`
+    /// by an atomic rename into `staging/`, so a crash midway leaves either the whole pack or none
+    /// of it (the rest is cleaned up when the store opens).
+    ///
+    /// - Returns: `true` when the pack was deleted; `false` when it was not installed or is in use.
+    @discardableResult
+    public func removePack(id: String, reason: PurgeReason) async throws(ResourceError) -> Bool {
         let lock = try await FileLock.lock(lockPath(for: id))
         defer { lock.unlock() }
-        guard let row = try pack(id: id), row.isInstalled else { return }
+        guard let row = try pack(id: id), row.isInstalled else { return false }
+        // Held exclusively only across the rename and the row update, so a process beginning to
+        // use the pack meanwhile waits that long at most, then finds it gone and installs it again.
+        guard let lease = try FileLock.tryLock(leases.path(for: id)) else { return false }
+        defer { lease.unlockAndRemove() }
         let trash = stagingURL.appending(path: "\(id).removed-\(UUID().uuidString)")
         if rename(packURL(id: id).path, trash.path) != 0, errno != ENOENT {
             throw StoreFailure.posix("move '\(packURL(id: id).path)' out of packs/")
@@ -173,8 +186,14 @@ public final class ResourceStore: Sendable {
             try db.execute(sql: "UPDATE pack SET isInstalled = 0 WHERE id = ?", arguments: [id])
             try Self.log(db, StoreEvent(time: now, kind: .purge, packID: id, bytes: row.installedBytes, reason: reason.rawValue))
         }
+        lease.unlockAndRemove()
         Self.removeTree(trash)
+        return true
     }
+
+    /// Whether a request in any process on this store (this one included) holds pack `id` now,
+    /// by its lease on `locks/<id>.lease`. The lease dies with its process.
+    public func isPackInUse(id: String) -> Bool { leases.isLeasedAnywhere(id) }
 
     // MARK: - Priorities and events
 

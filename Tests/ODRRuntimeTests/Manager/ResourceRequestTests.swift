@@ -199,7 +199,7 @@ struct ResourceRequestTests {
             try await manager.prepare()
             // On an empty store, small's and big's packs (three, one shared) start installing at
             // once; each fits the budget alone, not all together. Reservations must stop the
-            // installs that would overrun it, which fail with out-of-space, instead of all three
+            // installs that would overrun it, which fail with cache-budget-exceeded, instead of all three
             // passing the check.
             let outcomes = try await withThrowingTaskGroup(of: ResourceError.Code?.self) { group in
                 for tags: Set<String> in [["small"], ["big"]] {
@@ -217,7 +217,7 @@ struct ResourceRequestTests {
             }
             let packs = try manager.store.packs().map { "\($0.id.prefix(6)) \($0.installedBytes) \($0.isInstalled)" }
             #expect(try manager.store.usage().installedBytes <= budget, "\(outcomes) \(packs) budget \(budget) sizes \(sizes)")
-            #expect(outcomes.allSatisfy { $0 == nil || $0 == .outOfSpace }, "\(outcomes)")
+            #expect(outcomes.allSatisfy { $0 == nil || $0 == .cacheBudgetExceeded }, "\(outcomes)")
         }
     }
 

@@ -22,6 +22,7 @@ struct HelpTextTests {
 
     @Test(arguments: [
         ("odr", []), ("odr", ["fetch"]), ("odr", ["status"]), ("odr", ["path"]), ("odr", ["update"]), ("odr", ["demo"]),
+        ("odr", ["purge"]), ("odr", ["log"]), ("odr", ["hold"]),
         ("odrbench", []), ("odrbench", ["install"]), ("odrbench", ["delta"]), ("odrbench", ["sim"]), ("odrbench", ["request"]),
         ("odrbench", ["build"]), ("odrbench", ["transfer"]), ("odrbench", ["format"]), ("odrpack", ["inspect"]),
         ("odrpack", ["sign"]), ("odrpack", ["key", "generate"]),
@@ -45,7 +46,7 @@ struct HelpTextTests {
     @Test func examplesStayWholeAndUnusedOptionsAreHidden() throws {
         let odr = try Self.help("odr", [])
         #expect(odr.contains("  odr path --catalog $CDN --store ~/odr-store Levels/Level1/map.json\n"))
-        for sub in ["status", "path", "update"] {
+        for sub in ["status", "path", "update", "purge", "log", "hold"] {
             let text = try Self.help("odr", [sub])
             #expect(!text.contains("--no-sync") && !text.contains("--bundled"), "odr \(sub) offers install options")
         }

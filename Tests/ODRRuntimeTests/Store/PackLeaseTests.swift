@@ -1,0 +1,84 @@
+import Foundation
+import ODRFormat
+@testable import ODRRuntime
+import ODRTestSupport
+import Testing
+
+/// Leases: a pack a request holds in one process is never purged by another.
+struct PackLeaseTests {
+    static func fixture() async throws -> ManagerFixture {
+        try await ManagerFixture.onePackPerTag(["held", "free"], bytes: 50_000, rules: """
+            { "tags": { "held": { "include": ["held"] }, "free": { "include": ["free"] } } }
+            """)
+    }
+
+    @Test(.enabled(if: ODRExecutable.url != nil))
+    func aPackAnotherProcessHoldsIsSkippedByPurgesUntilThatProcessDies() async throws {
+        let fixture = try await Self.fixture()
+        let manager = try fixture.manager(url: fixture.game.catalog)
+        try await manager.loadCatalog()
+        _ = try await manager.fetch(tags: ["held", "free"])
+        let manifest = try fixture.game.manifest(1)
+        let held = try #require(manifest.packs.first { $0.tags == ["held"] }).id
+        let free = try #require(manifest.packs.first { $0.tags == ["free"] }).id
+        #expect(!manager.store.isPackInUse(id: held))
+
+        // Another process (the odr executable) begins a request for "held" and keeps it.
+        let store = fixture.stores.appending("store").path
+        let child = try RunningProcess(try #require(ODRExecutable.url),
+                                       ["hold", "--catalog", fixture.game.catalog.path, "--store", store, "held"])
+        try await child.waitForOutput(containing: "holding held")
+        #expect(manager.store.isPackInUse(id: held))
+        #expect(!manager.store.isPackInUse(id: free))
+
+        // odr status, a third process, sees it in use.
+        let status = try await ODRExecutable.run(["status", "--catalog", fixture.game.catalog.path, "--store", store, "--json"])
+        struct Report: Decodable {
+            struct Tag: Decodable { var name: String; var state: String }
+            struct Pack: Decodable { var id: String; var state: String }
+            var tags: [Tag]; var packs: [Pack]
+        }
+        let report = try JSONDecoder().decode(Report.self, from: Data(status.stdout.utf8))
+        #expect(Dictionary(uniqueKeysWithValues: report.tags.map { ($0.name, $0.state) }) == ["held": "in use", "free": "downloaded"])
+        #expect(Dictionary(uniqueKeysWithValues: report.packs.map { ($0.id, $0.state) }) == [held: "in use", free: "downloaded"])
+        #expect(manager.gauge().first { $0.name == "held" }?.state == .inUse)
+
+        // A purge here plans and deletes only the pack nobody holds.
+        #expect(try manager.purgePlan(bytes: 1 << 40).deletions.map(\.packID) == [free])
+        let purged = try await manager.purge(bytes: 1 << 40)
+        #expect(purged.deletions.map(\.packID) == [free])
+        #expect(FileManager.default.fileExists(atPath: manager.store.packURL(id: held).path))
+        #expect(try await manager.store.removePack(id: held, reason: .leastRecentlyUsed) == false, "the store itself refuses")
+
+        // The holder is killed, with no chance to clean up: its lease goes with it.
+        try await child.kill()
+        try await waitUntil("the lease to go") { !manager.store.isPackInUse(id: held) }
+        #expect(try await manager.purge(bytes: 1 << 40).deletions.map(\.packID) == [held])
+        #expect(!FileManager.default.fileExists(atPath: manager.store.packURL(id: held).path))
+    }
+
+    @Test func aRequestForAPackAnotherManagerPurgedInstallsItAgain() async throws {
+        let fixture = try await Self.fixture()
+        let game = try fixture.manager(url: fixture.game.catalog)
+        try await game.loadCatalog()
+        _ = try await game.fetch(tags: ["held"])
+        // A second manager on the same store (a launcher, say) purges the pack the game thinks it has.
+        let launcher = try fixture.manager(url: fixture.game.catalog)
+        try await launcher.loadCatalog()
+        #expect(try await launcher.purge(bytes: 1 << 40).deletions.count == 1)
+
+        let quick = ResourceRequest(tags: ["held"], manager: game)
+        #expect(await quick.conditionallyBeginAccessingResources() == false, "not local any more, so not begun")
+        let request = ResourceRequest(tags: ["held"], manager: game)
+        try await request.beginAccessingResources()
+        let url = try #require(request.url(forResource: "held/data.bin"))
+        #expect(try Data(contentsOf: url) == fixture.game.contents(of: "held/data.bin"))
+        // Held now: the launcher cannot take it.
+        #expect(try await launcher.purge(bytes: 1 << 40).deletions.isEmpty)
+        try request.endAccessingResources()
+        // A child another test spawns keeps a copy of a lease's descriptor until it execs.
+        let id = try #require(try game.store.installedPackIDs().first)
+        try await waitUntil("the lease to go") { !launcher.store.isPackInUse(id: id) }
+        #expect(try await launcher.purge(bytes: 1 << 40).deletions.count == 1)
+    }
+}

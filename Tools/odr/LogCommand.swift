@@ -1,0 +1,52 @@
+import ArgumentParser
+import Foundation
+import ODRRuntime
+
+/// `odr log`: the store's record of installs, purges and repairs, with their reasons.
+struct LogCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "log",
+        abstract: "List the store's installs, purges and repairs with their reasons, newest first.",
+        discussion: """
+            Every process that installs or purges packs in the store records it: an install with \
+            its source (downloaded, bundled), a purge with the planner's reason (superseded, \
+            low-preservation-priority, least-recently-used, closest-fit), a repair with what \
+            opening the store found. Needs no catalog and no network.
+
+            Examples:
+              odr log --store ./store
+              odr log --store ./store --limit 20 --json
+            """)
+
+    @Option(help: "The store directory.")
+    var store: String
+
+    @Option(help: "Show only the newest N lines.")
+    var limit: Int?
+
+    @Flag(help: "Print JSON instead of text.")
+    var json = false
+
+    func validate() throws {
+        guard !store.isEmpty else { throw ValidationError("--store needs a directory.") }
+        if let limit, limit < 1 { throw ValidationError("--limit must be at least 1.") }
+    }
+
+    struct Line: Encodable { var time: Double; var kind: String; var packID: String; var bytes: Int64; var reason: String }
+
+    func run() async throws {
+        try await reportingResourceErrors {
+            let directory = URL(filePath: store, directoryHint: .isDirectory)
+            guard FileManager.default.fileExists(atPath: directory.appending(path: ResourceStore.databaseName).path) else {
+                throw ResourceError(.storageFailure, "'\(store)' holds no store (no \(ResourceStore.databaseName)). Pass the --store directory that odr fetch or your game uses.")
+            }
+            var events = Array(try ResourceStore(directory: directory).events().reversed())
+            if let limit { events = Array(events.prefix(limit)) }
+            let lines = events.map { Line(time: $0.time, kind: $0.kind.rawValue, packID: $0.packID, bytes: $0.bytes, reason: $0.reason) }
+            if json { try printJSON(lines); return }
+            for line in lines {
+                print("\(timeText(line.time))  \(line.kind.padding(toLength: 7, withPad: " ", startingAt: 0)) \(line.packID.prefix(12))  \(byteText(line.bytes).padding(toLength: 10, withPad: " ", startingAt: 0))  \(line.reason)")
+            }
+        }
+    }
+}

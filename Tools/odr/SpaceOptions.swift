@@ -1,0 +1,39 @@
+import ArgumentParser
+import Foundation
+import ODRRuntime
+
+/// The space settings of commands that install (`fetch`, `demo`): the same cache budget and
+/// free-space watermark a game's `ResourceManager` uses, with the runtime's defaults.
+struct SpaceOptions: ParsableArguments {
+    @Option(name: .customLong("cache-budget"),
+            help: "The most bytes of installed packs the store may hold; packs no request uses are purged to stay under it. (default: no budget)")
+    var cacheBudget: Int64?
+
+    @Option(help: ArgumentHelp(
+        "Purge packs no request uses while free space would fall below this many bytes after the download.",
+        discussion: "0 purges only what the download itself needs. A watermark above the file system's size purges every pack not in use, but the download still succeeds when it fits."))
+    var watermark: Int64 = ResourceManager.Configuration.defaultFreeSpaceWatermark
+
+    func validate() throws {
+        if let cacheBudget, cacheBudget <= 0 { throw ValidationError("--cache-budget must be a positive number of bytes.") }
+        guard watermark >= 0 else { throw ValidationError("--watermark must be 0 or a positive number of bytes.") }
+    }
+}
+
+extension CatalogOptions {
+    /// A resource manager over the catalog and the store, with the install settings of commands
+    /// that install and the space settings of those that purge (defaults otherwise). Every `odr`
+    /// command that installs or purges goes through it, so it behaves as a game's runtime does.
+    func openManager(installing install: InstallOptions? = nil, space: SpaceOptions? = nil,
+                     cacheBudget defaultBudget: Int64? = nil) throws(ResourceError) -> ResourceManager {
+        var configuration = ResourceManager.Configuration(
+            catalogURL: catalogURL, storeDirectory: URL(filePath: store, directoryHint: .isDirectory))
+        configuration.distribution = distribution
+        configuration.bundledCatalog = install?.bundledCatalog
+        configuration.synchronousWrites = !(install?.noSync ?? false)
+        configuration.cacheBudget = space?.cacheBudget ?? defaultBudget
+        if let space { configuration.freeSpaceWatermark = space.watermark }
+        configuration.trustedKeys = try trust().keys
+        return try ResourceManager(configuration: configuration)
+    }
+}
