@@ -36,6 +36,8 @@ public final class ResourceRequest: Sendable {
     public let progress: Progress
 
     private let box: Locked<Inner>
+    /// Serializes the progress's pausing and resuming handlers.
+    private let pauseOrder = Locked(())
     /// Tells this request's priority apart from other requests' on downloads they share.
     private let requesterID = ResourceManager.nextRequesterID()
     private let updates: (stream: AsyncStream<ProgressSnapshot>, continuation: AsyncStream<ProgressSnapshot>.Continuation)
@@ -71,8 +73,12 @@ public final class ResourceRequest: Sendable {
         progress.isCancellable = true
         progress.isPausable = true
         progress.cancellationHandler = { [weak self] in self?.cancel() }
-        progress.pausingHandler = { [weak self] in self?.setPaused(true) }
-        progress.resumingHandler = { [weak self] in self?.setPaused(false) }
+        // Foundation on Linux runs these handlers asynchronously on a global queue, so a pause
+        // followed at once by a resume can reach us in either order. Each handler therefore applies
+        // the progress's state as it is now, not the call that scheduled it: the last to run sees
+        // the final state, and a quick pause + resume never leaves the downloads paused.
+        progress.pausingHandler = { [weak self] in self?.applyProgressPauseState() }
+        progress.resumingHandler = { [weak self] in self?.applyProgressPauseState() }
     }
 
     deinit {
@@ -289,6 +295,11 @@ public final class ResourceRequest: Sendable {
 
     private func cancel() {
         box.withLock { $0.waiter }?.cancel()
+    }
+
+    /// Applies `progress.isPaused` to the downloads, one handler at a time (see `init`).
+    private func applyProgressPauseState() {
+        pauseOrder.withLock { _ in setPaused(progress.isPaused) }
     }
 
     private func setPaused(_ paused: Bool) {

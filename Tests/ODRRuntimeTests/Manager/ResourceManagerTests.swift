@@ -182,6 +182,37 @@ struct ResourceManagerTests {
         }
     }
 
+    @Test func quickPauseAndResumePairsNeverLeaveTheDownloadPaused() async throws {
+        // Foundation runs pausing and resuming handlers asynchronously, so they can arrive out of
+        // order; whatever the order, the request ends unpaused and finishes.
+        let fixture = try await ManagerFixture.make(bigBytes: 1 << 20)
+        try await withTestServer(root: fixture.game.catalog, conditions: NetworkConditions(bytesPerSecond: 1 << 20)) { server in
+            let manager = try fixture.manager(url: server.baseURL)
+            try await manager.prepare()
+            let request = ResourceRequest(tags: ["big"], manager: manager)
+            let begin = await ManagerFixture.beginAndAwaitFirstBytes(request)
+            for _ in 0..<300 {
+                request.progress.pause()
+                request.progress.resume()
+            }
+            #expect(!request.progress.isPaused)
+            let finished = await withTaskGroup(of: Bool.self) { group in
+                group.addTask { (try? await begin.value) != nil }
+                group.addTask {
+                    // A hang guard, not a schedule: after 90 s the begin is cancelled so the test ends.
+                    guard (try? await Task.sleep(for: .seconds(90))) != nil else { return true }
+                    request.progress.cancel()
+                    return false
+                }
+                let first = await group.next() ?? false
+                group.cancelAll()
+                return first
+            }
+            #expect(finished, "the download stayed paused after the last resume")
+            #expect(request.state == .accessing)
+        }
+    }
+
     @Test func completionHandlerFormReportsSuccessAndErrors() async throws {
         let fixture = try await ManagerFixture.make(bigBytes: 10_000)
         try await withTestServer(root: fixture.game.catalog) { server in
