@@ -84,11 +84,12 @@ struct PolicyPropertyTests {
         }
         let need = Int64(random.unit() * 600 * Double(1 << 20))
         let planner = PurgePlanner()
-        let (ordered, _) = PurgePlanner.ranked(candidates)
+        let now = 60.0
+        let ordered = planner.ordered(candidates, now: now)
         let top = ordered.filter { !$0.isSuperseded }.map(\.preservationPriority).max() ?? 0
         var iterator = ordered.makeIterator()
         let streamed = planner.plan(bytesNeeded: need, topPriority: top) { iterator.next() }
-        let plan = planner.plan(candidates.shuffled(using: &random), bytesNeeded: need)
+        let plan = planner.plan(candidates.shuffled(using: &random), bytesNeeded: need, now: now)
         #expect(streamed == plan)
         #expect(plan.deletions.allSatisfy { id in !candidates[id.id].isInUse })
         let available = candidates.filter { !$0.isInUse }.reduce(0) { $0 + $1.bytes }

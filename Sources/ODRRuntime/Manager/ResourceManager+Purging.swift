@@ -44,7 +44,7 @@ extension ResourceManager {
                 id: index, bytes: pack.installedBytes, lastUse: pack.lastUsedAt, preservationPriority: priority,
                 isSuperseded: record == nil, isInUse: inUse.contains(pack.id) || downloading.contains(pack.id))
         }
-        let plan = configuration.purgePlanner.plan(candidates.filter { !$0.isInUse }, bytesNeeded: bytes)
+        let plan = configuration.purgePlanner.plan(candidates.filter { !$0.isInUse }, bytesNeeded: bytes, now: configuration.clock.now())
         return PurgeProposal(
             bytesNeeded: bytes,
             deletions: plan.deletions.map { .init(packID: installed[$0.id].id, bytes: $0.bytes, reason: $0.reason) })

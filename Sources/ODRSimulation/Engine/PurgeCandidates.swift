@@ -1,8 +1,9 @@
 import ODRRuntime
 
 /// The installed packs not in use at the moment a policy must purge, as the simulator offers them:
-/// all at once (``all()``), or lazily in the runtime's purge order (``makePurgeOrderIterator()``),
-/// so that the runtime's planner reads only the packs it deletes.
+/// all at once (``all()``), or lazily in the runtime's purge order
+/// (``makePurgeOrderIterator(planner:)``), so that the runtime's planner reads only the packs it
+/// deletes.
 ///
 /// A view of the simulator's state during one purge; it must not outlive the purge.
 public struct PurgeCandidates {
@@ -14,10 +15,22 @@ public struct PurgeCandidates {
     let packBytes: [Int64]
     let packs: [PackState]
     let packPriority: [Double]
+    /// The simulated time of the purge, in seconds since the start.
+    public let now: Double
 
-    /// Every candidate, with ``PurgeCandidate/id`` the pack index, in purge order: by ascending
-    /// priority, least recently used first within each.
-    public func all() -> [PurgeCandidate] { Array(IteratorSequence(makePurgeOrderIterator())) }
+    /// Every candidate, with ``PurgeCandidate/id`` the pack index: by ascending priority, least
+    /// recently used first within each.
+    public func all() -> [PurgeCandidate] {
+        var result: [PurgeCandidate] = []
+        for rank in rankPriorities.indices {
+            var cursor = ranks.first(in: rank)
+            while let pack = cursor {
+                cursor = ranks.after(pack)
+                if inUse[pack.index] == 0 { result.append(candidate(pack)) }
+            }
+        }
+        return result
+    }
 
     /// The highest preservation priority among the candidates.
     public var topPriority: Double {
@@ -31,8 +44,12 @@ public struct PurgeCandidates {
         return 0
     }
 
-    /// The candidates by ascending preservation priority, least recently used first within each.
-    public func makePurgeOrderIterator() -> PurgeOrderIterator { PurgeOrderIterator(candidates: self) }
+    /// The candidates in `planner`'s purge order at ``now``: each rank list is in recency order,
+    /// which within one priority is the planner's order, so merging the lists' heads by
+    /// ``PurgePlanner/goesBefore(_:_:now:)`` yields the whole order.
+    public func makePurgeOrderIterator(planner: PurgePlanner) -> PurgeOrderIterator {
+        PurgeOrderIterator(candidates: self, planner: planner)
+    }
 
     func candidate(_ pack: PackIndex) -> PurgeCandidate {
         PurgeCandidate(
@@ -40,28 +57,40 @@ public struct PurgeCandidates {
             preservationPriority: packPriority[pack.index])
     }
 
-    /// Walks the rank lists lowest priority first, skipping packs in use.
+    /// Merges the rank lists, skipping packs in use.
     public struct PurgeOrderIterator: IteratorProtocol {
         let candidates: PurgeCandidates
-        var rank = 0
-        var cursor: PackIndex?
+        let planner: PurgePlanner
+        /// Per rank, the list position after the head, and the head: the next candidate not in use.
+        var cursors: [PackIndex?]
+        var heads: [PurgeCandidate?]
 
-        init(candidates: PurgeCandidates) {
+        init(candidates: PurgeCandidates, planner: PurgePlanner) {
             self.candidates = candidates
-            cursor = candidates.rankPriorities.isEmpty ? nil : candidates.ranks.first(in: 0)
+            self.planner = planner
+            cursors = candidates.rankPriorities.indices.map { candidates.ranks.first(in: $0) }
+            heads = Array(repeating: nil, count: cursors.count)
+            for rank in heads.indices { heads[rank] = advance(rank) }
+        }
+
+        private mutating func advance(_ rank: Int) -> PurgeCandidate? {
+            while let pack = cursors[rank] {
+                cursors[rank] = candidates.ranks.after(pack)
+                if candidates.inUse[pack.index] == 0 { return candidates.candidate(pack) }
+            }
+            return nil
         }
 
         public mutating func next() -> PurgeCandidate? {
-            while true {
-                if let pack = cursor {
-                    cursor = candidates.ranks.after(pack)
-                    if candidates.inUse[pack.index] == 0 { return candidates.candidate(pack) }
-                } else {
-                    rank += 1
-                    guard rank < candidates.rankPriorities.count else { return nil }
-                    cursor = candidates.ranks.first(in: rank)
-                }
+            var best: Int?
+            for rank in heads.indices {
+                guard let head = heads[rank] else { continue }
+                if let current = best, let other = heads[current], !planner.goesBefore(head, other, now: candidates.now) { continue }
+                best = rank
             }
+            guard let rank = best else { return nil }
+            defer { heads[rank] = advance(rank) }
+            return heads[rank]
         }
     }
 }

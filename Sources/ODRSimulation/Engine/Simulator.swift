@@ -237,7 +237,7 @@ struct SimulationRun<Policy: EvictionPolicy> {
         let plan = policy.plan(
             PurgeCandidates(
                 ranks: ranks, rankPriorities: rankPriorities, inUse: ledger.packReferenceCounts,
-                packBytes: catalog.packBytes, packs: packs, packPriority: packPriority),
+                packBytes: catalog.packBytes, packs: packs, packPriority: packPriority, now: now),
             bytesNeeded: need)
         for deletion in plan.deletions {
             let pack = PackIndex(deletion.id)

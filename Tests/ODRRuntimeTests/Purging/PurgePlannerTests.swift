@@ -9,6 +9,8 @@ struct PlannerCase: CustomTestStringConvertible, Sendable {
     var expected: [Int]
     var reasons: [PurgeReason]
     var shortfall: Int64 = 0
+    /// The present: every row's packs were last used before it.
+    var now: Double = 100
 
     var testDescription: String { name }
 }
@@ -76,6 +78,28 @@ struct PurgePlannerTests {
             candidates: [pack(1, 100, lastUse: 1)],
             need: 0, expected: [], reasons: []),
         PlannerCase(
+            name: "a high-priority pack left unused far longer goes before a recent low-priority one",
+            // Weighted idle times at 100: pack 1 (0.8) 99 s / 256, pack 2 (0.4) 1 s / 16.
+            candidates: [pack(1, 100, lastUse: 1, priority: 0.8), pack(2, 100, lastUse: 99, priority: 0.4)],
+            need: 100 * mb, expected: [1], reasons: [.leastRecentlyUsed], now: 100),
+        PlannerCase(
+            name: "but not one left unused only a little longer",
+            // Pack 1 (0.8): 99 s / 256; pack 2 (0.4): 80 s / 16.
+            candidates: [pack(1, 100, lastUse: 1, priority: 0.8), pack(2, 100, lastUse: 20, priority: 0.4)],
+            need: 100 * mb, expected: [2], reasons: [.lowPreservationPriority], now: 100),
+        PlannerCase(
+            name: "used at the same time, the lower priority goes first",
+            candidates: [pack(1, 100, lastUse: 50, priority: 0.6), pack(2, 100, lastUse: 50, priority: 0.5)],
+            need: 100 * mb, expected: [2], reasons: [.lowPreservationPriority]),
+        PlannerCase(
+            name: "an in-use pack is never chosen, however old and low its priority",
+            candidates: [pack(1, 500, lastUse: 0, priority: 0, inUse: true), pack(2, 100, lastUse: 99, priority: 1)],
+            need: 100 * mb, expected: [2], reasons: [.leastRecentlyUsed]),
+        PlannerCase(
+            name: "closest fit across priorities: a 120 MB pack rather than an older 512 MB one",
+            candidates: [pack(1, 512, lastUse: 1, priority: 0.2), pack(2, 120, lastUse: 2, priority: 0.5)],
+            need: 100 * mb, expected: [2], reasons: [.closestFit]),
+        PlannerCase(
             name: "equal times fall back to ids",
             candidates: [pack(7, 100, lastUse: 5), pack(4, 100, lastUse: 5)],
             need: 100 * mb, expected: [4], reasons: [.leastRecentlyUsed]),
@@ -83,7 +107,7 @@ struct PurgePlannerTests {
 
     @Test(arguments: cases)
     func plansTheExpectedDeletions(_ row: PlannerCase) {
-        let plan = PurgePlanner().plan(row.candidates, bytesNeeded: row.need)
+        let plan = PurgePlanner().plan(row.candidates, bytesNeeded: row.need, now: row.now)
         #expect(plan.ids == row.expected)
         #expect(plan.deletions.map(\.reason) == row.reasons)
         #expect(plan.shortfall == row.shortfall)
@@ -91,9 +115,41 @@ struct PurgePlannerTests {
         #expect(plan.bytesFreed == row.expected.reduce(0) { $0 + bytes[$1]! })
     }
 
+    @Test func aZeroHalvingStepKeepsPriorityAStrictFirstKey() {
+        // Pack 1 (0.8) has gone unused 99 s, pack 2 (0.4) 1 s: only a strict rank keeps pack 1.
+        let candidates = [pack(1, 100, lastUse: 1, priority: 0.8), pack(2, 100, lastUse: 99, priority: 0.4)]
+        #expect(PurgePlanner().plan(candidates, bytesNeeded: 100 * mb, now: 100).ids == [1])
+        #expect(PurgePlanner(priorityHalvingStep: 0).plan(candidates, bytesNeeded: 100 * mb, now: 100).ids == [2])
+    }
+
+    @Test func eachHalvingStepOfPriorityHalvesTheAgeing() {
+        let planner = PurgePlanner()
+        #expect(planner.agingRate(priority: 0) == 1)
+        #expect(planner.agingRate(priority: 0.1) == 0.5)
+        #expect(planner.agingRate(priority: 1) == 1.0 / 1024)
+        // A priority-1 pack unused for 1,024 minutes weighs as a priority-0 pack unused for one.
+        let old = pack(1, 10, lastUse: 0, priority: 1), recent = pack(2, 10, lastUse: 1024 * 60 - 60, priority: 0)
+        #expect(planner.weightedIdleTime(of: old, now: 1024 * 60) == planner.weightedIdleTime(of: recent, now: 1024 * 60))
+    }
+
+    @Test func neverFreesFarMoreThanNeededWhenSmallerPacksOfAnyPrioritySuffice() {
+        // Three old low-priority 400 MB packs and many recent 60 MB ones of higher priority: for
+        // 100 MB the plan takes two 60 MB packs, not 400 MB.
+        let candidates = (1 ... 3).map { pack($0, 400, lastUse: Double($0), priority: 0.1) }
+            + (4 ... 9).map { pack($0, 60, lastUse: 90 + Double($0), priority: 0.3) }
+        let plan = PurgePlanner().plan(candidates, bytesNeeded: 100 * mb, now: 100)
+        #expect(plan.bytesFreed == 120 * mb)
+        #expect(plan.overPurgedBytes <= PurgePlanner().overPurgeSlack)
+    }
+
+    @Test func withoutAClockThePresentIsTheNewestLastUse() {
+        let candidates = [pack(1, 100, lastUse: 10, priority: 0.5), pack(2, 100, lastUse: 40, priority: 0.5)]
+        #expect(PurgePlanner().plan(candidates, bytesNeeded: 100 * mb) == PurgePlanner().plan(candidates, bytesNeeded: 100 * mb, now: 40))
+    }
+
     @Test func overPurgeIsSmallerThanPlainLRUWouldBe() {
         let candidates = [pack(1, 512, lastUse: 1), pack(2, 120, lastUse: 2)]
-        let plan = PurgePlanner().plan(candidates, bytesNeeded: 100 * mb)
+        let plan = PurgePlanner().plan(candidates, bytesNeeded: 100 * mb, now: 100)
         #expect(plan.overPurgedBytes == 20 * mb)
     }
 
