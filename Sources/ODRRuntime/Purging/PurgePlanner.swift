@@ -98,7 +98,7 @@ public struct PurgePlanner: PurgePolicy, Equatable {
     }
 
     /// Plans from candidates the caller already produces in purge order, reading only as many as
-    /// the plan needs: the same plan as ``plan(_:bytesNeeded:)`` on the same candidates.
+    /// the plan needs: the same plan as ``plan(_:bytesNeeded:now:)`` on the same candidates.
     ///
     /// A caller that keeps installed packs in one recency list per rank (the simulator does) plans
     /// in time proportional to the packs it deletes rather than to the packs installed.
