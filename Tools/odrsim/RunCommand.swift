@@ -21,8 +21,9 @@ struct RunCommand: AsyncParsableCommand {
                          (the format is in docs/ODRSIM.md)
 
             PRESERVATION PRIORITIES
-              One tag in ten is a hub with priority 0.8, the others 0.4, and the
-              workloads come back to hubs more often, as a developer means it:
+              Hubs (one tag in ten; one region in 25 for openworld) have priority
+              0.8, the others 0.4, and the workloads come back to hubs more
+              often, as a developer means it:
               levels replays boss levels, openworld fast-travels to towns, travel
               jumps to top sights. --equal-priorities plays the same requests with
               every tag at 0.5: the workload without the developer's hints.

@@ -7,10 +7,10 @@ import Foundation
 /// Purge order:
 /// 1. Superseded packs (no current catalog version needs them), least recently used first.
 /// 2. Every other pack by *weighted idle time*, longest first: the time since its last use,
-///    halved for every ``priorityHalvingStep`` (default 0.1) of its preservation priority, that is
-///    `(now - lastUse) × 2^(-priority / priorityHalvingStep)`. Of two packs used at the same time
-///    the lower priority always goes first; a pack of priority 0.8 goes before one of 0.4 only
-///    when it has gone unused 16 times as long. Equal weighted idle times go lower priority first,
+///    halved for every ``priorityHalvingStep`` (default 0.06) of its preservation priority, that
+///    is `(now - lastUse) × 2^(-priority / priorityHalvingStep)`. Of two packs used at the same
+///    time the lower priority always goes first; a pack of priority 0.8 goes before one of 0.4
+///    only when it has gone unused about 100 times as long. Equal weighted idle times go lower priority first,
 ///    then least recently used, then by id.
 ///
 /// Priority is a weight rather than a strict first key so that high-priority packs that no longer
@@ -38,15 +38,16 @@ public struct PurgePlanner: PurgePolicy, Equatable {
     public var overPurgeFraction: Double
     /// The overshoot always tolerated, in bytes, so that small needs do not pass over every pack.
     public var overPurgeSlack: Int64
-    /// How much preservation priority halves how fast a pack ages; `0.1` makes a pack of priority
-    /// 1 age 1,024 times slower than one of priority 0. Zero or less makes priority a strict first
+    /// How much preservation priority halves how fast a pack ages; `0.06` makes a pack of
+    /// priority 0.8 age about 100 times slower than one of 0.4, and one of priority 1 about
+    /// 100,000 times slower than one of 0 (a year unused weighs as five minutes). Zero or less makes priority a strict first
     /// key (lowest priority first, then least recently used), the planner's order before priority
     /// became a weight.
     public var priorityHalvingStep: Double
 
     /// Creates the planner; the defaults tolerate freeing up to 1.5 times the need, or 32 MiB more,
-    /// and halve a pack's ageing for every 0.1 of preservation priority.
-    public init(overPurgeFraction: Double = 0.5, overPurgeSlack: Int64 = 32 << 20, priorityHalvingStep: Double = 0.1) {
+    /// and halve a pack's ageing for every 0.06 of preservation priority.
+    public init(overPurgeFraction: Double = 0.5, overPurgeSlack: Int64 = 32 << 20, priorityHalvingStep: Double = 0.06) {
         self.overPurgeFraction = overPurgeFraction
         self.overPurgeSlack = overPurgeSlack
         self.priorityHalvingStep = priorityHalvingStep

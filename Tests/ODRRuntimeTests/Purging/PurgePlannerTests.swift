@@ -79,14 +79,15 @@ struct PurgePlannerTests {
             need: 0, expected: [], reasons: []),
         PlannerCase(
             name: "a high-priority pack left unused far longer goes before a recent low-priority one",
-            // Weighted idle times at 100: pack 1 (0.8) 99 s / 256, pack 2 (0.4) 1 s / 16.
-            candidates: [pack(1, 100, lastUse: 1, priority: 0.8), pack(2, 100, lastUse: 99, priority: 0.4)],
-            need: 100 * mb, expected: [1], reasons: [.leastRecentlyUsed], now: 100),
+            // Weighted idle times at 1000: pack 1 (0.8) 1000 s / 2^13.3 = 0.097, pack 2 (0.4)
+            // 1 s / 2^6.7 = 0.0098.
+            candidates: [pack(1, 100, lastUse: 0, priority: 0.8), pack(2, 100, lastUse: 999, priority: 0.4)],
+            need: 100 * mb, expected: [1], reasons: [.leastRecentlyUsed], now: 1000),
         PlannerCase(
             name: "but not one left unused only a little longer",
-            // Pack 1 (0.8): 99 s / 256; pack 2 (0.4): 80 s / 16.
-            candidates: [pack(1, 100, lastUse: 1, priority: 0.8), pack(2, 100, lastUse: 20, priority: 0.4)],
-            need: 100 * mb, expected: [2], reasons: [.lowPreservationPriority], now: 100),
+            // Pack 1 (0.8): 1000 s / 2^13.3 = 0.097; pack 2 (0.4): 500 s / 2^6.7 = 4.9.
+            candidates: [pack(1, 100, lastUse: 0, priority: 0.8), pack(2, 100, lastUse: 500, priority: 0.4)],
+            need: 100 * mb, expected: [2], reasons: [.lowPreservationPriority], now: 1000),
         PlannerCase(
             name: "used at the same time, the lower priority goes first",
             candidates: [pack(1, 100, lastUse: 50, priority: 0.6), pack(2, 100, lastUse: 50, priority: 0.5)],
@@ -116,14 +117,15 @@ struct PurgePlannerTests {
     }
 
     @Test func aZeroHalvingStepKeepsPriorityAStrictFirstKey() {
-        // Pack 1 (0.8) has gone unused 99 s, pack 2 (0.4) 1 s: only a strict rank keeps pack 1.
-        let candidates = [pack(1, 100, lastUse: 1, priority: 0.8), pack(2, 100, lastUse: 99, priority: 0.4)]
-        #expect(PurgePlanner().plan(candidates, bytesNeeded: 100 * mb, now: 100).ids == [1])
-        #expect(PurgePlanner(priorityHalvingStep: 0).plan(candidates, bytesNeeded: 100 * mb, now: 100).ids == [2])
+        // Pack 1 (0.8) has gone unused 1000 s, pack 2 (0.4) 1 s: only a strict rank keeps pack 1.
+        let candidates = [pack(1, 100, lastUse: 0, priority: 0.8), pack(2, 100, lastUse: 999, priority: 0.4)]
+        #expect(PurgePlanner().plan(candidates, bytesNeeded: 100 * mb, now: 1000).ids == [1])
+        #expect(PurgePlanner(priorityHalvingStep: 0).plan(candidates, bytesNeeded: 100 * mb, now: 1000).ids == [2])
     }
 
     @Test func eachHalvingStepOfPriorityHalvesTheAgeing() {
-        let planner = PurgePlanner()
+        #expect(PurgePlanner().priorityHalvingStep == 0.06)
+        let planner = PurgePlanner(priorityHalvingStep: 0.1)
         #expect(planner.agingRate(priority: 0) == 1)
         #expect(planner.agingRate(priority: 0.1) == 0.5)
         #expect(planner.agingRate(priority: 1) == 1.0 / 1024)
