@@ -108,9 +108,10 @@ public struct PurgePlanner: PurgePolicy, Equatable {
     ///   - topPriority: the highest preservation priority among the candidates that are not
     ///     superseded; packs of lower priority are purged for ``PurgeReason/lowPreservationPriority``.
     ///   - next: the next candidate not in use in purge order: superseded first, least recently
-    ///     used first, then the others as ``goesBefore(_:_:now:)`` orders them. Within one
-    ///     priority that order is recency order, so a caller that keeps one recency list per
-    ///     priority merges their heads (`odrsim` does).
+    ///     used first, then the others as ``goesBefore(_:_:now:)`` orders them (packs of one
+    ///     priority used at the same instant may come in the caller's order rather than by id).
+    ///     Within one priority that order is recency order, so a caller that keeps one recency
+    ///     list per priority merges their heads (`odrsim` does).
     public func plan(
         bytesNeeded: Int64, topPriority: Double, candidatesInPurgeOrder next: () -> PurgeCandidate?
     ) -> PurgePlan {
