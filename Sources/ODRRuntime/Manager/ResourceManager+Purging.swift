@@ -42,7 +42,8 @@ extension ResourceManager {
             let priority = record?.tags.map { snapshot!.preservationPriority(ofTag: $0, overrides: overrides) }.max() ?? 0
             return PurgeCandidate(
                 id: index, bytes: pack.installedBytes, lastUse: pack.lastUsedAt, preservationPriority: priority,
-                isSuperseded: record == nil, isInUse: inUse.contains(pack.id) || downloading.contains(pack.id))
+                isSuperseded: record == nil, isInUse: inUse.contains(pack.id) || downloading.contains(pack.id),
+                useCount: pack.useCount)
         }
         let plan = configuration.purgePlanner.plan(candidates.filter { !$0.isInUse }, bytesNeeded: bytes, now: configuration.clock.now())
         return PurgeProposal(

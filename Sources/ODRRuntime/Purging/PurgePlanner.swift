@@ -1,21 +1,27 @@
 import Foundation
 
 /// The runtime's purge policy: superseded packs first, then the packs that have gone unused the
-/// longest, with preservation priority slowing how fast a pack ages, without freeing far more than
-/// needed.
+/// longest, with preservation priority and frequent use slowing how fast a pack ages, without
+/// freeing far more than needed.
 ///
 /// Purge order:
 /// 1. Superseded packs (no current catalog version needs them), least recently used first.
 /// 2. Every other pack by *weighted idle time*, longest first: the time since its last use,
-///    halved for every ``priorityHalvingStep`` (default 0.06) of its preservation priority, that
-///    is `(now - lastUse) × 2^(-priority / priorityHalvingStep)`. Of two packs used at the same
-///    time the lower priority always goes first; a pack of priority 0.8 goes before one of 0.4
-///    only when it has gone unused about 100 times as long. Equal weighted idle times go lower priority first,
-///    then least recently used, then by id.
+///    halved for every ``priorityHalvingStep`` (default 0.06) of its preservation priority and
+///    divided by its use count rounded down to a power of two, that is
+///    `(now - lastUse) × 2^(-priority / priorityHalvingStep) / 2^⌊log2(useCount)⌋`. Of two packs
+///    used as often at the same time the lower priority always goes first; a pack of priority 0.8
+///    goes before one of 0.4 used as often only when it has gone unused about 100 times as long,
+///    and a pack used 8 times before one used once only when it has gone unused 8 times as long.
+///    Equal weighted idle times go lower priority first, then fewer uses (by power of two), then
+///    least recently used, then by id.
 ///
 /// Priority is a weight rather than a strict first key so that high-priority packs that no longer
 /// get used do not fill the store: under a strict rank, packs of the top priority are kept for
-/// ever once there are more of them than the store holds (see docs/ODRSIM.md).
+/// ever once there are more of them than the store holds (see docs/ODRSIM.md). The use count keeps
+/// packs players come back to (a town, a boss level) over packs passed through once, which recency
+/// alone cannot tell apart; rounding it to a power of two keeps the order coarse, so that a
+/// caller keeping one recency list per priority and power of two reads the order by merging them.
 ///
 /// Within that order, a pack that would overshoot what is still needed by more than the allowance
 /// (the larger of ``overPurgeFraction`` of the need and ``overPurgeSlack``) is passed over; if the
@@ -24,8 +30,8 @@ import Foundation
 /// 100 MB when a 120 MB pack would do. Superseded packs are one group and the others another:
 /// nothing is passed over to take a pack a current version needs. In-use packs are never chosen.
 ///
-/// The planner uses only what the store records for each pack: its size, its last use, its
-/// preservation priority and whether it is superseded.
+/// The planner uses only what the store records for each pack: its size, its last use, its use
+/// count, its preservation priority and whether it is superseded.
 ///
 /// ```swift
 /// let plan = PurgePlanner().plan(candidates, bytesNeeded: 100 << 20, now: clock.now())
@@ -44,13 +50,22 @@ public struct PurgePlanner: PurgePolicy, Equatable {
     /// key (lowest priority first, then least recently used), the planner's order before priority
     /// became a weight.
     public var priorityHalvingStep: Double
+    /// Whether a pack's ``PurgeCandidate/useCount``, rounded down to a power of two, divides its
+    /// weighted idle time; `false` orders by recency and priority only (the planner before it
+    /// counted uses).
+    public var weighsUseCount: Bool
 
     /// Creates the planner; the defaults tolerate freeing up to 1.5 times the need, or 32 MiB more,
-    /// and halve a pack's ageing for every 0.06 of preservation priority.
-    public init(overPurgeFraction: Double = 0.5, overPurgeSlack: Int64 = 32 << 20, priorityHalvingStep: Double = 0.06) {
+    /// halve a pack's ageing for every 0.06 of preservation priority and divide it by the pack's
+    /// use count rounded down to a power of two.
+    public init(
+        overPurgeFraction: Double = 0.5, overPurgeSlack: Int64 = 32 << 20, priorityHalvingStep: Double = 0.06,
+        weighsUseCount: Bool = true
+    ) {
         self.overPurgeFraction = overPurgeFraction
         self.overPurgeSlack = overPurgeSlack
         self.priorityHalvingStep = priorityHalvingStep
+        self.weighsUseCount = weighsUseCount
     }
 
     /// `default`: the runtime's policy, as reports and `odrsim` name it.
@@ -61,10 +76,24 @@ public struct PurgePlanner: PurgePolicy, Equatable {
         priorityHalvingStep > 0 ? exp2(-priority / priorityHalvingStep) : 1
     }
 
-    /// The time since `candidate` was last used at `now`, scaled by its ``agingRate(priority:)``;
-    /// the larger, the sooner it goes.
+    /// The power of two a use count is rounded down to, as its exponent: 0 for 0 or 1 use, 1 for
+    /// 2 or 3, 2 for 4 to 7, and so on (at most 62).
+    public static func useClass(of useCount: Int) -> Int {
+        useCount > 1 ? Int.bitWidth - 1 - useCount.leadingZeroBitCount : 0
+    }
+
+    /// How fast a pack of `priority` used `useCount` times ages relative to one of priority 0 used
+    /// once: ``agingRate(priority:)`` divided by the use count rounded down to a power of two
+    /// (unless ``weighsUseCount`` is off).
+    public func agingRate(priority: Double, useCount: Int) -> Double {
+        let rate = agingRate(priority: priority)
+        return weighsUseCount ? rate / Double(1 << Self.useClass(of: useCount)) : rate
+    }
+
+    /// The time since `candidate` was last used at `now`, scaled by its
+    /// ``agingRate(priority:useCount:)``; the larger, the sooner it goes.
     public func weightedIdleTime(of candidate: PurgeCandidate, now: Double) -> Double {
-        max(0, now - candidate.lastUse) * agingRate(priority: candidate.preservationPriority)
+        max(0, now - candidate.lastUse) * agingRate(priority: candidate.preservationPriority, useCount: candidate.useCount)
     }
 
     /// Whether `a` goes before `b` when neither is superseded nor in use, at `now`.
@@ -75,6 +104,10 @@ public struct PurgePlanner: PurgePolicy, Equatable {
         let (wa, wb) = (weightedIdleTime(of: a, now: now), weightedIdleTime(of: b, now: now))
         if wa != wb { return wa > wb }
         if a.preservationPriority != b.preservationPriority { return a.preservationPriority < b.preservationPriority }
+        if weighsUseCount {
+            let (ca, cb) = (Self.useClass(of: a.useCount), Self.useClass(of: b.useCount))
+            if ca != cb { return ca < cb }
+        }
         return a.lastUse != b.lastUse ? a.lastUse < b.lastUse : a.id < b.id
     }
 
@@ -101,17 +134,19 @@ public struct PurgePlanner: PurgePolicy, Equatable {
     /// Plans from candidates the caller already produces in purge order, reading only as many as
     /// the plan needs: the same plan as ``plan(_:bytesNeeded:now:)`` on the same candidates.
     ///
-    /// A caller that keeps installed packs in one recency list per rank (the simulator does) plans
-    /// in time proportional to the packs it deletes rather than to the packs installed.
+    /// A caller that keeps installed packs in one recency list per priority and use class (the
+    /// simulator does) plans in time proportional to the packs it deletes rather than to the packs
+    /// installed.
     ///
     /// - Parameters:
     ///   - topPriority: the highest preservation priority among the candidates that are not
     ///     superseded; packs of lower priority are purged for ``PurgeReason/lowPreservationPriority``.
     ///   - next: the next candidate not in use in purge order: superseded first, least recently
     ///     used first, then the others as ``goesBefore(_:_:now:)`` orders them (packs of one
-    ///     priority used at the same instant may come in the caller's order rather than by id).
-    ///     Within one priority that order is recency order, so a caller that keeps one recency
-    ///     list per priority merges their heads (`odrsim` does).
+    ///     priority and use class used at the same instant may come in the caller's order rather than by id).
+    ///     Among packs of one priority and one ``useClass(of:)`` that order is recency order, so a
+    ///     caller that keeps one recency list per priority and use class merges their heads
+    ///     (`odrsim` does).
     public func plan(
         bytesNeeded: Int64, topPriority: Double, candidatesInPurgeOrder next: () -> PurgeCandidate?
     ) -> PurgePlan {

@@ -107,6 +107,12 @@ enum StoreSchema {
                 CREATE INDEX packEntryBySHA256 ON packEntry(sha256);
                 """)
         }
+        migrator.registerMigration("v5-pack-use-count") { db in
+            // How many requests began using each pack, kept across purges and reinstalls: the
+            // purge planner keeps packs used often longer. Packs recorded before this migration
+            // count as used once.
+            try db.execute(sql: "ALTER TABLE pack ADD COLUMN useCount INTEGER NOT NULL DEFAULT 1")
+        }
         return migrator
     }
 

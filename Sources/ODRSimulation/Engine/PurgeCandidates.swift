@@ -7,9 +7,14 @@ import ODRRuntime
 ///
 /// A view of the simulator's state during one purge; it must not outlive the purge.
 public struct PurgeCandidates {
-    /// One recency list per rank, by ascending priority.
+    /// How many use classes (``PurgePlanner/useClass(of:)``) each priority has lists for.
+    static let useClasses = 63
+    /// One recency list per priority and use class: list `rank * useClasses + useClass`, ranks by
+    /// ascending priority.
     let ranks: RecencyList
     let rankPriorities: [Double]
+    /// One more than the highest use class any pack has had: lists above it are empty.
+    let useClassesSeen: Int
     /// The ledger's reference counts by pack: non-zero means in use.
     let inUse: [Int32]
     let packBytes: [Int64]
@@ -18,12 +23,17 @@ public struct PurgeCandidates {
     /// The simulated time of the purge, in seconds since the start.
     public let now: Double
 
-    /// Every candidate, with ``PurgeCandidate/id`` the pack index: by ascending priority, least
-    /// recently used first within each.
+    /// The lists that may hold packs: by ascending priority, then ascending use class.
+    var lists: [Int] {
+        rankPriorities.indices.flatMap { rank in (0 ..< useClassesSeen).map { rank * Self.useClasses + $0 } }
+    }
+
+    /// Every candidate, with ``PurgeCandidate/id`` the pack index: by ascending priority and use
+    /// class, least recently used first within each.
     public func all() -> [PurgeCandidate] {
         var result: [PurgeCandidate] = []
-        for rank in rankPriorities.indices {
-            var cursor = ranks.first(in: rank)
+        for list in lists {
+            var cursor = ranks.first(in: list)
             while let pack = cursor {
                 cursor = ranks.after(pack)
                 if inUse[pack.index] == 0 { result.append(candidate(pack)) }
@@ -34,19 +44,19 @@ public struct PurgeCandidates {
 
     /// The highest preservation priority among the candidates.
     public var topPriority: Double {
-        for rank in rankPriorities.indices.reversed() {
-            var cursor = ranks.first(in: rank)
+        for list in lists.reversed() {
+            var cursor = ranks.first(in: list)
             while let pack = cursor {
-                if inUse[pack.index] == 0 { return rankPriorities[rank] }
+                if inUse[pack.index] == 0 { return rankPriorities[list / Self.useClasses] }
                 cursor = ranks.after(pack)
             }
         }
         return 0
     }
 
-    /// The candidates in `planner`'s purge order at ``now``: each rank list is in recency order,
-    /// which within one priority is the planner's order, so merging the lists' heads by
-    /// ``PurgePlanner/goesBefore(_:_:now:)`` yields the whole order.
+    /// The candidates in `planner`'s purge order at ``now``: each list is in recency order, which
+    /// among packs of one priority and use class is the planner's order, so merging the lists'
+    /// heads by ``PurgePlanner/goesBefore(_:_:now:)`` yields the whole order.
     public func makePurgeOrderIterator(planner: PurgePlanner) -> PurgeOrderIterator {
         PurgeOrderIterator(candidates: self, planner: planner)
     }
@@ -54,21 +64,22 @@ public struct PurgeCandidates {
     func candidate(_ pack: PackIndex) -> PurgeCandidate {
         PurgeCandidate(
             id: pack.index, bytes: packBytes[pack.index], lastUse: packs[pack.index].lastUse,
-            preservationPriority: packPriority[pack.index])
+            preservationPriority: packPriority[pack.index], useCount: packs[pack.index].uses)
     }
 
-    /// Merges the rank lists, skipping packs in use.
+    /// Merges the lists, skipping packs in use.
     public struct PurgeOrderIterator: IteratorProtocol {
         let candidates: PurgeCandidates
         let planner: PurgePlanner
-        /// Per rank, the list position after the head, and the head: the next candidate not in use.
+        /// Per non-empty list, the list position after the head, and the head: the next candidate
+        /// not in use.
         var cursors: [PackIndex?]
         var heads: [PurgeCandidate?]
 
         init(candidates: PurgeCandidates, planner: PurgePlanner) {
             self.candidates = candidates
             self.planner = planner
-            cursors = candidates.rankPriorities.indices.map { candidates.ranks.first(in: $0) }
+            cursors = candidates.lists.compactMap { candidates.ranks.first(in: $0) }
             heads = Array(repeating: nil, count: cursors.count)
             for rank in heads.indices { heads[rank] = advance(rank) }
         }

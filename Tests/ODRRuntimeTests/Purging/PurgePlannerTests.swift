@@ -17,13 +17,14 @@ struct PlannerCase: CustomTestStringConvertible, Sendable {
 
 private let mb: Int64 = 1 << 20
 
-/// A candidate `id` of `megabytes`, last used at `lastUse`.
+/// A candidate `id` of `megabytes`, last used at `lastUse`, used `uses` times.
 private func pack(
-    _ id: Int, _ megabytes: Int64, lastUse: Double, priority: Double = 0.5, superseded: Bool = false, inUse: Bool = false
+    _ id: Int, _ megabytes: Int64, lastUse: Double, priority: Double = 0.5, superseded: Bool = false, inUse: Bool = false,
+    uses: Int = 1
 ) -> PurgeCandidate {
     PurgeCandidate(
         id: id, bytes: megabytes * mb, lastUse: lastUse, preservationPriority: priority, isSuperseded: superseded,
-        isInUse: inUse)
+        isInUse: inUse, useCount: uses)
 }
 
 struct PurgePlannerTests {
@@ -101,6 +102,25 @@ struct PurgePlannerTests {
             candidates: [pack(1, 512, lastUse: 1, priority: 0.2), pack(2, 120, lastUse: 2, priority: 0.5)],
             need: 100 * mb, expected: [2], reasons: [.closestFit]),
         PlannerCase(
+            name: "a pack used 8 times outlasts one used once that has gone unused less than 8 times as long",
+            // Weighted idle times at 100: pack 1 60 s / 8 = 7.5, pack 2 10 s.
+            candidates: [pack(1, 100, lastUse: 40, uses: 8), pack(2, 100, lastUse: 90)],
+            need: 100 * mb, expected: [2], reasons: [.leastRecentlyUsed]),
+        PlannerCase(
+            name: "but not one that has gone unused more than 8 times as long",
+            // Pack 1 90 s / 8 = 11.25, pack 2 10 s.
+            candidates: [pack(1, 100, lastUse: 10, uses: 8), pack(2, 100, lastUse: 90)],
+            need: 100 * mb, expected: [1], reasons: [.leastRecentlyUsed]),
+        PlannerCase(
+            name: "use counts count by powers of two: 7 uses weigh as 4",
+            // Pack 1 60 s / 4 = 15, pack 2 (15 uses, as 8) 100 s / 8 = 12.5.
+            candidates: [pack(1, 100, lastUse: 40, uses: 7), pack(2, 100, lastUse: 0, uses: 15)],
+            need: 100 * mb, expected: [1], reasons: [.leastRecentlyUsed]),
+        PlannerCase(
+            name: "used at the same time, the fewer uses go first",
+            candidates: [pack(1, 100, lastUse: 100, uses: 2), pack(2, 100, lastUse: 100, uses: 1)],
+            need: 100 * mb, expected: [2], reasons: [.leastRecentlyUsed]),
+        PlannerCase(
             name: "equal times fall back to ids",
             candidates: [pack(7, 100, lastUse: 5), pack(4, 100, lastUse: 5)],
             need: 100 * mb, expected: [4], reasons: [.leastRecentlyUsed]),
@@ -121,6 +141,15 @@ struct PurgePlannerTests {
         let candidates = [pack(1, 100, lastUse: 0, priority: 0.8), pack(2, 100, lastUse: 999, priority: 0.4)]
         #expect(PurgePlanner().plan(candidates, bytesNeeded: 100 * mb, now: 1000).ids == [1])
         #expect(PurgePlanner(priorityHalvingStep: 0).plan(candidates, bytesNeeded: 100 * mb, now: 1000).ids == [2])
+    }
+
+    @Test func useCountsWeighByPowersOfTwoUnlessTurnedOff() {
+        #expect([0, 1, 2, 3, 4, 7, 8, 1023, 1024].map(PurgePlanner.useClass(of:)) == [0, 0, 1, 1, 2, 2, 3, 9, 10])
+        #expect(PurgePlanner().agingRate(priority: 0, useCount: 13) == 1.0 / 8)
+        // Pack 1, used 8 times, has gone unused 60 s, pack 2, used once, 10 s.
+        let candidates = [pack(1, 100, lastUse: 40, uses: 8), pack(2, 100, lastUse: 90)]
+        #expect(PurgePlanner().plan(candidates, bytesNeeded: 100 * mb, now: 100).ids == [2])
+        #expect(PurgePlanner(weighsUseCount: false).plan(candidates, bytesNeeded: 100 * mb, now: 100).ids == [1])
     }
 
     @Test func eachHalvingStepOfPriorityHalvesTheAgeing() {
