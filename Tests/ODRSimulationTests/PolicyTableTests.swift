@@ -19,32 +19,50 @@ struct PolicyTableTests {
         var testDescription: String { "\(workload) seed \(seed)\(equalPriorities ? " equal priorities" : "")" }
     }
 
-    // Measured (docs/ODRSIM.md): levels 1.10 (LRU 1.27), openworld 1.231 (LRU 1.230), travel 1.06
-    // (LRU 1.09); with equal priorities the default policy is LRU with closest fit. A strict
-    // priority rank (`priority-lru`, 3% over LRU on openworld seed 3) fails the openworld row,
-    // plain LRU the levels row.
+    // Measured (docs/ODRSIM.md), default / Belady's and default / LRU: levels 1.097 and 0.864,
+    // openworld 1.228 and 0.9978, travel 1.054 and 0.963; with equal priorities 1.236 and 0.974,
+    // 1.225 and 0.9957, 1.071 and 0.979; openworld seed 1 1.206 and 0.9972, seed 2 with equal
+    // priorities 1.229 and 0.9943 (the two rows the planner lost to LRU before it counted uses).
+    // Every bound to LRU is below 1: the default policy must stay ahead of plain LRU on each row.
     static let rows: [Row] = [
-        Row(workload: .levels, seed: 3, equalPriorities: false, maxRatioToBelady: 1.15, maxRatioToLRU: 0.90),
-        Row(workload: .openworld, seed: 3, equalPriorities: false, maxRatioToBelady: 1.25, maxRatioToLRU: 1.005),
-        Row(workload: .travel, seed: 3, equalPriorities: false, maxRatioToBelady: 1.08, maxRatioToLRU: 0.98),
-        Row(workload: .levels, seed: 3, equalPriorities: true, maxRatioToBelady: 1.30, maxRatioToLRU: 1.0),
-        Row(workload: .openworld, seed: 3, equalPriorities: true, maxRatioToBelady: 1.25, maxRatioToLRU: 1.0),
-        Row(workload: .travel, seed: 3, equalPriorities: true, maxRatioToBelady: 1.12, maxRatioToLRU: 1.0),
+        Row(workload: .levels, seed: 3, equalPriorities: false, maxRatioToBelady: 1.11, maxRatioToLRU: 0.875),
+        Row(workload: .openworld, seed: 3, equalPriorities: false, maxRatioToBelady: 1.235, maxRatioToLRU: 0.999),
+        Row(workload: .travel, seed: 3, equalPriorities: false, maxRatioToBelady: 1.065, maxRatioToLRU: 0.97),
+        Row(workload: .levels, seed: 3, equalPriorities: true, maxRatioToBelady: 1.25, maxRatioToLRU: 0.985),
+        Row(workload: .openworld, seed: 3, equalPriorities: true, maxRatioToBelady: 1.235, maxRatioToLRU: 0.998),
+        Row(workload: .travel, seed: 3, equalPriorities: true, maxRatioToBelady: 1.08, maxRatioToLRU: 0.985),
+        Row(workload: .openworld, seed: 1, equalPriorities: false, maxRatioToBelady: 1.215, maxRatioToLRU: 0.999),
+        Row(workload: .openworld, seed: 2, equalPriorities: true, maxRatioToBelady: 1.235, maxRatioToLRU: 0.998),
     ]
 
-    @Test(arguments: rows)
-    func theDefaultPolicyStaysWithinItsBounds(_ row: Row) {
+    /// The row's workload with default settings: 30 days on an 8 GiB device.
+    static func simulator(for row: Row) -> Simulator {
         let device = DeviceSettings(diskCapacity: 8 << 30)
         let catalog = row.workload.catalogGenerator().generate(seed: row.seed)
         var script = row.workload.script(catalog: catalog, device: device, days: 30, seed: row.seed)
         if row.equalPriorities { script = script.withEqualPriorities() }
-        let simulator = Simulator(script: script, device: device)
+        return Simulator(script: script, device: device)
+    }
+
+    @Test(arguments: rows)
+    func theDefaultPolicyStaysWithinItsBounds(_ row: Row) {
+        let simulator = Self.simulator(for: row)
         let belady = PolicyChoice.belady.run(on: simulator).metrics.bytesDownloaded
         let lru = PolicyChoice.lru.run(on: simulator).metrics.bytesDownloaded
         let standard = PolicyChoice.default.run(on: simulator).metrics.bytesDownloaded
         #expect(belady > 0)
         #expect(Double(standard) <= row.maxRatioToBelady * Double(belady), "default \(standard), belady \(belady)")
         #expect(Double(standard) <= row.maxRatioToLRU * Double(lru), "default \(standard), lru \(lru)")
+    }
+
+    @Test func thePlannerWithoutUseCountsFailsTheOpenworldBound() {
+        // The bounds catch a regression: the planner before it counted uses downloaded 0.07% more
+        // than plain LRU on openworld seed 3.
+        let row = Self.rows[1]
+        let simulator = Self.simulator(for: row)
+        let lru = PolicyChoice.lru.run(on: simulator).metrics.bytesDownloaded
+        let recencyOnly = simulator.run(RuntimePolicy(PurgePlanner(weighsUseCount: false))).metrics.bytesDownloaded
+        #expect(Double(recencyOnly) > row.maxRatioToLRU * Double(lru), "without use counts \(recencyOnly), lru \(lru)")
     }
 
     @Test func hubsAreWhatTheWorkloadsComeBackTo() {

@@ -86,8 +86,13 @@ public struct PurgePlanner: PurgePolicy, Equatable {
     /// once: ``agingRate(priority:)`` divided by the use count rounded down to a power of two
     /// (unless ``weighsUseCount`` is off).
     public func agingRate(priority: Double, useCount: Int) -> Double {
-        let rate = agingRate(priority: priority)
-        return weighsUseCount ? rate / Double(1 << Self.useClass(of: useCount)) : rate
+        agingRate(priorityRate: agingRate(priority: priority), useCount: useCount)
+    }
+
+    /// ``agingRate(priority:useCount:)`` from the priority's ``agingRate(priority:)``, for callers
+    /// that need the rates of many use counts at one priority.
+    public func agingRate(priorityRate: Double, useCount: Int) -> Double {
+        weighsUseCount ? priorityRate / Double(1 << Self.useClass(of: useCount)) : priorityRate
     }
 
     /// The time since `candidate` was last used at `now`, scaled by its

@@ -23,20 +23,22 @@ public struct PurgeCandidates {
     /// The simulated time of the purge, in seconds since the start.
     public let now: Double
 
-    /// The lists that may hold packs: by ascending priority, then ascending use class.
-    var lists: [Int] {
-        rankPriorities.indices.flatMap { rank in (0 ..< useClassesSeen).map { rank * Self.useClasses + $0 } }
+    /// The lists of the priority of `rank` that may hold packs, by ascending use class.
+    func lists(ofRank rank: Int) -> Range<Int> {
+        rank * Self.useClasses ..< rank * Self.useClasses + useClassesSeen
     }
 
     /// Every candidate, with ``PurgeCandidate/id`` the pack index: by ascending priority and use
     /// class, least recently used first within each.
     public func all() -> [PurgeCandidate] {
         var result: [PurgeCandidate] = []
-        for list in lists {
-            var cursor = ranks.first(in: list)
-            while let pack = cursor {
-                cursor = ranks.after(pack)
-                if inUse[pack.index] == 0 { result.append(candidate(pack)) }
+        for rank in rankPriorities.indices {
+            for list in lists(ofRank: rank) {
+                var cursor = ranks.first(in: list)
+                while let pack = cursor {
+                    cursor = ranks.after(pack)
+                    if inUse[pack.index] == 0 { result.append(candidate(pack)) }
+                }
             }
         }
         return result
@@ -44,11 +46,13 @@ public struct PurgeCandidates {
 
     /// The highest preservation priority among the candidates.
     public var topPriority: Double {
-        for list in lists.reversed() {
-            var cursor = ranks.first(in: list)
-            while let pack = cursor {
-                if inUse[pack.index] == 0 { return rankPriorities[list / Self.useClasses] }
-                cursor = ranks.after(pack)
+        for rank in rankPriorities.indices.reversed() {
+            for list in lists(ofRank: rank) {
+                var cursor = ranks.first(in: list)
+                while let pack = cursor {
+                    if inUse[pack.index] == 0 { return rankPriorities[rank] }
+                    cursor = ranks.after(pack)
+                }
             }
         }
         return 0
@@ -69,39 +73,71 @@ public struct PurgeCandidates {
 
     /// Merges the lists, skipping packs in use.
     public struct PurgeOrderIterator: IteratorProtocol {
+        /// One non-empty list: the position after its head, its head (the next pack not in use),
+        /// the ageing rate all its packs share, and the head's weighted idle time.
+        struct Head {
+            var cursor: PackIndex?
+            var pack: PackIndex?
+            var rate: Double
+            var weightedIdleTime = 0.0
+        }
+
         let candidates: PurgeCandidates
         let planner: PurgePlanner
-        /// Per non-empty list, the list position after the head, and the head: the next candidate
-        /// not in use.
-        var cursors: [PackIndex?]
-        var heads: [PurgeCandidate?]
+        /// Whether heads compare by weighted idle time first, as ``PurgePlanner/goesBefore(_:_:now:)``
+        /// does unless priority is a strict first key.
+        let comparesWeightedIdleTimes: Bool
+        var lists: [Head] = []
 
         init(candidates: PurgeCandidates, planner: PurgePlanner) {
             self.candidates = candidates
             self.planner = planner
-            cursors = candidates.lists.compactMap { candidates.ranks.first(in: $0) }
-            heads = Array(repeating: nil, count: cursors.count)
-            for rank in heads.indices { heads[rank] = advance(rank) }
+            comparesWeightedIdleTimes = planner.priorityHalvingStep > 0
+            for rank in candidates.rankPriorities.indices {
+                let range = candidates.lists(ofRank: rank)
+                var priorityRate: Double?
+                for list in range {
+                    guard let first = candidates.ranks.first(in: list) else { continue }
+                    // The planner's own rate for the list's priority and use class, so that the
+                    // weighted idle times below are bit for bit the planner's.
+                    let rate = priorityRate ?? planner.agingRate(priority: candidates.rankPriorities[rank])
+                    priorityRate = rate
+                    lists.append(Head(cursor: first, pack: nil, rate: planner.agingRate(priorityRate: rate, useCount: 1 << (list - range.lowerBound))))
+                }
+            }
+            for list in lists.indices { advance(list) }
         }
 
-        private mutating func advance(_ rank: Int) -> PurgeCandidate? {
-            while let pack = cursors[rank] {
-                cursors[rank] = candidates.ranks.after(pack)
-                if candidates.inUse[pack.index] == 0 { return candidates.candidate(pack) }
+        private mutating func advance(_ list: Int) {
+            while let pack = lists[list].cursor {
+                lists[list].cursor = candidates.ranks.after(pack)
+                if candidates.inUse[pack.index] == 0 {
+                    lists[list].pack = pack
+                    lists[list].weightedIdleTime = max(0, candidates.now - candidates.packs[pack.index].lastUse) * lists[list].rate
+                    return
+                }
             }
-            return nil
+            lists[list].pack = nil
         }
 
         public mutating func next() -> PurgeCandidate? {
-            var best: Int?
-            for rank in heads.indices {
-                guard let head = heads[rank] else { continue }
-                if let current = best, let other = heads[current], !planner.goesBefore(head, other, now: candidates.now) { continue }
-                best = rank
+            var best = -1
+            for list in lists.indices {
+                guard let head = lists[list].pack else { continue }
+                if best >= 0 {
+                    let (mine, theirs) = (lists[list].weightedIdleTime, lists[best].weightedIdleTime)
+                    if comparesWeightedIdleTimes, mine != theirs {
+                        if mine < theirs { continue }
+                    } else if !planner.goesBefore(
+                        candidates.candidate(head), candidates.candidate(lists[best].pack!), now: candidates.now) {
+                        continue
+                    }
+                }
+                best = list
             }
-            guard let rank = best else { return nil }
-            defer { heads[rank] = advance(rank) }
-            return heads[rank]
+            guard best >= 0, let pack = lists[best].pack else { return nil }
+            advance(best)
+            return candidates.candidate(pack)
         }
     }
 }

@@ -1,7 +1,8 @@
 import ODRRuntime
 
 /// The runtime's ``PurgePlanner``, reading candidates lazily in purge order (merging the simulator's
-/// recency list of each priority) so that a purge costs what it deletes, not what is installed.
+/// recency list of each priority and use class) so that a purge costs what it deletes, not what is
+/// installed.
 public struct RuntimePolicy: EvictionPolicy {
     public var planner: PurgePlanner
 
