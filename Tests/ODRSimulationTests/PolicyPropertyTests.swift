@@ -71,6 +71,37 @@ struct PolicyPropertyTests {
         #expect(other.0.events != first.0.events)
     }
 
+    /// The simulator merges its recency list of each priority into the planner's purge order; on
+    /// every purge of real runs, the merged order must be the planner's order (packs of one
+    /// priority used at the same instant may come in either order) over exactly the candidates.
+    @Test(arguments: Workload.allCases)
+    func theSimulatorsMergedOrderIsThePlannersOrder(_ workload: Workload) {
+        final class Tally { var plans = 0, outOfOrder = 0, ties = 0 }
+        struct Checking: EvictionPolicy {
+            var runtime = RuntimePolicy()
+            let tally: Tally
+            var name: String { "checking" }
+            mutating func plan(_ candidates: PurgeCandidates, bytesNeeded: Int64) -> PurgePlan {
+                let planner = runtime.planner
+                let merged = Array(IteratorSequence(candidates.makePurgeOrderIterator(planner: planner)))
+                let all = candidates.all()
+                tally.plans += 1
+                if Set(merged.map(\.id)) != Set(all.map(\.id)) || merged.count != all.count { tally.outOfOrder += 1 }
+                for (earlier, later) in zip(merged, merged.dropFirst()) where planner.goesBefore(later, earlier, now: candidates.now) {
+                    let tie = later.lastUse == earlier.lastUse && later.preservationPriority == earlier.preservationPriority
+                    if tie { tally.ties += 1 } else { tally.outOfOrder += 1 }
+                }
+                return runtime.plan(candidates, bytesNeeded: bytesNeeded)
+            }
+        }
+        let (script, device) = SimulationFixtures.generated(workload, seed: 3, disk: workload == .travel ? 1 << 30 : 6 << 30)
+        #expect(!script.catalog.hubTags.isEmpty)
+        let tally = Tally()
+        _ = Simulator(script: script, device: device).run(Checking(tally: tally))
+        #expect(tally.plans > 20)
+        #expect(tally.outOfOrder == 0, "\(tally.outOfOrder) pairs out of order in \(tally.plans) plans")
+    }
+
     /// The simulator feeds the runtime's planner lazily from rank lists; on any candidates, that
     /// must give the plan the array form gives.
     @Test(arguments: Array(UInt64(1) ... 40))
@@ -84,11 +115,12 @@ struct PolicyPropertyTests {
         }
         let need = Int64(random.unit() * 600 * Double(1 << 20))
         let planner = PurgePlanner()
-        let (ordered, _) = PurgePlanner.ranked(candidates)
+        let now = 60.0
+        let ordered = planner.ordered(candidates, now: now)
         let top = ordered.filter { !$0.isSuperseded }.map(\.preservationPriority).max() ?? 0
         var iterator = ordered.makeIterator()
         let streamed = planner.plan(bytesNeeded: need, topPriority: top) { iterator.next() }
-        let plan = planner.plan(candidates.shuffled(using: &random), bytesNeeded: need)
+        let plan = planner.plan(candidates.shuffled(using: &random), bytesNeeded: need, now: now)
         #expect(streamed == plan)
         #expect(plan.deletions.allSatisfy { id in !candidates[id.id].isInUse })
         let available = candidates.filter { !$0.isInUse }.reduce(0) { $0 + $1.bytes }

@@ -20,6 +20,14 @@ struct RunCommand: AsyncParsableCommand {
               --trace FILE replays a recorded JSON Lines trace instead
                          (the format is in docs/ODRSIM.md)
 
+            PRESERVATION PRIORITIES
+              Hubs (one tag in ten; one region in 25 for openworld) have priority
+              0.8, the others 0.4, and the workloads come back to hubs more
+              often, as a developer means it:
+              levels replays boss levels, openworld fast-travels to towns, travel
+              jumps to top sights. --equal-priorities plays the same requests with
+              every tag at 0.5: the workload without the developer's hints.
+
             CATALOG
               By default a catalog is generated to suit the workload (--tags,
               --pack-size, --shared-pack-size): each tag has one to three packs
@@ -28,9 +36,9 @@ struct RunCommand: AsyncParsableCommand {
               tags in name order.
 
             POLICIES (--policy, comma-separated or repeated; default: all)
-              default       the runtime's planner: superseded, then lowest
-                            preservation priority, then least recently used,
-                            avoiding freeing far more than needed
+              default       the runtime's planner: superseded first, then least
+                            recently used with preservation priority as extra
+                            recency, avoiding freeing far more than needed
               lru           plain least recently used
               priority-lru  lowest preservation priority, then least recent
               gds           Greedy-Dual-Size-Frequency, costing a pack by its
@@ -53,6 +61,7 @@ struct RunCommand: AsyncParsableCommand {
                 --pack-size lognormal:32MB:1.0 --budget 3GiB --csv
               odrsim run --workload openworld --policy default,lru \\
                 --in-use-limit 1GiB --json
+              odrsim run --workload openworld --equal-priorities --seed 3
               odrsim run --workload levels --record-trace levels.jsonl
               odrsim run --trace levels.jsonl --disk 4GiB
               odrsim run --catalog build/catalog --workload travel --days 60
@@ -70,6 +79,9 @@ struct RunCommand: AsyncParsableCommand {
 
     @Option(help: "With --catalog: the distribution whose version to use (newest version if absent).")
     var distribution = "live"
+
+    @Flag(help: "Give every tag preservation priority 0.5 (same requests, no developer hints).")
+    var equalPriorities = false
 
     @Option(help: "Tags of the generated catalog (default: 100 levels, 400 regions, 1000 places).")
     var tags: Int?
@@ -170,8 +182,8 @@ struct RunCommand: AsyncParsableCommand {
 
     func run() async throws {
         let device = self.device
-        let script: SimulationScript
-        let workloadName: String
+        var script: SimulationScript
+        var workloadName: String
         var simulatedDays = days
         let realCatalog = try catalog.map { try SimulatedCatalog(directory: URL(filePath: $0), distribution: distribution) }
         if let trace {
@@ -189,6 +201,10 @@ struct RunCommand: AsyncParsableCommand {
             }()
             script = kind.script(catalog: catalog, device: device, days: days, seed: seed)
             workloadName = kind.rawValue
+        }
+        if equalPriorities {
+            script = script.withEqualPriorities()
+            workloadName += " (equal priorities)"
         }
         if let recordTrace {
             try TraceCodec().encode(script.traceEvents).write(to: URL(filePath: recordTrace))

@@ -47,9 +47,10 @@ extension ResourceManager {
             return PurgeCandidate(
                 id: index, bytes: pack.installedBytes, lastUse: pack.lastUsedAt, preservationPriority: priority,
                 isSuperseded: record == nil,
-                isInUse: inUse.contains(pack.id) || downloading.contains(pack.id) || store.isPackInUse(id: pack.id))
+                isInUse: inUse.contains(pack.id) || downloading.contains(pack.id) || store.isPackInUse(id: pack.id),
+                useCount: pack.useCount)
         }
-        let plan = configuration.purgePlanner.plan(candidates.filter { !$0.isInUse }, bytesNeeded: bytes)
+        let plan = configuration.purgePlanner.plan(candidates.filter { !$0.isInUse }, bytesNeeded: bytes, now: configuration.clock.now())
         return PurgeProposal(
             bytesNeeded: bytes,
             deletions: plan.deletions.map { .init(packID: installed[$0.id].id, bytes: $0.bytes, reason: $0.reason) })

@@ -74,12 +74,13 @@ extension ResourceManager {
             state.ledger = ledger
         }
         store.leases.release(packIDs)
-        noteUse(packIDs)
+        noteUse(packIDs, began: false)
         adoptPendingIfIdle()
     }
 
-    /// Records that packs were used now (batched off the caller's path).
-    func noteUse(_ ids: Set<String>) { lastUse.note(ids) }
+    /// Records that packs were used now, by a request that `began` using them or ended (batched
+    /// off the caller's path).
+    func noteUse(_ ids: Set<String>, began: Bool) { lastUse.note(ids, began: began) }
 
     /// The installed file of logical path `path`, if one of `packs` holds it and is installed.
     func installedURL(forResource path: String, amongPacks packs: Set<String>) -> URL? {

@@ -261,7 +261,9 @@ public final class ResourceManager: Sendable {
     }
 
     /// Sets the preservation priority (0...1) of tags; it persists across launches. Packs whose
-    /// tags have higher priority are purged later.
+    /// tags have higher priority are purged later: each 0.06 of priority halves how fast a pack
+    /// ages, so of two packs used as often at the same time the lower priority goes first
+    /// (``PurgePlanner``; how often a pack is used weighs too).
     ///
     /// - Throws: ``ResourceError`` `invalid-argument` for a priority outside 0...1, `invalid-tag`
     ///   for unknown tags; nothing changes then.
@@ -302,17 +304,24 @@ public final class ResourceManager: Sendable {
     }
 }
 
-/// Records last-use times off the hot path: begin and end note the packs, and one background
-/// write stores them (purging flushes first, so its order is always current).
+/// Records last-use times and use counts off the hot path: begin and end note the packs (a begin
+/// also counts a use), and one background write stores them (purging flushes first, so its order
+/// is always current).
 final class LastUseRecorder: Sendable {
     private let store: ResourceStore
-    private let pending = Locked<(ids: Set<String>, scheduled: Bool)>(([], false))
+    private let pending = Locked<(ids: Set<String>, beginnings: [String: Int], scheduled: Bool)>(([], [:], false))
+    /// Held while a flush takes and writes the pending uses, so that when ``flush()`` returns every
+    /// use noted before it is stored, even if a background flush had already taken them.
+    private let flushing = Locked(())
 
     init(store: ResourceStore) { self.store = store }
 
-    func note(_ ids: some Sequence<String>) {
+    func note(_ ids: some Sequence<String>, began: Bool) {
         let schedule: Bool = pending.withLock { pending in
-            pending.ids.formUnion(ids)
+            for id in ids {
+                pending.ids.insert(id)
+                if began { pending.beginnings[id, default: 0] += 1 }
+            }
             guard !pending.scheduled, !pending.ids.isEmpty else { return false }
             pending.scheduled = true
             return true
@@ -321,10 +330,12 @@ final class LastUseRecorder: Sendable {
     }
 
     func flush() {
-        let ids: Set<String> = pending.withLock { pending in
-            defer { pending = ([], false) }
-            return pending.ids
+        flushing.withLock { _ in
+            let (ids, beginnings) = pending.withLock { pending in
+                defer { pending = ([], [:], false) }
+                return (pending.ids, pending.beginnings)
+            }
+            if !ids.isEmpty { try? store.markUsed(ids, beginnings: beginnings) }
         }
-        if !ids.isEmpty { try? store.markUsed(ids) }
     }
 }

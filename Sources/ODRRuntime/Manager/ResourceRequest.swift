@@ -178,7 +178,7 @@ public final class ResourceRequest: Sendable {
         guard accessing else {
             throw ResourceError(.cancelled, "The request was ended before its resources were ready.")
         }
-        manager.noteUse(ids)
+        manager.noteUse(ids, began: true)
         progress.completedUnitCount = progress.totalUnitCount
         updates.continuation.yield(ProgressSnapshot(completedBytes: total, totalBytes: total, fractionCompleted: 1))
     }
@@ -218,7 +218,7 @@ public final class ResourceRequest: Sendable {
             return ids
         }
         guard let ids else { return false }
-        manager.noteUse(ids)
+        manager.noteUse(ids, began: true)
         return true
     }
 

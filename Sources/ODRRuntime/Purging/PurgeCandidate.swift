@@ -13,11 +13,15 @@ public struct PurgeCandidate: Sendable, Hashable {
     public var isSuperseded: Bool
     /// Whether an in-use tag needs the pack; such a pack is never chosen.
     public var isInUse: Bool
+    /// How many requests have begun using the pack (the store keeps counting across purges); the
+    /// planner divides the pack's weighted idle time by it, rounded down to a power of two.
+    public var useCount: Int
 
-    /// Describes a pack; by default of middle priority, needed by the current version, and not in use.
+    /// Describes a pack; by default of middle priority, needed by the current version, not in
+    /// use, and used once.
     public init(
         id: Int, bytes: Int64, lastUse: Double, preservationPriority: Double = 0.5,
-        isSuperseded: Bool = false, isInUse: Bool = false
+        isSuperseded: Bool = false, isInUse: Bool = false, useCount: Int = 1
     ) {
         self.id = id
         self.bytes = bytes
@@ -25,5 +29,6 @@ public struct PurgeCandidate: Sendable, Hashable {
         self.preservationPriority = preservationPriority
         self.isSuperseded = isSuperseded
         self.isInUse = isInUse
+        self.useCount = useCount
     }
 }

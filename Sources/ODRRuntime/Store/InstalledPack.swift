@@ -14,6 +14,9 @@ public struct InstalledPack: Sendable, Hashable, Codable {
     public var installedAt: Double
     /// When a request last used it, in seconds since 1970.
     public var lastUsedAt: Double
+    /// How many requests began using it, across purges and reinstalls (0 for a pack installed
+    /// but not used yet); the purge planner keeps packs used often longer.
+    public var useCount: Int
     /// Whether `packs/<id>/` holds it, complete and verified.
     public var isInstalled: Bool
     /// Whether no followed catalog's current version needs it: a first candidate for purging.
@@ -21,13 +24,14 @@ public struct InstalledPack: Sendable, Hashable, Codable {
 
     /// Describes one pack row of the store.
     public init(number: Int, id: String, archiveBytes: Int64, installedBytes: Int64, installedAt: Double,
-                lastUsedAt: Double, isInstalled: Bool, isSuperseded: Bool) {
+                lastUsedAt: Double, isInstalled: Bool, isSuperseded: Bool, useCount: Int = 1) {
         self.number = number
         self.id = id
         self.archiveBytes = archiveBytes
         self.installedBytes = installedBytes
         self.installedAt = installedAt
         self.lastUsedAt = lastUsedAt
+        self.useCount = useCount
         self.isInstalled = isInstalled
         self.isSuperseded = isSuperseded
     }

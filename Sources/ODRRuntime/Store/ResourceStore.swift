@@ -134,11 +134,20 @@ public final class ResourceStore: Sendable {
         try read("list packs") { db in Set(try String.fetchAll(db, sql: "SELECT id FROM pack WHERE isInstalled")) }
     }
 
-    /// Records that requests used these packs now (their last-use time orders purging).
-    public func markUsed(_ ids: some Collection<String>) throws(ResourceError) {
+    /// Records that requests used these packs now (their last-use time and use count order
+    /// purging).
+    ///
+    /// - Parameters:
+    ///   - ids: the packs requests began or ended using; their last use becomes now.
+    ///   - beginnings: per pack, how many requests began using it since the last call; added to
+    ///     its ``InstalledPack/useCount``. Packs not named here (requests that ended) keep their count.
+    public func markUsed(_ ids: some Collection<String>, beginnings: [String: Int] = [:]) throws(ResourceError) {
         let now = clock()
         try write("record a use") { db in
-            for id in ids { try db.execute(sql: "UPDATE pack SET lastUsedAt = ? WHERE id = ?", arguments: [now, id]) }
+            let update = try db.cachedStatement(sql: "UPDATE pack SET lastUsedAt = ?, useCount = useCount + ? WHERE id = ?")
+            for id in Set(ids).union(beginnings.keys) {
+                try update.execute(arguments: [now, beginnings[id] ?? 0, id])
+            }
         }
     }
 
@@ -148,8 +157,8 @@ public final class ResourceStore: Sendable {
         let now = clock()
         try write("record an installed pack") { db in
             try db.execute(sql: """
-                INSERT INTO pack (id, archiveBytes, installedBytes, installedAt, lastUsedAt, isInstalled)
-                VALUES (?, ?, ?, ?, ?, 1)
+                INSERT INTO pack (id, archiveBytes, installedBytes, installedAt, lastUsedAt, isInstalled, useCount)
+                VALUES (?, ?, ?, ?, ?, 1, 0)
                 ON CONFLICT(id) DO UPDATE SET archiveBytes = excluded.archiveBytes,
                     installedBytes = excluded.installedBytes, installedAt = excluded.installedAt,
                     lastUsedAt = excluded.lastUsedAt, isInstalled = 1
@@ -254,7 +263,8 @@ public final class ResourceStore: Sendable {
     static func pack(from row: Row) -> InstalledPack {
         InstalledPack(number: row["number"], id: row["id"], archiveBytes: row["archiveBytes"],
                       installedBytes: row["installedBytes"], installedAt: row["installedAt"],
-                      lastUsedAt: row["lastUsedAt"], isInstalled: row["isInstalled"], isSuperseded: row["isSuperseded"])
+                      lastUsedAt: row["lastUsedAt"], isInstalled: row["isInstalled"], isSuperseded: row["isSuperseded"],
+                      useCount: row["useCount"])
     }
 
     /// Deletes a file or a folder tree; best effort (what remains is removed at the next open).

@@ -112,6 +112,12 @@ enum StoreSchema {
             // so a key rotation, once followed, is never undone by a catalog signed with old keys.
             try db.execute(sql: "ALTER TABLE catalog ADD COLUMN keySetJSON BLOB")
         }
+        migrator.registerMigration("v6") { db in
+            // How many requests began using each pack, kept across purges and reinstalls: the
+            // purge planner keeps packs used often longer. Packs recorded before this migration
+            // count as used once.
+            try db.execute(sql: "ALTER TABLE pack ADD COLUMN useCount INTEGER NOT NULL DEFAULT 1")
+        }
         return migrator
     }
 

@@ -32,7 +32,10 @@ public struct CatalogGenerator: Sendable {
     public var shareProbability: Double = 0.5
     /// Download bytes as a fraction of installed bytes (packs are compressed archives).
     public var downloadRatio: Double = 0.7
-    /// Every `n`-th tag (hubs, boss levels, landmarks) gets the high preservation priority.
+    /// One tag in `n` is a hub (a boss level, a town, a top sight) and gets the high preservation
+    /// priority: every `n`-th tag on a line; on a grid, one in `n` of each row, shifted from row to
+    /// row so that hubs are scattered over the map rather than lined up in columns. The workloads
+    /// return to hubs more often than to other tags, which is what the priority tells the runtime.
     public var highPriorityEvery: Int = 10
     /// The priority of hub tags and of the others.
     public var priorities: (high: Double, normal: Double) = (0.8, 0.4)
@@ -49,7 +52,7 @@ public struct CatalogGenerator: Sendable {
         let tags = (0 ..< tagCount).map { i in
             SimulatedCatalog.Tag(
                 name: name(ofTag: i),
-                preservationPriority: highPriorityEvery > 0 && i % highPriorityEvery == 0 ? priorities.high : priorities.normal)
+                preservationPriority: isHub(i) ? priorities.high : priorities.normal)
         }
         var packs: [SimulatedCatalog.Pack] = []
         func addPack(_ tags: [TagIndex], _ size: SizeDistribution) {
@@ -69,6 +72,18 @@ public struct CatalogGenerator: Sendable {
             return try SimulatedCatalog(name: "generated \(tagPrefix) x\(tagCount)", tags: tags, packs: packs)
         } catch {
             preconditionFailure("generated catalog is invalid: \(error)")
+        }
+    }
+
+    /// Whether tag `i` is a hub (see ``highPriorityEvery``).
+    public func isHub(_ i: Int) -> Bool {
+        guard highPriorityEvery > 0 else { return false }
+        switch layout {
+        case .line:
+            return i % highPriorityEvery == 0
+        case .grid(let columns):
+            let x = i % columns, y = i / columns
+            return (x + 3 * y) % highPriorityEvery == 0
         }
     }
 

@@ -54,6 +54,26 @@ public struct SimulatedCatalog: Sendable {
     /// The sum of every pack's installed bytes.
     public var totalBytes: Int64 { packs.reduce(0) { $0 + $1.bytes } }
 
+    /// The tags the workloads treat as hubs, in catalog order: those whose preservation priority is
+    /// above the lowest any tag has. A developer gives a higher priority to what players come back
+    /// to (boss levels, towns, top sights), so the workloads come back to these more often; with
+    /// equal priorities there are none.
+    public var hubTags: [TagIndex] {
+        guard let lowest = tags.map(\.preservationPriority).min() else { return [] }
+        return tags.indices.filter { tags[$0].preservationPriority > lowest }.map { TagIndex($0) }
+    }
+
+    /// The same catalog with every tag at preservation priority `priority`: the developer's hints
+    /// taken away.
+    public func withEqualPriorities(_ priority: Double = 0.5) -> SimulatedCatalog {
+        do {
+            return try SimulatedCatalog(
+                name: name, tags: tags.map { Tag(name: $0.name, preservationPriority: priority) }, packs: packs)
+        } catch {
+            preconditionFailure("a valid catalog with other priorities is valid: \(error)")
+        }
+    }
+
     /// The preservation priority of each pack: the highest among its tags.
     public func packPriorities(tagPriorities: [Double]) -> [Double] {
         packs.map { pack in pack.tags.lazy.map { tagPriorities[$0.index] }.max() ?? 0 }

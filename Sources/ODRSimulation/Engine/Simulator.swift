@@ -60,10 +60,13 @@ struct SimulationRun<Policy: EvictionPolicy> {
 
     /// Per pack, by ``PackIndex``: one array so the hot loop touches one buffer.
     private var packs: [PackState]
-    /// Installed packs in one recency list per distinct priority, so the runtime's planner can read
-    /// candidates in purge order without sorting.
+    /// Installed packs in one recency list per distinct priority and use class (use count rounded
+    /// down to a power of two), so the runtime's planner can read candidates in purge order without
+    /// sorting: list `rank * PurgeCandidates.useClasses + useClass`.
     private var ranks: RecencyList
     private var rankPriorities: [Double]
+    /// One more than the highest use class of any pack so far: the lists worth reading.
+    private var useClassesSeen = 1
     private var tagPriority: [Double]
     private var packPriority: [Double]
     /// `packs[p].visit == visit` when pack `p` was already seen by the current request.
@@ -103,7 +106,7 @@ struct SimulationRun<Policy: EvictionPolicy> {
         tagPriority = script.catalog.tags.map(\.preservationPriority)
         packPriority = script.catalog.packPriorities(tagPriorities: tagPriority)
         rankPriorities = Array(Set(packPriority)).sorted()
-        ranks = RecencyList(packCount: catalog.packCount, lists: rankPriorities.count)
+        ranks = RecencyList(packCount: catalog.packCount, lists: rankPriorities.count * PurgeCandidates.useClasses)
         active = Array(repeating: false, count: script.requests.count)
         otherAppsBytes = min(script.initialOtherAppsBytes, device.diskCapacity)
         sampleInterval = max(script.duration, 1) / Double(max(simulator.sampleCount, 1))
@@ -158,8 +161,17 @@ struct SimulationRun<Policy: EvictionPolicy> {
                 guard packs[p].visit != visit else { continue }
                 packs[p].visit = visit
                 packs[p].lastUse = now
+                packs[p].uses += 1
+                let useClass = PurgePlanner.useClass(of: packs[p].uses)
+                let promoted = useClass != PurgePlanner.useClass(of: packs[p].uses - 1)
+                if promoted, useClass >= useClassesSeen { useClassesSeen = useClass + 1 }
                 if packs[p].installed {
-                    ranks.touch(pack)
+                    if promoted {
+                        ranks.remove(pack)
+                        ranks.append(pack, to: list(of: pack))
+                    } else {
+                        ranks.touch(pack)
+                    }
                     ready = max(ready, packs[p].readyAt)
                 } else {
                     missing.append(pack)
@@ -183,7 +195,7 @@ struct SimulationRun<Policy: EvictionPolicy> {
             for pack in missing {
                 packs[pack.index].installed = true
                 packs[pack.index].readyAt = done
-                ranks.append(pack, to: rank(of: pack))
+                ranks.append(pack, to: list(of: pack))
             }
             storeBytes += missingBytes
             metrics.peakDiskBytes = max(metrics.peakDiskBytes, storeBytes)
@@ -236,8 +248,8 @@ struct SimulationRun<Policy: EvictionPolicy> {
     private mutating func purge(_ need: Int64) {
         let plan = policy.plan(
             PurgeCandidates(
-                ranks: ranks, rankPriorities: rankPriorities, inUse: ledger.packReferenceCounts,
-                packBytes: catalog.packBytes, packs: packs, packPriority: packPriority),
+                ranks: ranks, rankPriorities: rankPriorities, useClassesSeen: useClassesSeen, inUse: ledger.packReferenceCounts,
+                packBytes: catalog.packBytes, packs: packs, packPriority: packPriority, now: now),
             bytesNeeded: need)
         for deletion in plan.deletions {
             let pack = PackIndex(deletion.id)
@@ -254,9 +266,10 @@ struct SimulationRun<Policy: EvictionPolicy> {
         metrics.overPurgedBytes += plan.overPurgedBytes
     }
 
-    /// The rank list `pack` belongs in.
-    private func rank(of pack: PackIndex) -> Int {
-        rankPriorities.firstIndex(of: packPriority[pack.index]) ?? 0
+    /// The recency list `pack` belongs in: its priority's, for its use class.
+    private func list(of pack: PackIndex) -> Int {
+        let rank = rankPriorities.firstIndex(of: packPriority[pack.index]) ?? 0
+        return rank * PurgeCandidates.useClasses + PurgePlanner.useClass(of: packs[pack.index].uses)
     }
 
     private mutating func setPriority(_ priority: Double, of tags: ArraySlice<TagIndex>) {
@@ -280,8 +293,8 @@ struct SimulationRun<Policy: EvictionPolicy> {
         }
         installedPacks.sort { (packs[$0.pack.index].lastUse, $0.order) < (packs[$1.pack.index].lastUse, $1.order) }
         rankPriorities = Array(Set(packPriority)).sorted()
-        ranks = RecencyList(packCount: catalog.packCount, lists: rankPriorities.count)
-        for (_, pack) in installedPacks { ranks.append(pack, to: rank(of: pack)) }
+        ranks = RecencyList(packCount: catalog.packCount, lists: rankPriorities.count * PurgeCandidates.useClasses)
+        for (_, pack) in installedPacks { ranks.append(pack, to: list(of: pack)) }
     }
 }
 
@@ -294,4 +307,6 @@ struct PackState {
     var readyAt = 0.0
     /// When a request last began or ended using it.
     var lastUse = 0.0
+    /// How many requests began using it (kept across purges, as the runtime's store does).
+    var uses = 0
 }

@@ -2,7 +2,7 @@ import ODRRuntime
 
 /// The policies `odrsim` compares, by the names the command line uses.
 public enum PolicyChoice: String, CaseIterable, Sendable, Codable, CustomStringConvertible {
-    /// The runtime's ``PurgePlanner``: superseded, then priority, then recency, avoiding over-purging.
+    /// The runtime's ``PurgePlanner``: superseded, then recency weighted by priority, avoiding over-purging.
     case `default`
     /// ``LRUPolicy``.
     case lru

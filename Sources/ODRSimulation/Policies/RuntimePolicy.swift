@@ -1,7 +1,8 @@
 import ODRRuntime
 
-/// The runtime's ``PurgePlanner``, reading candidates lazily in purge order so that a purge costs
-/// what it deletes, not what is installed.
+/// The runtime's ``PurgePlanner``, reading candidates lazily in purge order (merging the simulator's
+/// recency list of each priority and use class) so that a purge costs what it deletes, not what is
+/// installed.
 public struct RuntimePolicy: EvictionPolicy {
     public var planner: PurgePlanner
 
@@ -10,7 +11,7 @@ public struct RuntimePolicy: EvictionPolicy {
     public var name: String { planner.name }
 
     public mutating func plan(_ candidates: PurgeCandidates, bytesNeeded: Int64) -> PurgePlan {
-        var order = candidates.makePurgeOrderIterator()
+        var order = candidates.makePurgeOrderIterator(planner: planner)
         return planner.plan(bytesNeeded: bytesNeeded, topPriority: candidates.topPriority) { order.next() }
     }
 }

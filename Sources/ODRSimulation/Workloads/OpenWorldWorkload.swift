@@ -3,14 +3,22 @@ import ODRRuntime
 
 /// Limited prediction: a player walks a grid of regions (the catalog's tags, row by row), holding the
 /// region they are in (urgent) and its eight neighbours (prefetched), keeping their heading most of
-/// the time and sometimes fast-travelling to a random region.
+/// the time and sometimes fast-travelling, mostly to a town: a hub (``SimulatedCatalog/hubTags``).
+/// Sessions begin in a town. Players come back to towns, which is why the developer gave them a
+/// higher preservation priority.
 public struct OpenWorldWorkload: Sendable {
     /// The grid's width in regions.
     public var columns: Int
     /// The chance of keeping the same heading at each step.
     public var momentum = 0.7
-    /// The chance that a step is a fast travel to a random region.
-    public var fastTravelProbability = 0.03
+    /// The chance that a step is a fast travel.
+    public var fastTravelProbability = 0.05
+    /// The share of fast travels that go to a town (a hub, when there is one) rather than to any
+    /// region.
+    public var townShare = 0.8
+    /// The share of play sessions that begin in a town (a hub, when there is one: the game loads
+    /// at an inn or a save point) rather than where the last one ended.
+    public var sessionStartInTownShare = 1.0
     /// The median time spent in a region, in seconds.
     public var medianStepTime: Double = 3 * 60
 
@@ -20,10 +28,14 @@ public struct OpenWorldWorkload: Sendable {
         let regions = script.catalog.tags.count
         guard regions > 0 else { return }
         let rows = (regions + columns - 1) / columns
+        let towns = script.catalog.hubTags.map(\.index)
         var position = Int(random.next() % UInt64(regions))
         var heading = (dx: 1, dy: 0)
         for session in PlaySessions.schedule(days: days, random: &random) {
             var t = session.lowerBound
+            if !towns.isEmpty, random.chance(sessionStartInTownShare) {
+                position = towns[Int(random.next() % UInt64(towns.count))]
+            }
             var current: Int32?
             var held: [Int: Int32] = [:]
             while t < session.upperBound, script.requestCount < maxRequests {
@@ -40,7 +52,9 @@ public struct OpenWorldWorkload: Sendable {
                 }
                 t += min(max(random.logNormal(median: medianStepTime, sigma: 0.6), 20), session.upperBound - t + 1)
                 if random.chance(fastTravelProbability) {
-                    position = Int(random.next() % UInt64(regions))
+                    position = !towns.isEmpty && random.chance(townShare)
+                        ? towns[Int(random.next() % UInt64(towns.count))]
+                        : Int(random.next() % UInt64(regions))
                     continue
                 }
                 if !random.chance(momentum) {

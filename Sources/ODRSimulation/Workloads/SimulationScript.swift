@@ -63,6 +63,19 @@ public struct SimulationScript: Sendable {
         self.duration = max(duration, events.last?.time ?? 0)
     }
 
+    /// The same requests with every tag at preservation priority `priority` and no priority
+    /// changes: the workload without the developer's hints, to see what a policy does without them.
+    ///
+    /// The requests do not change (a workload that favours hubs still does), only what the policies
+    /// are told.
+    public func withEqualPriorities(_ priority: Double = 0.5) -> SimulationScript {
+        SimulationScript(
+            catalog: catalog.withEqualPriorities(priority),
+            events: events.filter { if case .preservationPriority = $0.action { false } else { true } },
+            requests: requests, tagPool: tagPool, offlineWindows: offlineWindows,
+            initialOtherAppsBytes: initialOtherAppsBytes, duration: duration)
+    }
+
     /// The tags of request number `request`.
     public func tags(of request: Int) -> ArraySlice<TagIndex> { tagPool[requests[request].tags] }
 

@@ -3,7 +3,9 @@ import ODRFormat
 import ODRRuntime
 
 /// Random access with Zipf popularity: a guide app whose user jumps between places (the catalog's
-/// tags), often to a popular one, sometimes to the place next door.
+/// tags), often to a popular one, sometimes to the place next door. The hubs
+/// (``SimulatedCatalog/hubTags``, the top sights the developer gave a higher preservation priority)
+/// are the most popular places.
 public struct TravelWorkload: Sendable {
     /// The Zipf exponent: 1 makes the most popular place twice as likely as the second.
     public var zipfExponent = 1.0
@@ -17,9 +19,15 @@ public struct TravelWorkload: Sendable {
     func generate(into script: inout ScriptBuilder, days: Double, maxRequests: Int, random: inout SimulationRandom) {
         let places = script.catalog.tags.count
         guard places > 0 else { return }
-        // Popularity is not aligned with catalog order: the most popular place is anywhere.
-        var ranked = Array(0 ..< places)
+        // Popularity is not aligned with catalog order: the most popular place is anywhere, but
+        // the top sights (hubs) come first, in a random order, then the other places.
+        let hubs = script.catalog.hubTags.map(\.index)
+        let isHub = Set(hubs)
+        var ranked = hubs
         ranked.shuffle(using: &random)
+        var others = (0 ..< places).filter { !isHub.contains($0) }
+        others.shuffle(using: &random)
+        ranked += others
         var cumulative: [Double] = []
         cumulative.reserveCapacity(places)
         var total = 0.0

@@ -22,6 +22,8 @@ public enum Workload: String, CaseIterable, Sendable, Codable {
             var generator = CatalogGenerator(tagCount: count, layout: .grid(columns: columns), tagPrefix: "region")
             generator.packSize = .logNormal(median: 30 << 20, sigma: 0.7)
             generator.shareProbability = 0.6
+            // Towns: one region in 25, scattered over the map.
+            generator.highPriorityEvery = 25
             return generator
         case .travel:
             // A guide: maps, photos and audio of one place are a few megabytes, not a level's worth.

@@ -64,6 +64,39 @@ struct ResourceManagerTests {
         #expect(try again.preservationPriority(forTag: "small") == 0.9)
     }
 
+    @Test func theStoreCountsEachBeginOfAPacksUseAcrossRestarts() async throws {
+        let fixture = try await ManagerFixture.make(bigBytes: 100_000)
+        let packs = try fixture.game.manifest(1).packs
+        #expect(packs.contains { $0.tags == ["big", "small"] }, "small and big share a pack")
+        /// Each pack's expected count: the begun requests whose tags need it.
+        func expectCounts(_ store: ResourceStore, small: Int, big: Int) throws {
+            for pack in packs {
+                let expected = (pack.tags.contains("small") ? small : 0) + (pack.tags.contains("big") ? big : 0)
+                #expect(try store.pack(id: pack.id)?.useCount == expected, "pack of \(pack.tags)")
+            }
+        }
+        try await withTestServer(root: fixture.game.catalog) { server in
+            let manager = try fixture.manager(url: server.baseURL)
+            try await manager.prepare()
+            for _ in 0 ..< 3 {
+                let small = ResourceRequest(tags: ["small"], manager: manager)
+                try await small.beginAccessingResources()
+                try small.endAccessingResources()
+            }
+            #expect(await ResourceRequest(tags: ["small"], manager: manager).conditionallyBeginAccessingResources())
+            try await ResourceRequest(tags: ["big"], manager: manager).beginAccessingResources()
+            manager.lastUse.flush()
+            try expectCounts(manager.store, small: 4, big: 1)
+
+            // A new manager on the same store goes on counting.
+            let again = try fixture.manager(url: server.baseURL)
+            try await again.prepare()
+            #expect(await ResourceRequest(tags: ["small"], manager: again).conditionallyBeginAccessingResources())
+            again.lastUse.flush()
+            try expectCounts(again.store, small: 5, big: 1)
+        }
+    }
+
     @Test func gaugeShowsEachTagsStateAndSizes() async throws {
         let fixture = try await ManagerFixture.make(bigBytes: 100_000)
         let manifest = try fixture.game.manifest(1)

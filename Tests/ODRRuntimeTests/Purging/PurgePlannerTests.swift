@@ -9,19 +9,22 @@ struct PlannerCase: CustomTestStringConvertible, Sendable {
     var expected: [Int]
     var reasons: [PurgeReason]
     var shortfall: Int64 = 0
+    /// The present: every row's packs were last used before it.
+    var now: Double = 100
 
     var testDescription: String { name }
 }
 
 private let mb: Int64 = 1 << 20
 
-/// A candidate `id` of `megabytes`, last used at `lastUse`.
+/// A candidate `id` of `megabytes`, last used at `lastUse`, used `uses` times.
 private func pack(
-    _ id: Int, _ megabytes: Int64, lastUse: Double, priority: Double = 0.5, superseded: Bool = false, inUse: Bool = false
+    _ id: Int, _ megabytes: Int64, lastUse: Double, priority: Double = 0.5, superseded: Bool = false, inUse: Bool = false,
+    uses: Int = 1
 ) -> PurgeCandidate {
     PurgeCandidate(
         id: id, bytes: megabytes * mb, lastUse: lastUse, preservationPriority: priority, isSuperseded: superseded,
-        isInUse: inUse)
+        isInUse: inUse, useCount: uses)
 }
 
 struct PurgePlannerTests {
@@ -76,6 +79,48 @@ struct PurgePlannerTests {
             candidates: [pack(1, 100, lastUse: 1)],
             need: 0, expected: [], reasons: []),
         PlannerCase(
+            name: "a high-priority pack left unused far longer goes before a recent low-priority one",
+            // Weighted idle times at 1000: pack 1 (0.8) 1000 s / 2^13.3 = 0.097, pack 2 (0.4)
+            // 1 s / 2^6.7 = 0.0098.
+            candidates: [pack(1, 100, lastUse: 0, priority: 0.8), pack(2, 100, lastUse: 999, priority: 0.4)],
+            need: 100 * mb, expected: [1], reasons: [.leastRecentlyUsed], now: 1000),
+        PlannerCase(
+            name: "but not one left unused only a little longer",
+            // Pack 1 (0.8): 1000 s / 2^13.3 = 0.097; pack 2 (0.4): 500 s / 2^6.7 = 4.9.
+            candidates: [pack(1, 100, lastUse: 0, priority: 0.8), pack(2, 100, lastUse: 500, priority: 0.4)],
+            need: 100 * mb, expected: [2], reasons: [.lowPreservationPriority], now: 1000),
+        PlannerCase(
+            name: "used at the same time, the lower priority goes first",
+            candidates: [pack(1, 100, lastUse: 50, priority: 0.6), pack(2, 100, lastUse: 50, priority: 0.5)],
+            need: 100 * mb, expected: [2], reasons: [.lowPreservationPriority]),
+        PlannerCase(
+            name: "an in-use pack is never chosen, however old and low its priority",
+            candidates: [pack(1, 500, lastUse: 0, priority: 0, inUse: true), pack(2, 100, lastUse: 99, priority: 1)],
+            need: 100 * mb, expected: [2], reasons: [.leastRecentlyUsed]),
+        PlannerCase(
+            name: "closest fit across priorities: a 120 MB pack rather than an older 512 MB one",
+            candidates: [pack(1, 512, lastUse: 1, priority: 0.2), pack(2, 120, lastUse: 2, priority: 0.5)],
+            need: 100 * mb, expected: [2], reasons: [.closestFit]),
+        PlannerCase(
+            name: "a pack used 8 times outlasts one used once that has gone unused less than 8 times as long",
+            // Weighted idle times at 100: pack 1 60 s / 8 = 7.5, pack 2 10 s.
+            candidates: [pack(1, 100, lastUse: 40, uses: 8), pack(2, 100, lastUse: 90)],
+            need: 100 * mb, expected: [2], reasons: [.leastRecentlyUsed]),
+        PlannerCase(
+            name: "but not one that has gone unused more than 8 times as long",
+            // Pack 1 90 s / 8 = 11.25, pack 2 10 s.
+            candidates: [pack(1, 100, lastUse: 10, uses: 8), pack(2, 100, lastUse: 90)],
+            need: 100 * mb, expected: [1], reasons: [.leastRecentlyUsed]),
+        PlannerCase(
+            name: "use counts count by powers of two: 7 uses weigh as 4",
+            // Pack 1 60 s / 4 = 15, pack 2 (15 uses, as 8) 100 s / 8 = 12.5.
+            candidates: [pack(1, 100, lastUse: 40, uses: 7), pack(2, 100, lastUse: 0, uses: 15)],
+            need: 100 * mb, expected: [1], reasons: [.leastRecentlyUsed]),
+        PlannerCase(
+            name: "used at the same time, the fewer uses go first",
+            candidates: [pack(1, 100, lastUse: 100, uses: 2), pack(2, 100, lastUse: 100, uses: 1)],
+            need: 100 * mb, expected: [2], reasons: [.leastRecentlyUsed]),
+        PlannerCase(
             name: "equal times fall back to ids",
             candidates: [pack(7, 100, lastUse: 5), pack(4, 100, lastUse: 5)],
             need: 100 * mb, expected: [4], reasons: [.leastRecentlyUsed]),
@@ -83,7 +128,7 @@ struct PurgePlannerTests {
 
     @Test(arguments: cases)
     func plansTheExpectedDeletions(_ row: PlannerCase) {
-        let plan = PurgePlanner().plan(row.candidates, bytesNeeded: row.need)
+        let plan = PurgePlanner().plan(row.candidates, bytesNeeded: row.need, now: row.now)
         #expect(plan.ids == row.expected)
         #expect(plan.deletions.map(\.reason) == row.reasons)
         #expect(plan.shortfall == row.shortfall)
@@ -91,9 +136,51 @@ struct PurgePlannerTests {
         #expect(plan.bytesFreed == row.expected.reduce(0) { $0 + bytes[$1]! })
     }
 
+    @Test func aZeroHalvingStepKeepsPriorityAStrictFirstKey() {
+        // Pack 1 (0.8) has gone unused 1000 s, pack 2 (0.4) 1 s: only a strict rank keeps pack 1.
+        let candidates = [pack(1, 100, lastUse: 0, priority: 0.8), pack(2, 100, lastUse: 999, priority: 0.4)]
+        #expect(PurgePlanner().plan(candidates, bytesNeeded: 100 * mb, now: 1000).ids == [1])
+        #expect(PurgePlanner(priorityHalvingStep: 0).plan(candidates, bytesNeeded: 100 * mb, now: 1000).ids == [2])
+    }
+
+    @Test func useCountsWeighByPowersOfTwoUnlessTurnedOff() {
+        #expect([0, 1, 2, 3, 4, 7, 8, 1023, 1024].map(PurgePlanner.useClass(of:)) == [0, 0, 1, 1, 2, 2, 3, 9, 10])
+        #expect(PurgePlanner().agingRate(priority: 0, useCount: 13) == 1.0 / 8)
+        // Pack 1, used 8 times, has gone unused 60 s, pack 2, used once, 10 s.
+        let candidates = [pack(1, 100, lastUse: 40, uses: 8), pack(2, 100, lastUse: 90)]
+        #expect(PurgePlanner().plan(candidates, bytesNeeded: 100 * mb, now: 100).ids == [2])
+        #expect(PurgePlanner(weighsUseCount: false).plan(candidates, bytesNeeded: 100 * mb, now: 100).ids == [1])
+    }
+
+    @Test func eachHalvingStepOfPriorityHalvesTheAgeing() {
+        #expect(PurgePlanner().priorityHalvingStep == 0.06)
+        let planner = PurgePlanner(priorityHalvingStep: 0.1)
+        #expect(planner.agingRate(priority: 0) == 1)
+        #expect(planner.agingRate(priority: 0.1) == 0.5)
+        #expect(planner.agingRate(priority: 1) == 1.0 / 1024)
+        // A priority-1 pack unused for 1,024 minutes weighs as a priority-0 pack unused for one.
+        let old = pack(1, 10, lastUse: 0, priority: 1), recent = pack(2, 10, lastUse: 1024 * 60 - 60, priority: 0)
+        #expect(planner.weightedIdleTime(of: old, now: 1024 * 60) == planner.weightedIdleTime(of: recent, now: 1024 * 60))
+    }
+
+    @Test func neverFreesFarMoreThanNeededWhenSmallerPacksOfAnyPrioritySuffice() {
+        // Three old low-priority 400 MB packs and many recent 60 MB ones of higher priority: for
+        // 100 MB the plan takes two 60 MB packs, not 400 MB.
+        let candidates = (1 ... 3).map { pack($0, 400, lastUse: Double($0), priority: 0.1) }
+            + (4 ... 9).map { pack($0, 60, lastUse: 90 + Double($0), priority: 0.3) }
+        let plan = PurgePlanner().plan(candidates, bytesNeeded: 100 * mb, now: 100)
+        #expect(plan.bytesFreed == 120 * mb)
+        #expect(plan.overPurgedBytes <= PurgePlanner().overPurgeSlack)
+    }
+
+    @Test func withoutAClockThePresentIsTheNewestLastUse() {
+        let candidates = [pack(1, 100, lastUse: 10, priority: 0.5), pack(2, 100, lastUse: 40, priority: 0.5)]
+        #expect(PurgePlanner().plan(candidates, bytesNeeded: 100 * mb) == PurgePlanner().plan(candidates, bytesNeeded: 100 * mb, now: 40))
+    }
+
     @Test func overPurgeIsSmallerThanPlainLRUWouldBe() {
         let candidates = [pack(1, 512, lastUse: 1), pack(2, 120, lastUse: 2)]
-        let plan = PurgePlanner().plan(candidates, bytesNeeded: 100 * mb)
+        let plan = PurgePlanner().plan(candidates, bytesNeeded: 100 * mb, now: 100)
         #expect(plan.overPurgedBytes == 20 * mb)
     }
 

@@ -1,7 +1,7 @@
 import Foundation
 import GRDB
 import ODRFormat
-import ODRRuntime
+@testable import ODRRuntime
 import ODRTestSupport
 import Testing
 
@@ -201,5 +201,44 @@ struct ResourceStoreTests {
         let last = try #require(try reopened.events().last)
         #expect(last.kind == .purge && last.packID == pack && last.reason == "least-recently-used")
         #expect(try reopened.usage().installedPacks == snapshot.lookup.packs(forTags: ["big"]).count - 1)
+    }
+
+    @Test func useCountsGrowWithEachBeginAndOutlivePurgesAndReopening() async throws {
+        let fixture = try CatalogFixture.game(bigBytes: 1000)
+        try await fixture.build()
+        let directory = try TemporaryDirectory(prefix: "odr-store")
+        let (store, snapshot, _) = try await InstallerTests.install(["big"], from: fixture.catalog, store: directory.url)
+        let pack = try #require(snapshot.lookup.tag(named: "big")?.packs.first)
+        #expect(try store.pack(id: pack)?.useCount == 0, "installed but not used yet")
+        try store.markUsed([pack], beginnings: [pack: 2])
+        try store.markUsed([pack])  // a request ended: the time moves, the count does not
+        #expect(try store.pack(id: pack)?.useCount == 2)
+        try await store.removePack(id: pack, reason: .leastRecentlyUsed)
+
+        let reopened = try withExtendedLifetime(store) { try ResourceStore(directory: directory.url) }
+        #expect(try reopened.pack(id: pack)?.useCount == 2, "a purge and a restart keep the count")
+        try reopened.markUsed([], beginnings: [pack: 1])
+        #expect(try reopened.pack(id: pack)?.useCount == 3)
+    }
+
+    @Test func packsOfAStoreFromBeforeUseCountsCountAsUsedOnce() throws {
+        let directory = try TemporaryDirectory(prefix: "odr-store")
+        do {
+            // A store as the runtime left it before the use-count migration.
+            let old = try DatabaseQueue(path: directory.url.appending(path: ResourceStore.databaseName).path)
+            try StoreSchema.migrator.migrate(old, upTo: "v4")
+            try old.write { db in
+                try db.execute(sql: """
+                    INSERT INTO pack (id, archiveBytes, installedBytes, installedAt, lastUsedAt, isInstalled)
+                    VALUES ('old', 10, 20, 1, 2, 0)
+                    """)
+            }
+        }
+        let store = try ResourceStore(directory: directory.url)
+        let pack = try #require(try store.pack(id: "old"))
+        #expect(pack.useCount == 1)
+        #expect(pack.lastUsedAt == 2)
+        try store.markUsed(["old"], beginnings: ["old": 1])
+        #expect(try store.pack(id: "old")?.useCount == 2)
     }
 }
