@@ -26,15 +26,16 @@ struct RequestBench: AsyncParsableCommand {
             Generates an assets tree (one folder per tag, --files-per-tag small files in each), \
             builds it with the builder into a file:// catalog, installs the packs of the first \
             --installed tags into a store, then times:
-              - --pairs conditional begin + end pairs on random installed tags, each timed alone;
-                a bare Ledger begin/end of the same tags is the baseline; the same pairs through
-                the C API (odr_request_conditionally_begin + odr_request_end) are compared with
-                the Swift ones;
-              - opening a ResourceManager on the store (--opens times; median and best), against
-                opening the ResourceStore alone and listing its installed packs;
-              - prepare() (--prepares times) on the signed catalog, by a manager that trusts the
-                builder's key and by one that trusts none; the difference is what checking the
-                signature costs, printed next to the check alone.
+              - --pairs conditional begin + end pairs on random installed tags, each
+                timed alone; a bare Ledger begin/end of the same tags is the baseline;
+                the same pairs through the C API (odr_request_conditionally_begin +
+                odr_request_end) are compared with the Swift ones;
+              - opening a ResourceManager on the store (--opens times; median and
+                best), against opening the ResourceStore alone and listing its
+                installed packs;
+              - prepare() (--prepares times) on the signed catalog, by a manager that
+                trusts the builder's key and by one that trusts none; the difference
+                is what checking the signature costs, next to the check alone.
 
             Targets: median pair < 20 us, 99th percentile < 200 us; C API pair within 1.5x \
             of Swift's; opening < 50 ms; signatures add < 1 ms to prepare().
