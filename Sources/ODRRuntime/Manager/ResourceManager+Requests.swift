@@ -30,7 +30,7 @@ extension ResourceManager {
     @discardableResult
     func forgetPacksPurgedElsewhere(_ ids: [String], state: inout State) -> Bool {
         var gone = false
-        for id in ids where state.installedIDs.contains(id) && !FileManager.default.fileExists(atPath: store.packURL(id: id).path) {
+        for id in ids where state.installedIDs.contains(id) && !store.packFolderExists(id: id) {
             state.installedIDs.remove(id)
             if let index = state.ledger?.catalog.pack(id: id) { state.installed[index.index] = false }
             gone = true

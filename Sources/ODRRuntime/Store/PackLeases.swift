@@ -33,10 +33,17 @@ final class PackLeases: Sendable {
     /// closed only under ``state``'s lock, and nothing else reaches it.
     private struct UncheckedLock: @unchecked Sendable { let lock: FileLock }
 
-    init(locks: URL) { self.locks = locks }
+    /// `locks/` as a path ending in `/`: a lease's path is built on every begin, and appending to a
+    /// `URL` costs more than the lock itself.
+    private let locksPrefix: String
+
+    init(locks: URL) {
+        self.locks = locks
+        locksPrefix = locks.path.hasSuffix("/") ? locks.path : locks.path + "/"
+    }
 
     /// The lease file of pack `id`.
-    func path(for id: String) -> String { locks.appending(path: "\(id).lease").path }
+    func path(for id: String) -> String { locksPrefix + id + ".lease" }
 
     /// Takes a lease on each pack of `ids` (or counts one more holder of a lease this process has).
     ///

@@ -43,6 +43,8 @@ public final class ResourceStore: Sendable {
     private let session: StoreSession
     /// The packs requests of this process hold, leased so that no process purges them.
     let leases: PackLeases
+    /// `packs/` as a path ending in `/` (see ``packFolderExists(id:)``).
+    private let packsPathPrefix: String
 
     /// The database file's name inside the store directory.
     public static let databaseName = "store.sqlite"
@@ -81,6 +83,8 @@ public final class ResourceStore: Sendable {
             throw StoreFailure.database("be opened at '\(self.directory.path)'", error)
         }
         leases = PackLeases(locks: Self.locksURL(in: self.directory))
+        let packsPath = Self.packsURL(in: self.directory).path
+        packsPathPrefix = packsPath.hasSuffix("/") ? packsPath : packsPath + "/"
         let storeLock = try FileLock.lockBlocking(Self.storeLockPath(in: Self.locksURL(in: self.directory)))
         defer { storeLock.unlock() }
         session = try StoreSession(locks: Self.locksURL(in: self.directory), writesMarker: synchronousWrites)
@@ -93,6 +97,13 @@ public final class ResourceStore: Sendable {
     /// The folder that holds an installed pack's files.
     public func packURL(id: String) -> URL { Self.packsURL(in: directory).appending(path: id, directoryHint: .isDirectory) }
     var packsURL: URL { Self.packsURL(in: directory) }
+
+    /// Whether pack `id`'s folder exists. One `stat` of a path built from a string: this runs on
+    /// every begin that takes a new lease, where building a `URL` cost more than the lease.
+    func packFolderExists(id: String) -> Bool {
+        var info = stat()
+        return stat(packsPathPrefix + id, &info) == 0
+    }
     var stagingURL: URL { Self.stagingURL(in: directory) }
     var manifestsURL: URL { Self.manifestsURL(in: directory) }
     func lockPath(for name: String) -> String { Self.locksURL(in: directory).appending(path: "\(name).lock").path }
