@@ -167,14 +167,16 @@ public struct PurgePlanner: PurgePolicy, Equatable {
             // Walk the group in purge order, passing over packs that would overshoot
             // by more than the allowance. A group that fits the need whole passes nothing over.
             // Until something is passed over, taken packs are the group's first, in order.
-            let allowance = max(Int64(Double(remaining) * overPurgeFraction), overPurgeSlack)
+            // In Double and compared by difference, so a need near Int64.max (purge everything)
+            // cannot overflow.
+            let allowance = max(Int64(min(Double(remaining) * max(overPurgeFraction, 0), 0x1p62)), overPurgeSlack)
             let rankStart = deletions.count
             var takenPositions: [Int]?
             var smallestPassedOver: (position: Int, candidate: PurgeCandidate)?
             var still = remaining
             var position = 0
             while still > 0, let candidate = upcoming, Self.sameRank(candidate, first) {
-                if candidate.bytes <= still + allowance {
+                if candidate.bytes - still <= allowance {
                     deletions.append(.init(id: candidate.id, bytes: candidate.bytes, reason: reason(candidate)))
                     takenPositions?.append(position)
                     still -= candidate.bytes

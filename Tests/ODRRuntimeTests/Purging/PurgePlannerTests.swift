@@ -28,6 +28,14 @@ private func pack(
 }
 
 struct PurgePlannerTests {
+    @Test(arguments: [Int64.max, Int64.max - 1, Int64.max / 2])
+    func aNeedNearInt64MaxPurgesEverythingWithoutOverflowing(need: Int64) {
+        let candidates = [pack(1, 100, lastUse: 10), pack(2, 512, lastUse: 20, priority: 0.9), pack(3, 1, lastUse: 30, superseded: true)]
+        let plan = PurgePlanner().plan(candidates, bytesNeeded: need, now: 100)
+        #expect(Set(plan.deletions.map(\.id)) == [1, 2, 3])
+        #expect(plan.deletions.map(\.id).first == 3, "superseded first")
+    }
+
     static let cases: [PlannerCase] = [
         PlannerCase(
             name: "least recently used first within one priority",
