@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import ODRFormat
 import ODRRuntime
 
 /// Runs a command body; a `ResourceError` prints `error[<code>]: <message>` on stderr and exits 1.
@@ -35,8 +36,13 @@ func timeText(_ secondsSince1970: Double) -> String {
 }
 
 /// Says on stderr when `snapshot` is the stored catalog because the server could not be reached,
-/// and from when; prints nothing for a catalog checked online.
+/// and from when, and when that signed catalog has expired (installed packs still serve, nothing
+/// new installs); prints nothing for a catalog checked online.
 func announceFallback(_ snapshot: CatalogSnapshot) {
+    if snapshot.isExpired {
+        let line = "notice: the stored catalog (version \(snapshot.version)) expired at \(snapshot.index.expires ?? "an unknown time"); installed packs still serve, but nothing new installs from it until a fresh signed catalog is fetched online.\n"
+        FileHandle.standardError.write(Data(line.utf8))
+    }
     guard let fallback = snapshot.fallback else { return }
     var when = "an earlier run"
     if let checkedAt = fallback.checkedAt {

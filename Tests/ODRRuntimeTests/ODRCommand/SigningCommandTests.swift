@@ -42,4 +42,36 @@ struct SigningCommandTests {
             #expect(packs.isEmpty, "nothing was installed")
         }
     }
+
+    @Test func anExpiredStoredCatalogStillServesOfflineAndOdrSaysItExpired() async throws {
+        let fixture = try CatalogFixture.game(bigBytes: 10_000)
+        let keys = try TemporaryDirectory(prefix: "odr-keys")
+        let key = keys.appending("release.key").path
+        #expect(try await ODRExecutable.run(["key", "generate", "--output", key], tool: "odrpack").status == 0)
+        let built = try await ODRExecutable.run(["build", fixture.assets.path, "--output", fixture.catalog.path, "--no-cache",
+                                                 "--sign-with", key], tool: "odrpack")
+        #expect(built.status == 0, "\(built.stderr)")
+        let store = try TemporaryDirectory(prefix: "odr-store")
+        let common = ["--catalog", fixture.catalog.path, "--store", store.url.path, "--trusted-key", key + ".pub"]
+        let fetched = try await ODRExecutable.run(["fetch"] + common + ["--quiet", "small"])
+        #expect(fetched.status == 0, "\(fetched.stderr)")
+
+        // Re-signed to expire 8 seconds from now, and stored by an online check while still valid.
+        let resigned = try await ODRExecutable.run(["sign", fixture.catalog.path, "--key", key, "--expires-in", "0.0000926"], tool: "odrpack")
+        #expect(resigned.status == 0, "\(resigned.stderr)")
+        let expiresText = try #require(try fixture.index().expires)
+        let expires = try #require(CatalogExpiry.date(from: expiresText))
+        let checked = try await ODRExecutable.run(["status"] + common)
+        #expect(checked.status == 0, "\(checked.stderr)")
+        #expect(!checked.stderr.contains("expired"), "\(checked.stderr)")
+        try await waitUntil("the catalog to expire", timeout: .seconds(60)) { Date() > expires.addingTimeInterval(1) }
+
+        let offline = try await ODRExecutable.run(["status"] + common + ["--offline"])
+        #expect(offline.status == 0, "\(offline.stderr)")
+        #expect(offline.stderr.contains("notice: the stored catalog (version 1) expired at"), "\(offline.stderr)")
+        let path = try await ODRExecutable.run(["path"] + common + ["--offline", "small/map.json"])
+        #expect(path.status == 0, "installed packs still serve: \(path.stderr)")
+        let refused = try await ODRExecutable.run(["fetch"] + common + ["--offline", "--quiet", "big"])
+        #expect(refused.status == 1 && refused.stderr.contains("error[catalog-expired]"), "\(refused.stderr)")
+    }
 }
