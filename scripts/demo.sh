@@ -15,8 +15,14 @@ mkdir -p "$out"
 
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 
-step "Build SampleAssets into a catalog"
-"$odrpack" build SampleAssets --output "$catalog"
+step "Create the builder's signing key (odrpack key generate)"
+keys="$out/keys"
+mkdir -p "$keys"
+"$odrpack" key generate --output "$keys/release.key"
+trust=(--trusted-key "$keys/release.key.pub")
+
+step "Build SampleAssets into a catalog, signed with that key"
+"$odrpack" build SampleAssets --output "$catalog" --sign-with "$keys/release.key"
 
 step "Inspect the catalog"
 "$odrpack" inspect "$catalog"
@@ -39,20 +45,28 @@ echo "serving at $url"
 
 step "Install the tutorial and level 1 into a store with the runtime (odr fetch)"
 store="$out/store"
-"$odr" fetch --catalog "$url" --store "$store" tutorial level1
+"$odr" fetch --catalog "$url" --store "$store" "${trust[@]}" tutorial level1
+
+step "A client that trusts another key refuses the catalog and installs nothing"
+"$odrpack" key generate --output "$keys/other.key" >/dev/null
+if "$odr" fetch --catalog "$url" --store "$out/other-store" --trusted-key "$keys/other.key.pub" level1 2>"$out/untrusted.txt"; then
+  echo "expected the catalog to be refused"; exit 1
+fi
+cat "$out/untrusted.txt"
+grep -q "error\[untrusted-catalog\]" "$out/untrusted.txt" || { echo "expected untrusted-catalog"; exit 1; }
 
 step "The store's gauge (odr status)"
-"$odr" status --catalog "$url" --store "$store"
+"$odr" status --catalog "$url" --store "$store" "${trust[@]}"
 
 step "Resolve a resource to its installed file (odr path)"
-map="$("$odr" path --catalog "$url" --store "$store" Levels/Level1/map.json)"
+map="$("$odr" path --catalog "$url" --store "$store" "${trust[@]}" Levels/Level1/map.json)"
 echo "$map: $(stat -c %s "$map") bytes"
 
 step "Check every installed pack against its manifest (odr verify)"
 "$odr" verify --store "$store"
 
 step "Publish version 2 with one changed file in level 3; the update moves only that file"
-"$odr" fetch --quiet --catalog "$url" --store "$store" level3
+"$odr" fetch --quiet --catalog "$url" --store "$store" "${trust[@]}" level3
 rm -rf "$out/assets-v2"
 cp -R SampleAssets "$out/assets-v2"
 python3 - "$out/assets-v2/Levels/Level3/map.json" <<'PY'
@@ -64,20 +78,26 @@ level["revision"] = 2
 with open(path, "w") as f:
     json.dump(level, f, indent=2)
 PY
-"$odrpack" build "$out/assets-v2" --output "$catalog" --no-cache >"$out/build-v2.txt"
+"$odrpack" build "$out/assets-v2" --output "$catalog" --no-cache --sign-with "$keys/release.key" >"$out/build-v2.txt"
 head -n 1 "$out/build-v2.txt"
-"$odr" update --catalog "$url" --store "$store"
-"$odr" fetch --catalog "$url" --store "$store" level3 | tee "$out/update.txt"
+"$odr" update --catalog "$url" --store "$store" "${trust[@]}"
+"$odr" fetch --catalog "$url" --store "$store" "${trust[@]}" level3 | tee "$out/update.txt"
 grep -q "level3: 1 of .* files changed" "$out/update.txt" || { echo "expected level3 to update by one file"; exit 1; }
 
 step "A request for a tag the catalog does not have fails with a typed error"
-if "$odr" fetch --catalog "$url" --store "$store" level9 2>"$out/error.txt"; then
+if "$odr" fetch --catalog "$url" --store "$store" "${trust[@]}" level9 2>"$out/error.txt"; then
   echo "expected a failure"; exit 1
 fi
 cat "$out/error.txt"
 
 step "Play levels 1-5 like a game: prefetch the next level, urgent when the player waits, purge old levels"
-"$odr" demo --catalog "$url" --store "$out/game-store" --cache-budget 819200 --play-seconds 0.15
+"$odr" demo --catalog "$url" --store "$out/game-store" "${trust[@]}" --cache-budget 819200 --play-seconds 0.15
+
+step "What purging 200 KB of the game's store would take, and why (odr purge --dry-run)"
+"$odr" purge --catalog "$url" --store "$out/game-store" "${trust[@]}" --bytes 200000 --dry-run
+
+step "The game store's installs and purges, newest first (odr log)"
+"$odr" log --store "$out/game-store" --limit 8
 
 step "Server log (last 15 requests)"
 tail -n 15 "$out/serve.log"

@@ -10,7 +10,8 @@ struct PurgeCommand: AsyncParsableCommand {
         abstract: "Show or carry out a purge: which packs would go to free N bytes, and why.",
         discussion: """
             Plans the purge the runtime would make: packs superseded by a newer catalog version \
-            first, then those of the lowest preservation priority, then the least recently used, \
+            first, then those unused longest, where each 0.06 of preservation priority halves how \
+            fast a pack ages and a pack used often (counted by powers of two) ages slower, \
             preferring a choice that frees enough without freeing far more. Packs in use are never \
             candidates: those a request in any process on the store holds (their lease in \
             locks/<id>.lease) and those being downloaded. Each pack is listed with its reason, \
