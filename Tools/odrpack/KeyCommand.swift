@@ -35,7 +35,7 @@ struct KeyCommand: AsyncParsableCommand {
             let url = URL(filePath: output)
             try await reportingLibraryErrors {
                 do throws(FormatError) { try key.write(to: url) } catch {
-                    throw BuildError(.signingKey, error.message, file: url.path, cause: error)
+                    throw BuildError(.signingKey, error.message, file: url.path, cause: error.cause)
                 }
             }
             print("private key: \(url.path) (keep it secret)")

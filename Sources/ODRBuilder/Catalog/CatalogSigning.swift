@@ -46,14 +46,14 @@ public struct CatalogSigning: Sendable {
     /// Reads one private key file.
     public static func loadKey(_ url: URL) throws(BuildError) -> SigningKey {
         do { return try SigningKey.load(from: url) } catch {
-            throw BuildError(.signingKey, error.message, file: url.path, cause: error)
+            throw BuildError(.signingKey, error.message, file: url.path, cause: error.cause)
         }
     }
 
     /// `index` signed now.
     func sign(_ index: CatalogIndex) throws(BuildError) -> CatalogIndex {
         do { return try index.signed(with: keys, expires: now().addingTimeInterval(expiresIn)) } catch {
-            throw BuildError(.catalogMalformed, "the catalog index cannot be signed: \(error.message)", cause: error)
+            throw BuildError(.catalogMalformed, "the catalog index cannot be signed: \(error.message)", cause: error.cause)
         }
     }
 }
