@@ -23,6 +23,8 @@ final class CompactFileTable: Sendable {
     let count: Int
     /// The ids of the manifest's packs, by position: what a record's pack number refers to.
     private let packIDs: [String]
+    /// The variants of the manifest's packs, by position: a file's variant is its pack's.
+    private let packVariants: [Variant]
     private let recordsStart: Int
     private let heapStart: Int
     private let heapLength: Int
@@ -38,9 +40,10 @@ final class CompactFileTable: Sendable {
     ///
     /// - Throws: ``CompactReader/corrupt`` when the section does not end exactly at the end of the
     ///   bytes, or a record points outside them.
-    init(data: Data, raw: UnsafeRawBufferPointer, reader: inout CompactReader, packIDs: [String]) throws(FormatError) {
+    init(data: Data, raw: UnsafeRawBufferPointer, reader: inout CompactReader, packIDs: [String], packVariants: [Variant]) throws(FormatError) {
         self.data = data
         self.packIDs = packIDs
+        self.packVariants = packVariants
         count = try reader.count()
         let inPathOrder = try reader.byte()
         heapLength = try reader.count()
@@ -92,33 +95,33 @@ final class CompactFileTable: Sendable {
         }
     }
 
-    /// The file at `path`, comparing UTF-8 bytes; a path spelled with other but canonically
-    /// equivalent Unicode scalars is found too, as `String` comparison would.
-    func file(atPath path: String) -> FileRecord? {
+    /// Every file at `path` (the variants of one logical path), in path order, comparing UTF-8
+    /// bytes; a path spelled with other but canonically equivalent Unicode scalars is found too, as
+    /// `String` comparison would.
+    func files(atPath path: String) -> [FileRecord] {
         var query = path
-        let found: FileRecord? = query.withUTF8 { query in
+        let found: [FileRecord] = query.withUTF8 { query in
             data.withUnsafeBytes { raw in
                 var low = 0, high = count
                 while low < high {
                     let middle = (low + high) / 2
                     if compare(pathOf: position(inPathOrder: middle, raw), query, raw) < 0 { low = middle + 1 } else { high = middle }
                 }
-                guard low < count else { return nil }
-                let position = position(inPathOrder: low, raw)
-                return compare(pathOf: position, query, raw) == 0 ? record(at: position, raw) : nil
+                var found: [FileRecord] = []
+                while low < count, case let position = position(inPathOrder: low, raw), compare(pathOf: position, query, raw) == 0 {
+                    found.append(record(at: position, raw))
+                    low += 1
+                }
+                return found
             }
         }
-        if let found { return found }
-        guard path.utf8.contains(where: { $0 >= 0x80 }) else { return nil }
-        // Only a path with non-ASCII characters can equal another spelling; compare those as strings.
+        guard found.isEmpty, path.utf8.contains(where: { $0 >= 0x80 }) else { return found }
         return data.withUnsafeBytes { raw in
-            for position in 0..<count {
+            (0..<count).compactMap { position in
                 let bytes = string(raw, at: recordsStart + position * Self.recordWidth)
-                if bytes.contains(where: { $0 >= 0x80 }), String(decoding: bytes, as: UTF8.self) == path {
-                    return record(at: position, raw)
-                }
+                guard bytes.contains(where: { $0 >= 0x80 }), String(decoding: bytes, as: UTF8.self) == path else { return nil }
+                return record(at: position, raw)
             }
-            return nil
         }
     }
 
@@ -155,12 +158,13 @@ final class CompactFileTable: Sendable {
         let base = recordsStart + position * Self.recordWidth
         let path = String(decoding: string(raw, at: base), as: UTF8.self)
         let samePlace = raw.u32(base) == raw.u32(base + 8) && raw.u32(base + 4) == raw.u32(base + 12)
+        let pack = raw.u32(base + 16)
         return FileRecord(
-            path: path, pack: packIDs[raw.u32(base + 16)],
+            path: path, pack: packIDs[pack],
             entry: samePlace ? path : String(decoding: string(raw, at: base + 8), as: UTF8.self),
             sha256: ContentHash.hex(UnsafeRawBufferPointer(rebasing: raw[(base + 20)..<(base + 52)])),
             storedSize: raw.i64(base + 52), size: raw.i64(base + 60), headerOffset: raw.i64(base + 68),
-            method: raw[base + 76] == 0 ? .stored : .deflate)
+            method: raw[base + 76] == 0 ? .stored : .deflate, variant: packVariants[pack])
     }
 
     /// Appends the file section for `files` (whose packs are `packs`) to `output`.

@@ -16,11 +16,15 @@ public struct FileRecord: Codable, Sendable, Equatable {
     public var headerOffset: Int64
     /// How the entry is stored.
     public var method: CompressionMethod
+    /// The file's variant, by axis name: always its pack's. Empty for a common file. Several files
+    /// may share one logical ``path`` when their variants differ. Written to JSON only when not empty.
+    public var variant: Variant
 
     public init(
         path: String, pack: String, entry: String, sha256: String,
-        storedSize: Int64, size: Int64, headerOffset: Int64, method: CompressionMethod
+        storedSize: Int64, size: Int64, headerOffset: Int64, method: CompressionMethod, variant: Variant = [:]
     ) {
+        self.variant = variant
         self.path = path
         self.pack = pack
         self.entry = entry
@@ -29,5 +33,30 @@ public struct FileRecord: Codable, Sendable, Equatable {
         self.size = size
         self.headerOffset = headerOffset
         self.method = method
+    }
+
+    private enum CodingKeys: String, CodingKey { case path, pack, entry, sha256, storedSize, size, headerOffset, method, variant }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(path: try container.decode(String.self, forKey: .path), pack: try container.decode(String.self, forKey: .pack),
+                  entry: try container.decode(String.self, forKey: .entry), sha256: try container.decode(String.self, forKey: .sha256),
+                  storedSize: try container.decode(Int64.self, forKey: .storedSize), size: try container.decode(Int64.self, forKey: .size),
+                  headerOffset: try container.decode(Int64.self, forKey: .headerOffset),
+                  method: try container.decode(CompressionMethod.self, forKey: .method),
+                  variant: try container.decodeIfPresent(Variant.self, forKey: .variant) ?? [:])
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(path, forKey: .path)
+        try container.encode(pack, forKey: .pack)
+        try container.encode(entry, forKey: .entry)
+        try container.encode(sha256, forKey: .sha256)
+        try container.encode(storedSize, forKey: .storedSize)
+        try container.encode(size, forKey: .size)
+        try container.encode(headerOffset, forKey: .headerOffset)
+        try container.encode(method, forKey: .method)
+        if !variant.isEmpty { try container.encode(variant, forKey: .variant) }
     }
 }

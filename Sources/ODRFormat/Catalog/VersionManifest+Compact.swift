@@ -18,7 +18,7 @@ import Foundation
 /// not decoded into wrong sizes.
 extension VersionManifest {
     static let compactMagic: [UInt8] = Array("ODRM".utf8)
-    static let compactLayout: UInt8 = 2
+    static let compactLayout: UInt8 = 3
 
     /// The manifest in the compact binary form.
     ///
@@ -40,6 +40,11 @@ extension VersionManifest {
         }
         body.stringList(initialInstallTags, &strings)
         body.stringList(prefetchOrder, &strings)
+        body.varint(variantAxes.count)
+        for axis in variantAxes {
+            body.varint(strings.index(of: axis.name))
+            body.stringList(axis.values, &strings)
+        }
         body.varint(packs.count)
         for pack in packs {
             body.varint(strings.index(of: pack.id))
@@ -47,6 +52,9 @@ extension VersionManifest {
             body.varint(pack.archiveBytes)
             body.varint(pack.installedBytes)
             body.varint(pack.entryCount)
+            let variant = pack.variant.sorted { $0.key < $1.key }
+            body.stringList(variant.map(\.key), &strings)
+            body.stringList(variant.map(\.value), &strings)
         }
         try CompactFileTable.encode(files, packs: packs, into: &body)
 
@@ -135,17 +143,24 @@ extension VersionManifest {
         }
         let initialInstallTags = try stringList()
         let prefetchOrder = try stringList()
+        var variantAxes: [VariantAxis] = []
+        for _ in 0..<(try reader.count()) { variantAxes.append(VariantAxis(name: try string(), values: try stringList())) }
         var packs: [PackRecord] = []
         let packCount = try reader.count()
         packs.reserveCapacity(packCount)
         for _ in 0..<packCount {
-            packs.append(PackRecord(id: try string(), tags: try stringList(), archiveBytes: try reader.int64(),
-                                    installedBytes: try reader.int64(), entryCount: try reader.int()))
+            var pack = PackRecord(id: try string(), tags: try stringList(), archiveBytes: try reader.int64(),
+                                  installedBytes: try reader.int64(), entryCount: try reader.int())
+            let axes = try stringList(), values = try stringList()
+            guard axes.count == values.count else { throw CompactReader.corrupt }
+            if !axes.isEmpty { pack.variant = Variant(zip(axes, values), uniquingKeysWith: { first, _ in first }) }
+            packs.append(pack)
         }
-        let files = try CompactFileTable(data: data, raw: raw, reader: &reader, packIDs: packs.map(\.id))
+        let files = try CompactFileTable(data: data, raw: raw, reader: &reader, packIDs: packs.map(\.id), packVariants: packs.map(\.variant))
         guard reader.offset == raw.count else { throw CompactReader.corrupt }
         var manifest = VersionManifest(formatVersion: formatVersion, catalogID: catalogID, version: version, tags: tags,
-                                       initialInstallTags: initialInstallTags, prefetchOrder: prefetchOrder, packs: packs, files: [])
+                                       initialInstallTags: initialInstallTags, prefetchOrder: prefetchOrder, packs: packs, files: [],
+                                       variantAxes: variantAxes)
         manifest.fileTable = .compact(files)
         return manifest
     }

@@ -3,12 +3,16 @@ extension VersionManifest {
     ///
     /// - Throws: ``FormatError`` naming the first offending field.
     public func validate() throws(FormatError) {
-        guard formatVersion == Self.currentFormatVersion else {
+        guard (1...Self.currentFormatVersion).contains(formatVersion) else {
             throw FormatError(
                 .unsupportedFormatVersion,
-                "The manifest has format version \(formatVersion); this library reads version \(Self.currentFormatVersion). Update the runtime or rebuild the catalog with a matching odrpack.",
+                "The manifest has format version \(formatVersion); this library reads versions 1 to \(Self.currentFormatVersion). Update the runtime or rebuild the catalog with a matching odrpack.",
                 field: "formatVersion")
         }
+        guard formatVersion >= Self.formatVersion(forAxes: variantAxes) else {
+            throw FormatError(.invalidValue, "A manifest with variant axes must have format version 2, so that older runtimes refuse it; found \(formatVersion).", field: "formatVersion")
+        }
+        let axes = try validateAxes()
         guard !catalogID.isEmpty else {
             throw FormatError(.invalidValue, "The manifest's catalog id is empty.", field: "catalogID")
         }
@@ -30,6 +34,10 @@ extension VersionManifest {
             try requireNonNegative(Int64(pack.entryCount), "\(field).entryCount")
             guard !pack.tags.isEmpty else {
                 throw FormatError(.invalidValue, "Pack \(pack.id) has an empty tag set.", field: "\(field).tags")
+            }
+            for (axis, value) in pack.variant where axes[axis]?.contains(value) != true {
+                let problem = axes[axis] == nil ? "the axis '\(axis)', which the manifest does not declare" : "'\(value)', which is not a value of the axis '\(axis)'"
+                throw FormatError(.danglingReference, "Pack \(pack.id) has the variant \(problem).", field: "\(field).variant")
             }
         }
 
@@ -82,18 +90,24 @@ extension VersionManifest {
             }
         }
 
-        var paths = Set<String>()
+        let files = self.files
+        var paths: [String: Int] = [:]  // path -> position of its first file
         var entries: [String: FileRecord] = [:]  // "pack/entry" -> first file using it
         for (i, file) in files.enumerated() {
             let field = "files[\(i)]"
             if let problem = RelativePath.problem(in: file.path) {
                 throw FormatError(.invalidPath, "The file path '\(file.path)' is not allowed: \(problem).", field: "\(field).path")
             }
-            guard paths.insert(file.path).inserted else {
-                throw FormatError(.duplicate, "The path '\(file.path)' is listed twice.", field: "\(field).path")
-            }
             guard let pack = packsByID[file.pack] else {
                 throw FormatError(.danglingReference, "'\(file.path)' is in pack \(file.pack), which the manifest does not list.", field: "\(field).pack")
+            }
+            guard file.variant == pack.variant else {
+                throw FormatError(.invalidValue, "'\(file.path)' has the variant '\(file.variant.variantDescription)' but its pack has '\(pack.variant.variantDescription)'; a file's variant is its pack's.", field: "\(field).variant")
+            }
+            if let firstPosition = paths[file.path] {
+                try checkVariantSibling(file, of: files[firstPosition], packs: packsByID, field: field)
+            } else {
+                paths[file.path] = i
             }
             if let problem = RelativePath.problem(in: file.entry) {
                 throw FormatError(.invalidPath, "The entry name '\(file.entry)' is not allowed: \(problem).", field: "\(field).entry")
@@ -119,6 +133,52 @@ extension VersionManifest {
             } else {
                 entries[key] = file
             }
+        }
+    }
+
+    /// The declared axes' values by axis name, after checking names, values and uniqueness.
+    private func validateAxes() throws(FormatError) -> [String: Set<String>] {
+        var axes: [String: Set<String>] = [:]
+        for (i, axis) in variantAxes.enumerated() {
+            let field = "variantAxes[\(i)]"
+            if let problem = VariantAxis.problem(inName: axis.name, kind: "variant axis name") {
+                throw FormatError(.invalidValue, "Invalid variant axis: \(problem).", field: "\(field).name")
+            }
+            guard axes[axis.name] == nil else {
+                throw FormatError(.duplicate, "The variant axis '\(axis.name)' is declared twice.", field: "\(field).name")
+            }
+            guard !axis.values.isEmpty else {
+                throw FormatError(.invalidValue, "The variant axis '\(axis.name)' has no values.", field: "\(field).values")
+            }
+            var values = Set<String>()
+            for (j, value) in axis.values.enumerated() {
+                if let problem = VariantAxis.problem(inName: value) {
+                    throw FormatError(.invalidValue, "Invalid value of the variant axis '\(axis.name)': \(problem).", field: "\(field).values[\(j)]")
+                }
+                guard values.insert(value).inserted else {
+                    throw FormatError(.duplicate, "The variant axis '\(axis.name)' lists '\(value)' twice.", field: "\(field).values[\(j)]")
+                }
+            }
+            axes[axis.name] = values
+        }
+        return axes
+    }
+
+    /// Checks a file whose logical path an earlier file (`first`) already has: they must be variants
+    /// of one asset, so a device can take either: different variants on the same axes, same tags.
+    private func checkVariantSibling(_ file: FileRecord, of first: FileRecord, packs: [String: PackRecord], field: String) throws(FormatError) {
+        guard file.variant != first.variant else {
+            let which = file.variant.isEmpty ? "" : " with the variant '\(file.variant.variantDescription)'"
+            throw FormatError(.duplicate, "The path '\(file.path)' is listed twice\(which).", field: "\(field).path")
+        }
+        guard Set(file.variant.keys) == Set(first.variant.keys) else {
+            throw FormatError(
+                .invalidValue,
+                "The variants '\(first.variant.variantDescription)' and '\(file.variant.variantDescription)' of '\(file.path)' depend on different axes; every variant of one logical path names the same axes.",
+                field: "\(field).variant")
+        }
+        guard packs[file.pack]?.tags == packs[first.pack]?.tags else {
+            throw FormatError(.invalidValue, "The variants of '\(file.path)' have different tags; every variant of one logical path has the same tags.", field: "\(field).pack")
         }
     }
 

@@ -12,8 +12,14 @@ import Foundation
 /// for id in index.tag(named: "level3")?.packs ?? [] { print(index.pack(id: id)!.archivePath) }
 /// ```
 public struct VersionManifest: Codable, Sendable, Equatable {
-    /// The format version this library writes and reads.
-    public static let currentFormatVersion = 1
+    /// The newest format version this library reads and writes: 2, for manifests with variants.
+    ///
+    /// A manifest without ``variantAxes`` is written as version 1, byte for byte what earlier
+    /// libraries wrote, so they still read it; one with variants is version 2, which those
+    /// libraries refuse with `unsupported-format-version` rather than misread.
+    public static let currentFormatVersion = 2
+    /// The format version of a manifest with these axes: 1 without variants, 2 with.
+    public static func formatVersion(forAxes axes: [VariantAxis]) -> Int { axes.isEmpty ? 1 : 2 }
 
     /// The format version of this file.
     public var formatVersion: Int
@@ -29,6 +35,9 @@ public struct VersionManifest: Codable, Sendable, Equatable {
     public var prefetchOrder: [String]
     /// Every pack, sorted by id.
     public var packs: [PackRecord]
+    /// The variant axes packs and files may depend on, in declared order; empty when every device
+    /// downloads the same files. Written to JSON only when not empty.
+    public var variantAxes: [VariantAxis]
     /// Every file, sorted by path.
     ///
     /// A manifest decoded from its compact form builds these records the first time they are read;
@@ -51,13 +60,15 @@ public struct VersionManifest: Codable, Sendable, Equatable {
 
     var fileTable: FileTable
 
+    /// Creates a manifest; `formatVersion` defaults to the one its axes need (1 without, 2 with).
     public init(
-        formatVersion: Int = VersionManifest.currentFormatVersion,
+        formatVersion: Int? = nil,
         catalogID: String, version: Int,
         tags: [TagRecord], initialInstallTags: [String], prefetchOrder: [String],
-        packs: [PackRecord], files: [FileRecord]
+        packs: [PackRecord], files: [FileRecord], variantAxes: [VariantAxis] = []
     ) {
-        self.formatVersion = formatVersion
+        self.formatVersion = formatVersion ?? Self.formatVersion(forAxes: variantAxes)
+        self.variantAxes = variantAxes
         self.catalogID = catalogID
         self.version = version
         self.tags = tags
@@ -68,7 +79,7 @@ public struct VersionManifest: Codable, Sendable, Equatable {
     }
 
     private enum CodingKeys: String, CodingKey {
-        case formatVersion, catalogID, version, tags, initialInstallTags, prefetchOrder, packs, files
+        case formatVersion, catalogID, version, tags, initialInstallTags, prefetchOrder, packs, files, variantAxes
     }
 
     public init(from decoder: any Decoder) throws {
@@ -81,7 +92,8 @@ public struct VersionManifest: Codable, Sendable, Equatable {
             initialInstallTags: try container.decode([String].self, forKey: .initialInstallTags),
             prefetchOrder: try container.decode([String].self, forKey: .prefetchOrder),
             packs: try container.decode([PackRecord].self, forKey: .packs),
-            files: try container.decode([FileRecord].self, forKey: .files))
+            files: try container.decode([FileRecord].self, forKey: .files),
+            variantAxes: try container.decodeIfPresent([VariantAxis].self, forKey: .variantAxes) ?? [])
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -94,12 +106,14 @@ public struct VersionManifest: Codable, Sendable, Equatable {
         try container.encode(prefetchOrder, forKey: .prefetchOrder)
         try container.encode(packs, forKey: .packs)
         try container.encode(files, forKey: .files)
+        if !variantAxes.isEmpty { try container.encode(variantAxes, forKey: .variantAxes) }
     }
 
     public static func == (lhs: VersionManifest, rhs: VersionManifest) -> Bool {
         lhs.formatVersion == rhs.formatVersion && lhs.catalogID == rhs.catalogID && lhs.version == rhs.version
             && lhs.tags == rhs.tags && lhs.initialInstallTags == rhs.initialInstallTags
             && lhs.prefetchOrder == rhs.prefetchOrder && lhs.packs == rhs.packs && lhs.files == rhs.files
+            && lhs.variantAxes == rhs.variantAxes
     }
 
     /// The path of version `number`'s manifest relative to the catalog root: `versions/<n>.json`.
