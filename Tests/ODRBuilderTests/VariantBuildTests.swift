@@ -21,7 +21,7 @@ struct VariantBuildTests {
 
     /// A forest with a tree in three resolutions, bark in two texture formats and two resolutions
     /// (both axes), a rock only at 2x, and common grass and level data; a desert with one common file.
-    static func writeAssets(to fixture: BuildFixture) throws {
+    static func writeAssets(to fixture: BuildFixture, rules: String = rules) throws {
         try fixture.write("odr.json", rules)
         try fixture.write("Textures/tree.png", bytes(1))
         try fixture.write("Textures/tree@2x.png", bytes(2))
@@ -223,5 +223,42 @@ struct VariantBuildTests {
         #expect(manifest.packs.map(\.variant.variantDescription).sorted() == ["", "resolution=1x", "resolution=2x"])
         #expect(ManifestIndex(manifest, variants: VariantPreferences(["resolution": ["2x"]])).file(atPath: "Textures/tree.png")?.sha256
                 == ContentHash.sha256Hex(of: Self.bytes(2)))
+    }
+
+    /// The real `odrpack build` on a folder with variants: each variant pack unzips (with Python's
+    /// `zipfile`) to the variant's bytes under its entry name, the file's own name.
+    @Test(.enabled(if: builtExecutable(named: "odrpack") != nil))
+    func odrpackBuildWritesVariantPacksThatUnzipToTheVariantBytes() async throws {
+        let fixture = try BuildFixture()
+        try Self.writeAssets(to: fixture)
+        let odrpack = try #require(builtExecutable(named: "odrpack"))
+        let result = try runCommand(
+            odrpack.path, ["build", fixture.assets.path, "--output", fixture.output.path, "--no-cache", "--json"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let report = try JSONDecoder().decode(BuildReport.self, from: Data(result.stdout.utf8))
+        #expect(report.variantAxes.map(\.name) == ["resolution", "texture"])
+        let manifest = try fixture.manifest(1)
+        let variantPacks = manifest.packs.filter { !$0.variant.isEmpty }
+        #expect(variantPacks.count == 7)
+        let script = """
+            import hashlib, json, sys, zipfile
+            with zipfile.ZipFile(sys.argv[1]) as z:
+                print(json.dumps({i.filename: hashlib.sha256(z.read(i)).hexdigest() for i in z.infolist()}))
+            """
+        for pack in variantPacks {
+            let unzipped = try runCommand("python3", ["-c", script, fixture.catalog.packURL(id: pack.id).path])
+            #expect(unzipped.status == 0, "\(unzipped.stderr)")
+            let entries = try JSONDecoder().decode([String: String].self, from: Data(unzipped.stdout.utf8))
+            let files = manifest.files.filter { $0.pack == pack.id }
+            #expect(Set(entries.keys) == Set(files.map(\.entry)))
+            for file in files {
+                #expect(file.variant == pack.variant)
+                // The entry is the variant's own file, and its bytes are that file's bytes.
+                let source = try Data(contentsOf: fixture.assets.appending(path: file.entry))
+                #expect(entries[file.entry] == ContentHash.sha256Hex(of: source))
+                #expect(try VariantResolver(rules: TagRules.load(from: fixture.assets.appending(path: "odr.json")).variants)
+                    .name(of: file.entry).logicalPath == file.path)
+            }
+        }
     }
 }

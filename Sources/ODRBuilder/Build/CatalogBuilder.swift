@@ -199,15 +199,24 @@ public struct CatalogBuilder: Sendable {
             prefetchOrder: rules.prefetchOrder, packs: packs, files: files, variantAxes: plan.variantAxes)
     }
 
+    /// A device that prefers `value` on `axis`: that value first, then the axis's other values in
+    /// declared order; every other axis in declared order.
+    static func device(preferring value: String, of axis: VariantAxis) -> VariantPreferences {
+        VariantPreferences([axis.name: [value] + axis.values.filter { $0 != value }])
+    }
+
     /// For each tag, what a device preferring each value of each axis downloads, as the runtime
     /// chooses packs (``ManifestIndex``): that value first, then the axis's other values in
     /// declared order; every other axis in declared order.
+    /// Tags without variant packs cost every device the same and get no breakdown.
     static func variantDownloads(of manifest: VersionManifest) -> [String: [BuildReport.VariantDownload]] {
         var result: [String: [BuildReport.VariantDownload]] = [:]
+        let variantPacks = Set(manifest.packs.filter { !$0.variant.isEmpty }.map(\.id))
+        let varying = Set(manifest.tags.filter { $0.packs.contains(where: variantPacks.contains) }.map(\.name))
+        guard !varying.isEmpty else { return result }
         for axis in manifest.variantAxes {
             for value in axis.values {
-                let device = VariantPreferences([axis.name: [value] + axis.values.filter { $0 != value }])
-                for tag in ManifestIndex(manifest, variants: device).tags {
+                for tag in ManifestIndex(manifest, variants: device(preferring: value, of: axis)).tags where varying.contains(tag.name) {
                     result[tag.name, default: []].append(BuildReport.VariantDownload(
                         axis: axis.name, value: value, packs: tag.packs.sorted(), downloadBytes: tag.downloadBytes,
                         installedBytes: tag.installedBytes))
@@ -223,9 +232,15 @@ public struct CatalogBuilder: Sendable {
     ) -> BuildReport {
         var warnings = warnings
         let budgetTags = manifest.initialInstallTags + manifest.prefetchOrder.filter { !manifest.initialInstallTags.contains($0) }
-        let index = manifest.makeIndex()
-        let budgetPacks = index.packs(forTags: budgetTags)
-        let budgetBytes = budgetPacks.reduce(Int64(0)) { $0 + (index.pack(id: $1)?.installedBytes ?? 0) }
+        // With variants, the budget holds for the device that needs the most: the default one or
+        // one preferring any single value.
+        let devices = [VariantPreferences()] + manifest.variantAxes.flatMap { axis in
+            axis.values.map { Self.device(preferring: $0, of: axis) }
+        }
+        let budgetBytes = devices.map { device -> Int64 in
+            let index = ManifestIndex(manifest, variants: device)
+            return index.packs(forTags: budgetTags).reduce(Int64(0)) { $0 + (index.pack(id: $1)?.installedBytes ?? 0) }
+        }.max() ?? 0
         if budgetBytes > rules.limits.initialInstallAndPrefetch {
             warnings.append(BuildWarning(
                 .budgetExceeded,

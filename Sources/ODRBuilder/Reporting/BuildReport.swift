@@ -63,7 +63,8 @@ public struct BuildReport: Codable, Sendable, Equatable {
         /// Logical paths the tag's rules matched.
         public var files: Int
         /// With variant axes, what the tag costs a device preferring each value of each axis, axes
-        /// and values in declared order; empty without axes. ``packs``, ``downloadBytes`` and
+        /// and values in declared order; empty without axes, and for a tag whose packs are all
+        /// common (it costs every device the same). ``packs``, ``downloadBytes`` and
         /// ``installedBytes`` are over every variant.
         public var variants: [VariantDownload] = []
     }
@@ -98,7 +99,8 @@ public struct BuildReport: Codable, Sendable, Equatable {
     public var bytesSavedByDeduplication: Int64
     /// Tags installed with the app and prefetched after it.
     public var initialInstallAndPrefetchTags: [String]
-    /// Installed bytes of the packs those tags need.
+    /// Installed bytes of the packs those tags need; with variant axes, for the device that needs
+    /// the most among the default one and those of ``Tag/variants``.
     public var initialInstallAndPrefetchBytes: Int64
     /// The budget for them.
     public var initialInstallAndPrefetchBudget: Int64
