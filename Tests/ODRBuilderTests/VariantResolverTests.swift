@@ -67,6 +67,17 @@ struct VariantResolverTests {
         }
     }
 
+    @Test func aLogicalPathThatIsAlsoAFolderIsAnError() throws {
+        let resolver = try resolver(#"{"tags": {"a": ["**"]}, "variants": [{"axis": "r", "values": ["2x"], "marker": "@"}]}"#)
+        #expect { try resolver.resolve(["Levels@2x", "Levels/map.json", "Levels2/x"]) } throws: { error in
+            guard let error = error as? BuildError else { return false }
+            return error.code == .variantPathConflict && error.file == "Levels@2x"
+                && error.message.contains("'Levels'") && error.message.contains("'Levels/map.json'")
+        }
+        // A sibling name that only starts the same is no conflict.
+        #expect(try resolver.resolve(["Levels@2x", "Levels2/x", "Levels-old/y"])["Levels@2x"]?.logicalPath == "Levels")
+    }
+
     @Test func anUnmarkedFileTakesTheDefaultOnlyBesideMarkedSiblings() throws {
         let names = try resolver().resolve([
             "T/tree.png", "T/tree@2x.png", "T/grass.png", "T/rock@3x.png", "T/bark.ktx2", "T/bark@2x.ktx2",

@@ -53,6 +53,9 @@ public struct BuildError: Error, CustomStringConvertible, Sendable {
         /// Two files are the same variant of one logical path (`tree.png` with default `1x`, and
         /// `tree@1x.png`).
         public static let duplicateVariant = Code(rawValue: "plan.duplicateVariant")
+        /// A variant's logical path is also a folder of other files (`Levels@2x` beside
+        /// `Levels/map.json`): a file and a folder cannot share a name.
+        public static let variantPathConflict = Code(rawValue: "plan.variantPathConflict")
 
         // Catalog on disk.
         /// The catalog directory or one of its files cannot be read or written.

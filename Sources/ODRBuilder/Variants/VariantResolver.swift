@@ -92,7 +92,8 @@ public struct VariantResolver: Sendable {
     ///
     /// - Throws: `BuildError`, naming the files: what ``name(of:)`` throws;
     ///   `plan.missingVariantDefault` for an unmarked file beside marked ones on an axis without a
-    ///   default; `plan.duplicateVariant` for two files that are the same variant of one logical path.
+    ///   default; `plan.duplicateVariant` for two files that are the same variant of one logical path;
+    ///   `plan.variantPathConflict` for a logical path that is also a folder of other files.
     public func resolve(_ paths: some Sequence<String>) throws(BuildError) -> [String: Name] {
         var names: [String: Name] = [:]
         guard !rules.isEmpty else {
@@ -131,6 +132,29 @@ public struct VariantResolver: Sendable {
                 }
             }
         }
+        try checkFolderConflicts(names)
         return names
+    }
+
+    /// A logical path that is also a folder of other files (`Levels@2x` beside `Levels/map.json`)
+    /// could not be installed: a file and a folder cannot share a name. Only variants can cause it,
+    /// since the scan found every other path as a file.
+    private func checkFolderConflicts(_ names: [String: Name]) throws(BuildError) {
+        let logicalPaths = Set(names.values.map(\.logicalPath)).sorted()
+        for (path, name) in names.sorted(by: { $0.key < $1.key }) where name.logicalPath != path {
+            let folder = name.logicalPath + "/"
+            // The first path at or after the folder's name; it is below the folder if any is.
+            var low = 0, high = logicalPaths.count
+            while low < high {
+                let middle = (low + high) / 2
+                if logicalPaths[middle] < folder { low = middle + 1 } else { high = middle }
+            }
+            guard low < logicalPaths.count, logicalPaths[low].hasPrefix(folder) else { continue }
+            let other = names.first { $0.value.logicalPath == logicalPaths[low] }?.key ?? logicalPaths[low]
+            throw BuildError(
+                .variantPathConflict,
+                "the file's logical path '\(name.logicalPath)' is also the folder of '\(other)'; a file and a folder cannot share a name, so rename one of them",
+                file: path)
+        }
     }
 }
