@@ -195,6 +195,23 @@ struct VariantBuildTests {
         #expect(try fixture.snapshot(of: first) == a)
     }
 
+    @Test func theBuildCacheSkipsUnchangedVariantsAndAChangedVariantRewritesOnlyItsPack() async throws {
+        let fixture = try BuildFixture()
+        try Self.writeAssets(to: fixture)
+        let first = try await fixture.build()
+        #expect(first.hashedFiles == 11)
+        let v1 = try fixture.manifest(1)
+
+        try fixture.write("Textures/tree@3x.png", Self.bytes(33))
+        let second = try await fixture.build()
+        #expect(second.hashedFiles == 1)
+        #expect(second.publishedNewVersion && second.writtenPacks == 1)
+        let v2 = try fixture.manifest(2)
+        let added = Set(v2.packs.map(\.id)).subtracting(v1.packs.map(\.id))
+        #expect(added.compactMap { id in v2.packs.first { $0.id == id }?.variant } == [["resolution": "3x"]])
+        #expect(v2.packs.count == v1.packs.count)
+    }
+
     @Test func packSizeLimitsSplitEachVariantGroupOnItsOwn() async throws {
         let fixture = try BuildFixture()
         try fixture.write("odr.json", """
