@@ -82,6 +82,12 @@ struct VariantBuildTests {
         // The tag lists every pack, common and variant; the catalog verifies.
         #expect(manifest.tags.first { $0.name == "forest" }?.packs.count == 8)
         _ = try CatalogVerifier(catalog: fixture.catalog).verify()
+
+        // odrpack inspect names the axes and each pack's variant.
+        let inspection = try CatalogInspection(catalog: fixture.catalog).rendered()
+        #expect(inspection.contains("variant axes: resolution (1x, 2x, 3x); texture (astc, etc2)"))
+        let twoX = try #require(manifest.packs.first { $0.variant == ["resolution": "2x", "texture": "etc2"] })
+        #expect(inspection.contains("\(twoX.id.prefix(16))  [forest]  {resolution=2x,texture=etc2}  1 entries"))
     }
 
     @Test func eachDeviceChoiceResolvesToItsVariantsPlusTheCommonPacks() async throws {
