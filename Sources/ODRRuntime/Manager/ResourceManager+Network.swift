@@ -31,10 +31,9 @@ extension ResourceManager {
         if snapshot.packURL(id: pack.id).isFileURL { return nil }
         if let bundled = configuration.bundledCatalog?.appending(path: pack.archivePath),
            FileManager.default.fileExists(atPath: bundled.path) { return nil }
-        let bytes = plannedDownloadBytes(of: [pack.id], in: snapshot)[pack.id] ?? pack.archiveBytes
         let id = pack.id
         return try await downloadGate.admit(
-            bytes: bytes, priority: { download.priority },
+            bytes: { plannedDownloadBytes(of: [id], in: snapshot)[id] ?? pack.archiveBytes }, priority: { download.priority },
             onHold: { reason in hub.emit(.downloadWaiting(packID: id, reason: reason), from: self) },
             onResume: { hub.emit(.downloadResumed(packID: id), from: self) })
     }

@@ -61,22 +61,27 @@ final class DownloadGate: Sendable {
     /// Returns once a download of `bytes` may start, with the ticket that counts its metered bytes.
     ///
     /// - Parameters:
+    ///   - bytes: what the download plans to transfer; asked for only on a metered network (it
+    ///     reads the store), at most once.
     ///   - priority: the download's priority now (`nil` while no request has set one yet: it then
     ///     waits silently for the first).
     ///   - onHold: called when the download starts waiting, and again when the reason changes.
     ///   - onResume: called when a download that waited may start.
     /// - Throws: `network-policy` (or `network-unavailable` offline) when the policy forbids it and
     ///   does not wait; `cancelled` when the task is cancelled while waiting.
-    func admit(bytes: Int64, priority: @Sendable () -> TransferPriority?,
+    func admit(bytes plannedBytes: () -> Int64, priority: @Sendable () -> TransferPriority?,
                onHold: (DownloadHold) -> Void, onResume: () -> Void) async throws(ResourceError) -> Ticket {
         if lastCondition == nil { refresh() }
         var held: DownloadHold?
+        var planned: Int64?
         while true {
             if Task.isCancelled {
                 throw ResourceError(.cancelled, "The download was cancelled while it waited for the download policy to allow it.")
             }
             let now = clock.now()
             let spent = usage.bytes(now: now)
+            if planned == nil, lastCondition == .metered { planned = plannedBytes() }
+            let bytes = planned ?? 0
             let verdict = state.withLock { state -> (generation: UInt64, hold: DownloadHold??, ticket: UInt64?) in
                 let generation = state.generation
                 guard let priority = priority() else { return (generation, .some(nil), nil) }
