@@ -16,6 +16,8 @@ final class MeteredUsage: Sendable {
 
     private let file: URL
     private let record: Locked<Record>
+    /// Whether bytes were counted since the last save.
+    private let unsaved = Locked(false)
 
     /// Loads today's count from `directory`, or starts at 0.
     init(directory: URL, now: Double) {
@@ -47,10 +49,16 @@ final class MeteredUsage: Sendable {
             if record.day != today { record = Record(day: today, bytes: 0) }
             record.bytes += count
         }
+        unsaved.withLock { $0 = true }
     }
 
-    /// Writes the count to the store; a failure to write only loses the count across a restart.
+    /// Writes the count to the store if it changed; a failure to write only loses the count
+    /// across a restart.
     func save() {
+        guard unsaved.withLock({ changed in
+            defer { changed = false }
+            return changed
+        }) else { return }
         let snapshot = record.withLock { $0 }
         guard let data = try? JSONEncoder().encode(snapshot) else { return }
         try? data.write(to: file, options: .atomic)
