@@ -44,11 +44,12 @@ public struct NetworkManagerProbe: NetworkConditionProbe {
 
     /// The condition `nmcli -t -f GENERAL.DEVICE,GENERAL.TYPE,GENERAL.STATE,GENERAL.METERED device show`
     /// describes: ``NetworkCondition/metered`` when a connected device other than loopback says
-    /// `yes` or `yes (guessed)`, ``NetworkCondition/unmetered`` otherwise (`no`, `no (guessed)`,
+    /// `yes` or `yes (guessed)` (`guess-yes` in some versions), ``NetworkCondition/unmetered`` otherwise (`no`, `no (guessed)`,
     /// `unknown`, no connected device, or output it cannot read).
     ///
     /// Devices are told apart by their `GENERAL.DEVICE` line or a blank line; a device without a
-    /// `GENERAL.STATE` line counts as connected, so `-f GENERAL.METERED` output alone works too.
+    /// `GENERAL.STATE` line counts as connected, so `-f GENERAL.METERED` output alone works too, and
+    /// so does the padded output of `nmcli device show` without `-t`.
     ///
     /// ```swift
     /// NetworkManagerProbe.parse("GENERAL.DEVICE:wwan0\nGENERAL.TYPE:gsm\nGENERAL.STATE:100 (connected)\nGENERAL.METERED:yes\n")
@@ -91,7 +92,7 @@ public struct NetworkManagerProbe: NetworkConditionProbe {
         // NetworkManager's device states: 100 is "connected"; anything lower is not (yet) carrying traffic.
         let metered = devices.contains { device in
             device.type != "loopback" && (device.state ?? 100) >= 100
-                && (device.metered == "yes" || device.metered.hasPrefix("yes "))
+                && (device.metered == "yes" || device.metered.hasPrefix("yes ") || device.metered == "guess-yes")
         }
         return metered ? .metered : .unmetered
     }

@@ -91,6 +91,24 @@ struct DownloadPolicyTests {
         GENERAL.METERED:no
         """, .unmetered),
         ("GENERAL.DEVICE:lo\nGENERAL.TYPE:loopback\nGENERAL.STATE:100 (connected (externally))\nGENERAL.METERED:yes\n", .unmetered),
+        ("GENERAL.METERED:guess-yes\n", .metered),
+        // `nmcli device show` without -t, as users post it: a phone's hotspot over Wi-Fi, and a
+        // cable that is unplugged.
+        ("""
+        GENERAL.DEVICE:                         wlp2s0
+        GENERAL.TYPE:                           wifi
+        GENERAL.STATE:                          100 (connected)
+        GENERAL.CONNECTION:                     AndroidHotspot3999
+        GENERAL.METERED:                        yes (guessed)
+        CAPABILITIES.CARRIER-DETECT:            no
+        """, .metered),
+        ("""
+        GENERAL.DEVICE:                         enp3s0
+        GENERAL.TYPE:                           ethernet
+        GENERAL.STATE:                          20 (unavailable)
+        GENERAL.CONNECTION:                     --
+        GENERAL.METERED:                        unknown
+        """, .unmetered),
     ])
     func nmcliOutputIsReadAsNetworkManagerMeansIt(_ output: String, _ expected: NetworkCondition) {
         #expect(NetworkManagerProbe.parse(output) == expected)
