@@ -15,7 +15,7 @@ extension ResourceManager {
     /// - Returns: the condition the probe reported.
     @discardableResult
     public func checkNetworkCondition() async -> NetworkCondition {
-        downloadGate.refresh()
+        await downloadGate.refreshOffPool()
     }
 
     /// The network condition the probe reported last; `nil` before the first check.

@@ -48,6 +48,17 @@ final class DownloadGate: Sendable {
         return condition
     }
 
+    /// ``refresh()`` on a thread of its own: the default probe runs `nmcli` and waits for it, which
+    /// should not hold one of the few threads of Swift's concurrency pool.
+    @discardableResult
+    func refreshOffPool() async -> NetworkCondition {
+        await withCheckedContinuation { continuation in
+            let thread = Thread { [self] in continuation.resume(returning: refresh()) }
+            thread.name = "odr-network-probe"
+            thread.start()
+        }
+    }
+
     /// Something that could change a verdict changed (a priority, the day): waiters decide again.
     func changed() {
         let waiters = state.withLock { state in
@@ -71,7 +82,7 @@ final class DownloadGate: Sendable {
     ///   does not wait; `cancelled` when the task is cancelled while waiting.
     func admit(bytes plannedBytes: () -> Int64, priority: @Sendable () -> TransferPriority?,
                onHold: (DownloadHold) -> Void, onResume: () -> Void) async throws(ResourceError) -> Ticket {
-        if lastCondition == nil { refresh() }
+        if lastCondition == nil { await refreshOffPool() }
         var held: DownloadHold?
         var planned: Int64?
         while true {
