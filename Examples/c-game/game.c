@@ -93,6 +93,12 @@ static int poll_events(odr_manager *manager) {
         case ODR_EVENT_CATALOG_UPDATED:
             printf("event: catalog version %" PRId64 "\n", event.catalog_version);
             break;
+        case ODR_EVENT_DOWNLOAD_WAITING:
+            printf("event: %.12s waits for the download policy (%s)\n", event.pack_id, event.purge_reason);
+            break;
+        case ODR_EVENT_DOWNLOAD_RESUMED:
+            printf("event: %.12s downloads again\n", event.pack_id);
+            break;
         }
     }
 }

@@ -35,6 +35,7 @@ enum CStatus {
         (.resourceNotInstalled, ODR_E_RESOURCE_NOT_INSTALLED),
         (.untrustedCatalog, ODR_E_UNTRUSTED_CATALOG),
         (.catalogExpired, ODR_E_CATALOG_EXPIRED),
+        (.networkPolicy, ODR_E_NETWORK_POLICY),
     ]
 
     /// The codes only the C API has, with their stable names.

@@ -17,6 +17,7 @@ final class ConfigHandle: Sendable {
         var headers: [String: String] = [:]
         var trustedKeys: [PublicSigningKey] = []
         var signatureThreshold = 1
+        var downloadPolicy = DownloadPolicy()
     }
 
     let settings = Locked(Settings())
@@ -40,6 +41,7 @@ final class ConfigHandle: Sendable {
         configuration.extraHeaders = settings.headers
         configuration.trustedKeys = settings.trustedKeys
         configuration.signatureThreshold = settings.signatureThreshold
+        configuration.downloadPolicy = settings.downloadPolicy
         return configuration
     }
 
@@ -128,6 +130,11 @@ public func odrConfigSetInt(_ config: OpaquePointer?, _ option: odr_option, _ va
             // Checked against the number of keys when the manager opens, as in Swift.
             guard (1...1024).contains(value) else { throw invalidArgument("ODR_OPT_SIGNATURE_THRESHOLD must be at least 1 (and at most the number of trusted keys); \(value) is not.") }
             handle.settings.withLock { $0.signatureThreshold = Int(value) }
+        case ODR_OPT_METERED_URGENT, ODR_OPT_METERED_NON_URGENT, ODR_OPT_METERED_DAILY_BUDGET, ODR_OPT_POLICY_WAITS,
+             ODR_OPT_NON_URGENT_RATE:
+            try handle.settings.withLock { settings throws(ResourceError) in
+                try ConfigHandle.set(option, value, in: &settings.downloadPolicy)
+            }
         default:
             throw invalidArgument("Option \(option.rawValue) is not a number option; string options take odr_config_set_string.")
         }

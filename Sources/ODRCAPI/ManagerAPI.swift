@@ -245,6 +245,13 @@ public func odrManagerPollEvent(_ handle: OpaquePointer?, _ out: UnsafeMutablePo
             case .catalogUpdated(let version):
                 event.kind = ODR_EVENT_CATALOG_UPDATED
                 event.catalog_version = Int64(version)
+            case .downloadWaiting(let id, let reason):
+                event.kind = ODR_EVENT_DOWNLOAD_WAITING
+                copy(id, into: &event.pack_id)
+                copy(reason.rawValue, into: &event.purge_reason)
+            case .downloadResumed(let id):
+                event.kind = ODR_EVENT_DOWNLOAD_RESUMED
+                copy(id, into: &event.pack_id)
             }
         } else {
             event.kind = ODR_EVENT_NONE

@@ -159,6 +159,10 @@ final class DemoLog: @unchecked Sendable {
                 pending.append("  low disk space: \(byteText(free)) free")
             case .catalogUpdated(let version):
                 pending.append("  catalog now at version \(version)")
+            case .downloadWaiting(let id, let reason):
+                pending.append("  pack \(id.prefix(12)) waits for the download policy: \(reason)")
+            case .downloadResumed(let id):
+                pending.append("  pack \(id.prefix(12)) may download now")
             }
         }
     }

@@ -19,15 +19,22 @@ struct FetchCommand: AsyncParsableCommand {
             with out-of-space only when the download itself does not fit the disk, and with \
             cache-budget-exceeded when it does not fit the budget.
 
+            A fetch is urgent, so by default it downloads over a metered network too \
+            (NetworkManager says which networks are metered; without it every network counts as \
+            unmetered). --no-metered refuses metered networks: the fetch then fails with \
+            network-policy and downloads nothing. --allow-metered allows them explicitly.
+
             Examples, with CDN=http://127.0.0.1:8080/:
               odr fetch --catalog $CDN --store ./store level1 tutorial
               odr fetch --catalog $CDN --store ./store --cache-budget 500000000 level7
               odr fetch --catalog $CDN --store ./store --watermark 0 --json level7
+              odr fetch --catalog $CDN --store ./store --no-metered level8
             """)
 
     @OptionGroup var options: CatalogOptions
     @OptionGroup var install: InstallOptions
     @OptionGroup var space: SpaceOptions
+    @OptionGroup var network: MeteredOptions
 
     @Flag(help: "Print nothing on success, even on a terminal.")
     var quiet = false
@@ -73,7 +80,7 @@ struct FetchCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingResourceErrors {
-            let manager = try options.openManager(installing: install, space: space)
+            let manager = try options.openManager(installing: install, space: space, metered: network)
             let snapshot = try await manager.loadCatalog(online: !options.offline)
             announceFallback(snapshot)
             let bar = FetchProgressBar(enabled: !quiet && !json && isatty(STDERR_FILENO) == 1)

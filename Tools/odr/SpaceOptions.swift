@@ -25,7 +25,7 @@ extension CatalogOptions {
     /// that install and the space settings of those that purge (defaults otherwise). Every `odr`
     /// command that installs or purges goes through it, so it behaves as a game's runtime does.
     func openManager(installing install: InstallOptions? = nil, space: SpaceOptions? = nil,
-                     cacheBudget defaultBudget: Int64? = nil) throws(ResourceError) -> ResourceManager {
+                     cacheBudget defaultBudget: Int64? = nil, metered: MeteredOptions? = nil) throws(ResourceError) -> ResourceManager {
         var configuration = ResourceManager.Configuration(
             catalogURL: catalogURL, storeDirectory: URL(filePath: store, directoryHint: .isDirectory))
         configuration.distribution = distribution
@@ -34,6 +34,7 @@ extension CatalogOptions {
         configuration.cacheBudget = space?.cacheBudget ?? defaultBudget
         if let space { configuration.freeSpaceWatermark = space.watermark }
         configuration.trustedKeys = try trust().keys
+        metered?.apply(to: &configuration.downloadPolicy)
         return try ResourceManager(configuration: configuration)
     }
 }

@@ -59,6 +59,8 @@ typedef enum odr_status {
     ODR_E_TIMED_OUT = 6,             /* "timed-out": connecting or the transfer stalled */
     ODR_E_UNTRUSTED_SERVER = 7,      /* "untrusted-server": TLS certificate not verified */
     ODR_E_RANGE_NOT_SUPPORTED = 8,   /* "range-not-supported": a byte range could not be fetched */
+    ODR_E_NETWORK_POLICY = 9,        /* "network-policy": the download policy forbids it (metered
+                                        network, daily budget) and ODR_OPT_POLICY_WAITS is 0 */
 
     /* Content */
     ODR_E_INTEGRITY = 20,            /* "integrity": size or SHA-256 differs from the catalog's */
@@ -154,7 +156,18 @@ typedef enum odr_option {
     ODR_OPT_CACHE_BUDGET = 101,     /* most bytes of installed packs; -1 (default) for no budget */
     ODR_OPT_FREE_SPACE_WATERMARK = 102, /* purge below this many free bytes; default 256 MiB; >= 0 */
     ODR_OPT_MAX_CONCURRENT_TRANSFERS = 103, /* downloads at once; default 4; 1...64 */
-    ODR_OPT_SIGNATURE_THRESHOLD = 104 /* distinct trusted keys that must sign; default 1; 1...trusted keys */
+    ODR_OPT_SIGNATURE_THRESHOLD = 104, /* distinct trusted keys that must sign; default 1; 1...trusted keys */
+
+    /* Numbers: the download policy (docs/RUNTIME.md, "Download policy") */
+    ODR_OPT_METERED_URGENT = 120,   /* 1 (default): urgent downloads may use a metered network; 0: not */
+    ODR_OPT_METERED_NON_URGENT = 121, /* 1: prefetch and low-priority downloads may use a metered
+                                       network; 0 (default): they wait for an unmetered one */
+    ODR_OPT_METERED_DAILY_BUDGET = 122, /* most bytes a day (UTC) over metered networks; -1 (default)
+                                       for no limit */
+    ODR_OPT_POLICY_WAITS = 123,     /* 1 (default): a download the policy forbids waits for a change;
+                                       0: it fails with ODR_E_NETWORK_POLICY */
+    ODR_OPT_NON_URGENT_RATE = 124   /* bytes per second non-urgent downloads may take while an urgent
+                                       one runs: 0 (default) pauses them, -1 leaves them unlimited */
 } odr_option;
 
 /** Creates a configuration with the defaults; free it with `odr_config_free`. */
@@ -224,7 +237,11 @@ typedef enum odr_event_kind {
     ODR_EVENT_PACK_INSTALLED = 1,    /* pack_id installed; bytes = its installed size */
     ODR_EVENT_PACK_PURGED = 2,       /* pack_id deleted for purge_reason; bytes = bytes freed */
     ODR_EVENT_LOW_DISK_SPACE = 3,    /* even purging left too little: bytes = free bytes; end requests */
-    ODR_EVENT_CATALOG_UPDATED = 4    /* the catalog moved to `version` */
+    ODR_EVENT_CATALOG_UPDATED = 4,   /* the catalog moved to `version` */
+    ODR_EVENT_DOWNLOAD_WAITING = 5,  /* pack_id waits for the download policy; purge_reason holds why:
+                                        "metered-non-urgent-not-allowed", "metered-urgent-not-allowed",
+                                        "metered-budget-exhausted" or "offline" */
+    ODR_EVENT_DOWNLOAD_RESUMED = 6   /* pack_id, which waited, may download now */
 } odr_event_kind;
 
 #define ODR_EVENT_VERSION 1
@@ -242,7 +259,8 @@ typedef struct odr_event {
     /** The pack's id (64 hex digits of its SHA-256), NUL-terminated; "" for other kinds. */
     char pack_id[72];
     /** Why a pack was purged: "least-recently-used", "low-preservation-priority", "superseded",
-     *  "closest-fit", or another policy's stable name; "" for other kinds. */
+     *  "closest-fit", or another policy's stable name; for ODR_EVENT_DOWNLOAD_WAITING why the
+     *  download waits; "" for other kinds. */
     char purge_reason[64];
 } odr_event;
 

@@ -77,6 +77,9 @@ final class PackDownload: Sendable {
         }
     }
 
+    /// The download's priority: the highest among its requesters, `nil` while none has set one.
+    var priority: TransferPriority? { state.withLock { Self.highest($0.priorities.values) } }
+
     /// Forgets `requester`'s priority; returns the highest of the rest, `nil` when none is left.
     func withdrawPriority(of requester: UInt64) -> TransferPriority? {
         state.withLock { state in

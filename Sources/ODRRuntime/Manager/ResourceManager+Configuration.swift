@@ -59,6 +59,16 @@ extension ResourceManager {
         /// ``ResourceStore/synchronousWrites``). On by default.
         public var synchronousWrites = true
 
+        // MARK: Download policy
+
+        /// Which downloads may use a metered network, the daily metered byte budget, and how much
+        /// bandwidth non-urgent transfers keep while an urgent one runs (see ``DownloadPolicy``).
+        /// By default urgent downloads may use metered networks and prefetch may not.
+        public var downloadPolicy = DownloadPolicy()
+        /// Tells whether the network is metered; injectable for tests. The default asks
+        /// NetworkManager (``NetworkManagerProbe``).
+        public var networkProbe: any NetworkConditionProbe = NetworkManagerProbe()
+
         /// The default ``freeSpaceWatermark``: 256 MiB.
         public static let defaultFreeSpaceWatermark: Int64 = 256 << 20
         /// The public keys `catalog.json` must be signed by (`odrpack key generate` writes them as

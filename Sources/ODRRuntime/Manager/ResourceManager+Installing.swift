@@ -55,7 +55,10 @@ extension ResourceManager {
             }
             downloads.append(download)
         }
-        if !downloads.isEmpty { watchDiskWhileActive(&state) }
+        if !downloads.isEmpty {
+            watchDiskWhileActive(&state)
+            watchNetworkWhileActive(&state)
+        }
         return downloads
     }
 
@@ -91,6 +94,7 @@ extension ResourceManager {
         for download in downloads {
             transport.setPriority(download.setPriority(priority, for: requester), for: snapshot.packURL(id: download.pack))
         }
+        downloadGate.changed()
     }
 
     /// `requester` stops waiting: each download drops to the highest priority of those still waiting.
@@ -100,6 +104,7 @@ extension ResourceManager {
             guard let rest = download.withdrawPriority(of: requester) else { continue }
             transport.setPriority(rest, for: snapshot.packURL(id: download.pack))
         }
+        downloadGate.changed()
     }
 
     /// Pauses or resumes the transfers of `downloads`.
@@ -126,6 +131,8 @@ extension ResourceManager {
     /// Makes room, then downloads, verifies and installs one pack.
     private func installPack(_ pack: PackRecord, snapshot: CatalogSnapshot, download: PackDownload) async throws(ResourceError) {
         try snapshot.requireUnexpired()
+        let ticket = try await admitDownload(of: pack, snapshot: snapshot, download: download)
+        defer { ticket?.finish() }
         // Entries are assembled where the pack will live (staging is renamed into packs/), so
         // the pack's installed size is all the room it takes; no archive copy is kept.
         try await makeRoom(installing: pack.installedBytes, reserve: true)
@@ -134,9 +141,11 @@ extension ResourceManager {
         do throws(ResourceError) {
             download.summary = try await installer.install([pack], from: snapshot) { progress in
                 download.update(received: progress.completedBytes, of: progress.totalBytes)
+                ticket?.progress(progress.completedBytes)
             }
         } catch {
             releaseReservation(pack.installedBytes)
+            if error.code != .cancelled { recheckNetworkAfterFailure() }
             throw error
         }
         // The bytes are installed now, so counted as used: no longer promised (in one step with

@@ -9,19 +9,28 @@ extension ResourceManager {
     /// is not enough), and stops by itself once nothing is active. Call with the lock held.
     func watchDiskWhileActive(_ state: inout State) {
         guard state.watcher == nil, let interval = configuration.diskCheckInterval else { return }
+        state.watcher = periodicTask(every: interval) { state in
+            let active = !state.downloads.isEmpty
+                || state.ledger?.packReferenceCounts.contains(where: { $0 > 0 }) == true
+            if !active { state.watcher = nil }
+            return active
+        } check: { manager in
+            _ = try? await manager.checkDiskSpace()
+        }
+    }
+
+    /// A watcher's loop: sleeps `interval` on the configured clock, then runs `check` if
+    /// `stillActive` (called with the lock held; it clears the watcher's slot when it says no) says
+    /// so, until it does not or the manager goes away.
+    func periodicTask(every interval: Duration, stillActive: @escaping @Sendable (inout State) -> Bool,
+                      check: @escaping @Sendable (ResourceManager) async -> Void) -> Task<Void, Never> {
         let clock = configuration.clock
-        state.watcher = Task { [weak self] in
+        return Task { [weak self] in
             while true {
                 do { try await clock.sleep(for: max(interval, .milliseconds(1))) } catch { return }
                 guard !Task.isCancelled, let self else { return }
-                let active = self.state.withLock { state -> Bool in
-                    let active = !state.downloads.isEmpty
-                        || state.ledger?.packReferenceCounts.contains(where: { $0 > 0 }) == true
-                    if !active { state.watcher = nil }
-                    return active
-                }
-                guard active else { return }
-                _ = try? await self.checkDiskSpace()
+                guard self.state.withLock(stillActive) else { return }
+                await check(self)
             }
         }
     }

@@ -27,6 +27,8 @@ public final class ResourceManager: Sendable {
     let lastUse: LastUseRecorder
     /// The trace being recorded, if any (see ``startRecordingTrace(to:)``).
     let traceRecorder = Locked<TraceRecorder?>(nil)
+    /// Applies the download policy before each pack download (see ``DownloadPolicy``).
+    let downloadGate: DownloadGate
 
     /// What the manager knows right now; guarded by ``state``.
     struct State {
@@ -48,6 +50,9 @@ public final class ResourceManager: Sendable {
         /// The disk watcher (see ``ResourceManager/watchDiskWhileActive(_:)``), while requests or
         /// downloads are active.
         var watcher: Task<Void, Never>?
+        /// The network watcher (see ``ResourceManager/watchNetworkWhileActive(_:)``), while
+        /// downloads are active.
+        var networkWatcher: Task<Void, Never>?
     }
 
     /// Opens the store (repairing what a crash left) and, when it holds a copy of the catalog,
@@ -67,9 +72,12 @@ public final class ResourceManager: Sendable {
         } else {
             var engine = TransferEngine.Configuration()
             engine.maximumConcurrentTransfers = max(1, configuration.maximumConcurrentTransfers)
+            engine.nonUrgentBandwidthWhileUrgent = configuration.downloadPolicy.nonUrgentBandwidthWhileUrgent
             base = try TransferEngine(configuration: engine)
         }
         transport = ManagedTransport(base: base, headers: configuration.extraHeaders)
+        downloadGate = DownloadGate(policy: configuration.downloadPolicy, probe: configuration.networkProbe, clock: clock,
+                                    storeDirectory: configuration.storeDirectory)
         client = CatalogClient(
             catalogURL: configuration.catalogURL, distribution: configuration.distribution, store: store,
             transport: transport, bundledCatalog: configuration.bundledCatalog, trust: configuration.trust)
@@ -89,6 +97,7 @@ public final class ResourceManager: Sendable {
             state.prefetch?.cancel()
             state.updateChecks?.cancel()
             state.watcher?.cancel()
+            state.networkWatcher?.cancel()
         }
         try? traceRecorder.withLock { $0 }?.finish()
         hub.finish()

@@ -14,6 +14,12 @@ public enum ResourceManagerEvent: Sendable, Equatable {
     case lowDiskSpace(freeBytes: Int64)
     /// The catalog moved to another version.
     case catalogUpdated(version: Int)
+    /// The download of a pack waits because the ``DownloadPolicy`` does not allow it now (posted
+    /// again if the reason changes); ``downloadResumed(packID:)`` follows when it starts.
+    case downloadWaiting(packID: String, reason: DownloadHold)
+    /// A download that waited for the ``DownloadPolicy`` may start now (the network, its priority or
+    /// the day changed).
+    case downloadResumed(packID: String)
 }
 
 extension ResourceManager {
@@ -25,6 +31,10 @@ extension ResourceManager {
     public static let lowDiskSpaceNotification = Notification.Name("ODRResourceManagerLowDiskSpace")
     /// See ``packInstalledNotification``.
     public static let catalogUpdatedNotification = Notification.Name("ODRResourceManagerCatalogUpdated")
+    /// See ``packInstalledNotification``.
+    public static let downloadWaitingNotification = Notification.Name("ODRResourceManagerDownloadWaiting")
+    /// See ``packInstalledNotification``.
+    public static let downloadResumedNotification = Notification.Name("ODRResourceManagerDownloadResumed")
 }
 
 /// Fans events out to every subscribed stream and to `NotificationCenter`.
@@ -59,6 +69,8 @@ final class EventHub: Sendable {
         case .packPurged: ResourceManager.packPurgedNotification
         case .lowDiskSpace: ResourceManager.lowDiskSpaceNotification
         case .catalogUpdated: ResourceManager.catalogUpdatedNotification
+        case .downloadWaiting: ResourceManager.downloadWaitingNotification
+        case .downloadResumed: ResourceManager.downloadResumedNotification
         }
         NotificationCenter.default.post(name: name, object: manager, userInfo: ["event": event])
     }

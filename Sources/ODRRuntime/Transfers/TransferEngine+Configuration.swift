@@ -20,6 +20,9 @@ extension TransferEngine {
         public var headers: [String: String]
         /// The `User-Agent` header.
         public var userAgent: String
+        /// How much bandwidth non-urgent transfers keep while an urgent one runs (default
+        /// ``NonUrgentBandwidth/paused``: they pause until no urgent transfer runs).
+        public var nonUrgentBandwidthWhileUrgent: NonUrgentBandwidth = .paused
 
         /// The engine's defaults: 4 transfers, standard retries, 15 s to connect, a stall below 1 KiB/s for 30 s.
         public init(

@@ -1,11 +1,14 @@
 import Foundation
+import ODRFormat
 import Synchronization
 
 /// Downloads over libcurl: one multi handle on one dedicated thread, a priority queue, retries,
 /// resume, and backpressure towards a ``TransferSink``.
 ///
 /// Transfers run at most ``Configuration/maximumConcurrentTransfers`` at a time, urgent first, then
-/// by loading priority, then in arrival order. Connections are reused (HTTP/2 multiplexed where the
+/// by loading priority, then in arrival order. While an urgent transfer runs, non-urgent ones keep
+/// the share ``Configuration/nonUrgentBandwidthWhileUrgent`` says: by default none (they pause and
+/// none starts), or a rate limit, or no limit. Connections are reused (HTTP/2 multiplexed where the
 /// server offers it), TLS is always verified, and `file://` URLs work too.
 ///
 /// ```swift
@@ -21,6 +24,7 @@ public final class TransferEngine: Transport {
     public let configuration: Configuration
     private let inbox = TransferInbox()
     private let nextSequence = Atomic<UInt64>(0)
+    private let counters = Locked(TransferStatistics())
 
     /// Creates an engine and starts its transfer thread.
     ///
@@ -29,7 +33,7 @@ public final class TransferEngine: Transport {
         self.configuration = configuration
         let loop: TransferLoop
         do {
-            loop = try TransferLoop(configuration: configuration, inbox: inbox)
+            loop = try TransferLoop(configuration: configuration, inbox: inbox, statistics: counters)
         } catch {
             throw ResourceError(.unexpectedResponse, "libcurl could not be initialized; check the libcurl installation.",
                                 cause: error)
@@ -44,6 +48,9 @@ public final class TransferEngine: Transport {
     deinit {
         inbox.post(.shutdown)
     }
+
+    /// What the engine has done to non-urgent transfers for urgent ones so far.
+    public var statistics: TransferStatistics { counters.withLock { $0 } }
 
     /// Queues a download into `sink` and returns its handle at once.
     public func transfer(_ request: TransferRequest, into sink: any TransferSink) -> any TransferHandle {

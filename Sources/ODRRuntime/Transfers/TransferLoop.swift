@@ -1,5 +1,6 @@
 internal import CCurl
 import Foundation
+import ODRFormat
 
 /// The dedicated thread's side of the engine: one curl multi handle, the queue, and every curl call.
 ///
@@ -15,10 +16,13 @@ final class TransferLoop {
     /// Running transfers by their easy handle.
     private var running: [UnsafeMutableRawPointer: TransferSession] = [:]
     private var random = SystemRandomNumberGenerator()
+    /// Counts what was done to non-urgent transfers for urgent ones; the engine reads it.
+    private let statistics: Locked<TransferStatistics>
 
-    init(configuration: TransferEngine.Configuration, inbox: TransferInbox) throws(CurlError) {
+    init(configuration: TransferEngine.Configuration, inbox: TransferInbox, statistics: Locked<TransferStatistics>) throws(CurlError) {
         self.configuration = configuration
         self.inbox = inbox
+        self.statistics = statistics
         multi = try CurlMulti()
         // HTTP/2 multiplexing where the server offers it: many transfers share one connection.
         try multi.set(CURLMOPT_PIPELINING, ccurl_pipe_multiplex())
@@ -110,7 +114,8 @@ final class TransferLoop {
             !entry.element.userPaused && (entry.element.notBefore.map { $0 <= now } ?? true)
         }) {
             guard transferMayStart(priority: entry.priority, running: running.count, runningUrgent: runningUrgent,
-                                   limit: configuration.maximumConcurrentTransfers) else { break }
+                                   limit: configuration.maximumConcurrentTransfers,
+                                   yieldToUrgent: configuration.nonUrgentBandwidthWhileUrgent == .paused) else { break }
             queue.remove(sequence: entry.sequence)
             start(entry.element)
             if entry.priority.isUrgent { runningUrgent += 1 }
@@ -121,8 +126,8 @@ final class TransferLoop {
     private func pollTimeout() -> Int {
         let now = ContinuousClock.now
         var timeout = 1000
-        for session in queue.elements {
-            guard let due = session.notBefore else { continue }
+        let waking = queue.elements.compactMap(\.notBefore) + running.values.compactMap(\.rateLimitedUntil)
+        for due in waking {
             let wait = now.duration(to: due)
             let milliseconds = Int(wait.components.seconds * 1000 + wait.components.attoseconds / 1_000_000_000_000_000)
             timeout = min(timeout, max(0, milliseconds + 1))
@@ -131,14 +136,30 @@ final class TransferLoop {
     }
 
     /// Pauses and continues running exchanges: the caller's pause, a full buffer, or an urgent
-    /// transfer that should have the bandwidth.
+    /// transfer that should have the bandwidth (paused, or held to a rate, as
+    /// ``TransferEngine/Configuration/nonUrgentBandwidthWhileUrgent`` says).
     private func reconcilePauses() {
         let controls = running.mapValues { $0.operation.control }
         let urgentRunning = controls.values.contains { $0.priority.isUrgent && !$0.userPaused }
+        let now = ContinuousClock.now
         for (handle, session) in running {
             guard let control = controls[handle], let easy = session.easy else { continue }
             let yield = urgentRunning && !control.priority.isUrgent
-            let shouldPause = control.userPaused || control.writeBlocked || yield
+            var pauseToYield = false
+            switch configuration.nonUrgentBandwidthWhileUrgent {
+            case .paused:
+                pauseToYield = yield
+                if yield, !session.curlPaused, !control.userPaused, !control.writeBlocked {
+                    statistics.withLock { $0.pausedForUrgent += 1 }
+                }
+            case .limited(let bytesPerSecond):
+                // Twice the stall limit at least, so a polite transfer is never failed as stalled.
+                let limit = max(bytesPerSecond, 2 * Int64(configuration.lowSpeedLimit), 1)
+                pauseToYield = isOverRate(session, limit: yield ? limit : nil, now: now)
+            case .unlimited:
+                break
+            }
+            let shouldPause = control.userPaused || control.writeBlocked || pauseToYield
             guard shouldPause != session.curlPaused else { continue }
             // Continuing may deliver held data through the write callback, which may pause again.
             session.curlPaused = shouldPause
@@ -148,6 +169,34 @@ final class TransferLoop {
                 session.curlPaused = !shouldPause
             }
         }
+    }
+
+    /// Whether `session` has received more than `limit` bytes per second since its limit began (it
+    /// then stays paused until the average is back at the limit); `nil` lifts the limit.
+    ///
+    /// The engine paces the transfer itself by pausing and continuing it: libcurl's
+    /// `CURLOPT_MAX_RECV_SPEED_LARGE` set on a running transfer has no effect in libcurl 7.88, whose
+    /// rate window starts only with a limit set before the transfer began.
+    private func isOverRate(_ session: TransferSession, limit: Int64?, now: ContinuousClock.Instant) -> Bool {
+        guard let limit else {
+            if session.rateLimit != nil {
+                session.rateLimit = nil
+                session.rateLimitedUntil = nil
+                statistics.withLock { $0.rateLimitsLifted += 1 }
+            }
+            return false
+        }
+        if session.rateLimit == nil {
+            session.rateLimit = TransferSession.RateLimit(since: now, startBytes: session.received, bytesPerSecond: limit)
+            statistics.withLock { $0.rateLimitedForUrgent += 1 }
+        }
+        guard let rate = session.rateLimit else { return false }
+        let received = max(0, session.received - rate.startBytes)
+        let due = rate.since.advanced(by: .seconds(Double(received) / Double(rate.bytesPerSecond)))
+        let ahead = due > now
+        if ahead, session.rateLimitedUntil == nil { statistics.withLock { $0.pausedForRate += 1 } }
+        session.rateLimitedUntil = ahead ? due : nil
+        return ahead
     }
 
     // MARK: Attempts

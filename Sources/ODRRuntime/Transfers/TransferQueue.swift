@@ -65,8 +65,10 @@ struct TransferQueue<Element> {
 /// Whether a transfer of `priority` may start now, given what runs.
 ///
 /// Urgent transfers start while fewer than `limit` urgent ones run (paused non-urgent ones do not
-/// block them); others start only while nothing urgent runs and fewer than `limit` run in total.
-func transferMayStart(priority: TransferPriority, running: Int, runningUrgent: Int, limit: Int) -> Bool {
+/// block them); others start only while fewer than `limit` run in total and, when non-urgent
+/// transfers `yieldToUrgent` (``NonUrgentBandwidth/paused``), nothing urgent runs.
+func transferMayStart(priority: TransferPriority, running: Int, runningUrgent: Int, limit: Int,
+                      yieldToUrgent: Bool = true) -> Bool {
     if priority.isUrgent { return runningUrgent < limit }
-    return runningUrgent == 0 && running < limit
+    return (runningUrgent == 0 || !yieldToUrgent) && running < limit
 }

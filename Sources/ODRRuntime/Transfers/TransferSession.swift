@@ -38,6 +38,17 @@ final class TransferSession {
     var rangeRefusal: ResourceError?
     /// Whether curl has this exchange paused (by us or by the write callback).
     var curlPaused = false
+    /// The rate this transfer is held to while an urgent one runs (``NonUrgentBandwidth/limited(bytesPerSecond:)``).
+    var rateLimit: RateLimit?
+    /// When the average is back at the limit; the exchange stays paused until then.
+    var rateLimitedUntil: ContinuousClock.Instant?
+
+    struct RateLimit {
+        /// When the limit began, and ``received`` then: bytes before it do not count.
+        var since: ContinuousClock.Instant
+        var startBytes: Int64
+        var bytesPerSecond: Int64
+    }
 
     init(operation: TransferOperation) {
         self.operation = operation

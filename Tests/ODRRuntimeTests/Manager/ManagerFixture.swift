@@ -43,6 +43,8 @@ struct ManagerFixture {
     func manager(url: URL, store: String = "store", _ configure: (inout ResourceManager.Configuration) -> Void = { _ in }) throws -> ResourceManager {
         var configuration = ResourceManager.Configuration(catalogURL: url, storeDirectory: stores.appending(store))
         configuration.freeSpaceWatermark = 0
+        // Not the machine's NetworkManager: a developer on a metered network would see prefetches wait.
+        configuration.networkProbe = FixedNetwork(.unmetered)
         configure(&configuration)
         return try ResourceManager(configuration: configuration)
     }
@@ -70,4 +72,11 @@ final class ManualClock: ManagerClock {
 
     func now() -> Double { seconds.withLock { $0 } }
     func advance(_ delta: Double) { seconds.withLock { $0 += delta } }
+}
+
+/// A network probe that always gives the same answer.
+struct FixedNetwork: NetworkConditionProbe {
+    let condition: NetworkCondition
+    init(_ condition: NetworkCondition) { self.condition = condition }
+    func currentCondition() -> NetworkCondition { condition }
 }

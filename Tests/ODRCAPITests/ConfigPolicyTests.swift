@@ -1,0 +1,38 @@
+import CODR
+import Foundation
+@testable import ODRCAPI
+import ODRRuntime
+import Testing
+
+/// The download-policy options of `odr_config_set_int` reach the manager's configuration, and a
+/// refused value changes nothing.
+struct ConfigPolicyTests {
+    @Test func policyOptionsSetTheManagersDownloadPolicy() throws {
+        var config: OpaquePointer?
+        #expect(odrConfigCreate(&config) == ODR_OK)
+        defer { odrConfigFree(config) }
+        #expect(odrConfigSetString(config, ODR_OPT_CATALOG_URL, "http://127.0.0.1:1/") == ODR_OK)
+        #expect(odrConfigSetString(config, ODR_OPT_STORE_DIRECTORY, "/tmp/odr-config-policy") == ODR_OK)
+        let handle = try CHandle.object(config, as: ConfigHandle.self, "config")
+
+        let defaults = try handle.configuration().downloadPolicy
+        #expect(defaults == DownloadPolicy())
+
+        #expect(odrConfigSetInt(config, ODR_OPT_METERED_URGENT, 0) == ODR_OK)
+        #expect(odrConfigSetInt(config, ODR_OPT_METERED_NON_URGENT, 1) == ODR_OK)
+        #expect(odrConfigSetInt(config, ODR_OPT_METERED_DAILY_BUDGET, 5_000_000) == ODR_OK)
+        #expect(odrConfigSetInt(config, ODR_OPT_POLICY_WAITS, 0) == ODR_OK)
+        #expect(odrConfigSetInt(config, ODR_OPT_NON_URGENT_RATE, 65_536) == ODR_OK)
+        var policy = try handle.configuration().downloadPolicy
+        #expect(!policy.allowsMeteredUrgent && policy.allowsMeteredNonUrgent && !policy.waitsWhenForbidden)
+        #expect(policy.dailyMeteredByteBudget == 5_000_000)
+        #expect(policy.nonUrgentBandwidthWhileUrgent == .limited(bytesPerSecond: 65_536))
+
+        #expect(odrConfigSetInt(config, ODR_OPT_METERED_NON_URGENT, 3) == ODR_E_INVALID_ARGUMENT)
+        #expect(odrConfigSetInt(config, ODR_OPT_NON_URGENT_RATE, -1) == ODR_OK)
+        #expect(odrConfigSetInt(config, ODR_OPT_METERED_DAILY_BUDGET, -1) == ODR_OK)
+        policy = try handle.configuration().downloadPolicy
+        #expect(policy.allowsMeteredNonUrgent, "a refused value changes nothing")
+        #expect(policy.nonUrgentBandwidthWhileUrgent == .unlimited && policy.dailyMeteredByteBudget == nil)
+    }
+}
