@@ -34,6 +34,7 @@ extension CatalogOptions {
         configuration.cacheBudget = space?.cacheBudget ?? defaultBudget
         if let space { configuration.freeSpaceWatermark = space.watermark }
         configuration.trustedKeys = try trust().keys
+        configuration.variants = try variants()
         return try ResourceManager(configuration: configuration)
     }
 }

@@ -46,9 +46,10 @@ struct UpdateCommand: AsyncParsableCommand {
             // installed pack belongs to that tag alone (partly installed; a pack shared with another
             // tag says nothing about this one).
             var held = Set<String>()
-            for manifest in [previous?.manifest, current.manifest].compactMap({ $0 }) {
-                let exclusive = Set(manifest.packs.filter { $0.tags.count == 1 && installed.contains($0.id) }.flatMap(\.tags))
-                for tag in manifest.tags where tag.packs.allSatisfy(installed.contains) || exclusive.contains(tag.name) {
+            // Tags as this device sees them: only the packs of its chosen variants count.
+            for lookup in [previous?.lookup, current.lookup].compactMap({ $0 }) {
+                let exclusive = Set(lookup.manifest.packs.filter { $0.tags.count == 1 && lookup.isChosen(packID: $0.id) && installed.contains($0.id) }.flatMap(\.tags))
+                for tag in lookup.tags where tag.packs.allSatisfy(installed.contains) || exclusive.contains(tag.name) {
                     held.insert(tag.name)
                 }
             }

@@ -148,6 +148,12 @@ typedef enum odr_option {
                                        path of a NAME.pub from `odrpack key generate`; NULL removes
                                        every key. With keys, only signed catalogs are accepted
                                        (docs/SECURITY.md) */
+    ODR_OPT_VARIANT = 6,            /* this device's choice on one variant axis, best value first:
+                                       "resolution=2x,1x" (2x, else 1x); one call per axis, a later
+                                       call for the same axis replaces it; NULL removes every
+                                       choice. An axis not set takes the catalog's declared order.
+                                       Requests download only the chosen variants' packs (plus the
+                                       common ones) and resource paths resolve to the chosen file */
 
     /* Numbers */
     ODR_OPT_IN_USE_LIMIT = 100,     /* most bytes in use at once; default 2 GiB; > 0 */
