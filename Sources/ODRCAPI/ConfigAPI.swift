@@ -59,7 +59,7 @@ final class ConfigHandle: Sendable {
 
     /// One axis's choice, `axis=value[,value...]`, or `invalid-argument` saying how to write it.
     static func variantChoice(_ text: String) throws(ResourceError) -> VariantPreferences {
-        do {
+        do throws(FormatError) {
             guard text.utf8.filter({ $0 == UInt8(ascii: "=") }).count == 1 else {
                 throw FormatError(.invalidValue, "'\(text)' is not one variant choice; write axis=value[,fallback...], one axis per call, for example resolution=2x,1x.")
             }

@@ -32,8 +32,10 @@ struct FetchCommand: AsyncParsableCommand {
             the catalog does not declare is an invalid-argument error that lists the declared \
             ones. Fetching with another choice later downloads the new packs; the old ones become \
             the first to purge (variant-not-chosen).
-              odr fetch --catalog $CDN --store ./store --variant resolution=2x,1x --variant texture=astc level1
-              odr path --catalog $CDN --store ./store --variant resolution=2x,1x Textures/tree.png
+              odr fetch --catalog $CDN --store ./store --variant resolution=2x,1x \\
+                --variant texture=astc level1
+              odr path --catalog $CDN --store ./store --variant resolution=2x,1x \\
+                Textures/tree.png
             """)
 
     @OptionGroup var options: CatalogOptions

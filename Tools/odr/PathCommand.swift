@@ -13,7 +13,8 @@ struct PathCommand: AsyncParsableCommand {
 
             Examples, with CDN=http://127.0.0.1:8080/:
               odr path --catalog $CDN --store ./store Levels/Level1/map.json
-              odr path --catalog $CDN --store ./store --variant resolution=2x,1x Textures/tree.png
+              odr path --catalog $CDN --store ./store --variant resolution=2x,1x \\
+                Textures/tree.png
             """)
 
     @OptionGroup var options: CatalogOptions

@@ -19,7 +19,8 @@ struct StatusCommand: AsyncParsableCommand {
 
             Example:
               odr status --catalog http://127.0.0.1:8080/ --store ./store --json
-              odr status --catalog http://127.0.0.1:8080/ --store ./store --variant resolution=2x,1x
+              odr status --catalog http://127.0.0.1:8080/ --store ./store \\
+                --variant resolution=2x,1x
             """)
 
     @OptionGroup var options: CatalogOptions

@@ -44,15 +44,18 @@ struct VariantChoiceTests {
         return try ledger.begin(catalog.tags(named: ["level1"]))
     }
 
-    @Test(arguments: [
-        (["resolution": ["2x"], "texture": ["etc2"]], Int64(10 + 100_000 + 1_000_000_000)),
-        (["resolution": ["1x"], "texture": ["astc"]], Int64(10 + 1_000 + 10_000_000)),
+    static let ledgerCases: [(choice: [String: [String]], bytes: Int64)] = [
+        (["resolution": ["2x"], "texture": ["etc2"]], 10 + 100_000 + 1_000_000_000),
+        (["resolution": ["1x"], "texture": ["astc"]], 10 + 1_000 + 10_000_000),
         // No choice: each axis's first declared value, plus 2x for the file 1x lacks.
-        ([:], Int64(10 + 1_000 + 100_000 + 10_000_000)),
+        ([:], 10 + 1_000 + 100_000 + 10_000_000),
         // A value the catalog does not declare is skipped: no resolution pack at all.
-        (["resolution": ["3x"], "texture": ["astc"]], Int64(10 + 10_000_000)),
-    ])
-    func theLedgerCountsOnlyTheChosenPacksAndTheCommonOnes(choice: [String: [String]], bytes: Int64) throws {
+        (["resolution": ["3x"], "texture": ["astc"]], 10 + 10_000_000),
+    ]
+
+    @Test(arguments: ledgerCases.indices)
+    func theLedgerCountsOnlyTheChosenPacksAndTheCommonOnes(_ row: Int) throws {
+        let (choice, bytes) = Self.ledgerCases[row]
         #expect(try Self.heldBytes(choice) == bytes)
     }
 
