@@ -56,4 +56,52 @@ struct BuildReportTests {
         #expect(events.last { $0.phase == .writing }.map { $0.completedBytes == $0.totalBytes } == true)
         #expect(events.last?.fraction == 1)
     }
+
+    /// Per tag, what a device preferring each value downloads: the sums over the packs the runtime
+    /// would choose, which are the common packs and the preferred (or fallback) variants.
+    @Test func variantReportShowsWhatEachValueDownloadsAsTheSumOfTheChosenPacks() async throws {
+        let fixture = try BuildFixture()
+        try VariantBuildTests.writeAssets(
+            to: fixture,
+            rules: VariantBuildTests.rules.replacingOccurrences(
+                of: #""catalogID": "variants","#, with: #""catalogID": "variants", "initialInstall": ["forest"],"#))
+        let report = try await fixture.build()
+        let manifest = try fixture.manifest(1)
+        let packs = Dictionary(uniqueKeysWithValues: manifest.packs.map { ($0.id, $0) })
+        #expect(report.variantAxes == manifest.variantAxes)
+        #expect(report.packs.map(\.variant) == report.packs.map { packs[$0.id]?.variant ?? ["?": "?"] })
+
+        let forest = try #require(report.tags.first { $0.name == "forest" })
+        // Over every variant: all eight forest packs.
+        #expect(forest.packs.count == 8)
+        #expect(forest.variants.map { "\($0.axis)=\($0.value)" }
+                == ["resolution=1x", "resolution=2x", "resolution=3x", "texture=astc", "texture=etc2"])
+        let expected: [String: [String]] = [
+            // tree 1x, bark 1x astc (texture in declared order), rock only exists at 2x.
+            "resolution=1x": ["", "resolution=1x", "resolution=1x,texture=astc", "resolution=2x"],
+            "resolution=2x": ["", "resolution=2x", "resolution=2x,texture=astc"],
+            // No 3x bark: falls back to 1x (declared order after the preferred value).
+            "resolution=3x": ["", "resolution=1x,texture=astc", "resolution=2x", "resolution=3x"],
+            "texture=astc": ["", "resolution=1x", "resolution=1x,texture=astc", "resolution=2x"],
+            "texture=etc2": ["", "resolution=1x", "resolution=1x,texture=etc2", "resolution=2x"],
+        ]
+        for choice in forest.variants {
+            let chosen = choice.packs.compactMap { packs[$0] }
+            #expect(chosen.map(\.variant.variantDescription).sorted() == expected["\(choice.axis)=\(choice.value)"])
+            #expect(choice.downloadBytes == chosen.reduce(0) { $0 + $1.archiveBytes })
+            #expect(choice.installedBytes == chosen.reduce(0) { $0 + $1.installedBytes })
+            #expect(chosen.allSatisfy { $0.tags.contains("forest") })
+        }
+        // A tag with only common packs costs every device the same: no breakdown.
+        #expect(report.tags.first { $0.name == "desert" }?.variants == [])
+        // The initial-install budget counts the device that needs the most.
+        #expect(report.initialInstallAndPrefetchBytes == forest.variants.map(\.installedBytes).max())
+
+        let text = report.rendered()
+        #expect(text.contains("variant axes: resolution (1x, 2x, 3x); texture (astc, etc2)"))
+        #expect(text.contains("[forest] {resolution=2x,texture=astc}"))
+        let line = try #require(text.split(separator: "\n").first { $0.contains("    texture=etc2") })
+        #expect(line.contains("in 4 pack(s)"))
+        #expect(try JSONDecoder().decode(BuildReport.self, from: JSONEncoder().encode(report)) == report)
+    }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import ODRBuilder
 import ODRFormat
+import ODRTestSupport
 import Testing
 
 struct CatalogMaintenanceTests {
@@ -151,5 +152,43 @@ struct CatalogMaintenanceTests {
         #expect(live.versions == [1, 2])
         #expect(try CatalogInspection(catalog: fixture.catalog, version: 2).manifest.tags.map(\.name) == ["a", "b", "c"])
         #expect { try CatalogInspection(catalog: fixture.catalog, version: 3) } throws: { ($0 as? BuildError)?.code == .unknownVersion }
+    }
+
+    /// Variants share a logical path: diff lists each variant on its own (it used to trap on the
+    /// repeated path), prune removes only the variant packs no kept version needs, verify passes.
+    @Test func diffPruneAndVerifyHandleVariantCatalogs() async throws {
+        let fixture = try BuildFixture()
+        try fixture.write("odr.json", """
+            {"tags": {"a": ["Textures"]},
+             "variants": [{"axis": "resolution", "values": ["1x", "2x", "3x"], "marker": "@", "default": "1x"}]}
+            """)
+        try fixture.write("Textures/tree.png", deterministicBytes(count: 2000, seed: 1))
+        try fixture.write("Textures/tree@2x.png", deterministicBytes(count: 4000, seed: 2))
+        try fixture.write("Textures/grass.png", deterministicBytes(count: 1000, seed: 3))
+        try await fixture.build()
+        try fixture.write("Textures/tree@2x.png", deterministicBytes(count: 4000, seed: 4))
+        try fixture.write("Textures/rock@3x.png", deterministicBytes(count: 3000, seed: 5))
+        try await fixture.build { $0.distribution = "test" }
+        let v1 = try fixture.manifest(1)
+        let v2 = try fixture.manifest(2)
+
+        let diff = try CatalogDiff(catalog: fixture.catalog, from: 1, to: 2)
+        #expect(diff.changedFiles == ["Textures/tree.png [resolution=2x]"])
+        #expect(diff.addedFiles == ["Textures/rock.png [resolution=3x]"])
+        #expect(diff.removedFiles.isEmpty)
+        #expect(diff.keptPacks == 2)  // the common pack and the 1x pack
+        let added = v2.packs.filter { diff.addedPacks.contains($0.id) }
+        #expect(added.map(\.variant.variantDescription).sorted() == ["resolution=2x", "resolution=3x"])
+        #expect(diff.downloadBytes == added.reduce(0) { $0 + $1.archiveBytes })
+        #expect(diff.rendered().contains("files changed (1):\n  Textures/tree.png [resolution=2x]"))
+
+        let editor = CatalogEditor(catalog: fixture.catalog)
+        try editor.setDistribution("live", to: 2)
+        let pruned = try editor.prune(keep: 0)
+        let old2x = try #require(v1.packs.first { $0.variant == ["resolution": "2x"] })
+        #expect(pruned.removedVersions == [1])
+        #expect(pruned.removedPacks == [old2x.id])
+        for pack in v2.packs { #expect(FileManager.default.fileExists(atPath: fixture.catalog.packURL(id: pack.id).path)) }
+        #expect(try CatalogVerifier(catalog: fixture.catalog).verify().files == v2.files.count)
     }
 }

@@ -11,7 +11,9 @@ struct BuildCommand: AsyncParsableCommand {
             Reads the tag rules (ASSETS/odr.json unless --rules is given), hashes every file, puts \
             each distinct tag set in its own pack, writes packs/<sha256>.zip, then versions/<n+1>.json, \
             then catalog.json last, and points the distribution at the new version. If nothing changed \
-            since the latest version, no version is added. A progress bar appears when stderr is a \
+            since the latest version, no version is added. With "variants" in the rules, files such as \
+            tree@2x.png become variants of one logical path (tree.png), packed per tag set and variant; \
+            the report shows what a device preferring each value downloads per tag. A progress bar appears when stderr is a \
             terminal; the report goes to stdout (--json for machines). See docs/ODRPACK.md.
 
             Examples:

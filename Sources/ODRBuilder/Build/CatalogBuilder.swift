@@ -41,6 +41,8 @@ public struct CatalogBuilder: Sendable {
 
         progress(BuildProgress(phase: .scanning, completedBytes: 0, totalBytes: 0))
         let scan = try AssetScanner(root: options.assets, rules: rules, skipping: skippedPaths()).scan()
+        // Variant names are checked before hashing, so a misnamed file fails the build at once.
+        let names = try VariantResolver(rules: rules.variants).resolve(scan.files.map(\.path))
         var cache: BuildCache? = options.cache.map { BuildCache.load(from: $0) }
         let uncachedBytes = scan.files.reduce(Int64(0)) { $0 + (cache?.sha256(for: $1) == nil ? $1.size : 0) }
         progress(BuildProgress(phase: .hashing, completedBytes: 0, totalBytes: uncachedBytes))
@@ -48,7 +50,7 @@ public struct CatalogBuilder: Sendable {
             progress(BuildProgress(phase: .hashing, completedBytes: done, totalBytes: uncachedBytes))
         }
 
-        let plan = try PackPlanner(rules: rules, allowOversize: options.allowOversize).plan(hashing.assets)
+        let plan = try PackPlanner(rules: rules, allowOversize: options.allowOversize).plan(hashing.assets, names: names)
         guard !plan.packs.isEmpty else {
             throw BuildError(
                 .emptyBuild, "no files to pack: the assets folder is empty or the rules leave everything out",
@@ -181,7 +183,10 @@ public struct CatalogBuilder: Sendable {
         catalogID: String, version: Int, plan: PackPlan, written: [WrittenPack], rules: TagRules
     ) -> VersionManifest {
         let packs = written.map(\.record).sorted { $0.id < $1.id }
-        let files = written.flatMap(\.files).sorted { $0.path < $1.path }
+        // By path, then variant: the order the format requires, whatever order packs were written in.
+        let files = written.flatMap(\.files).sorted {
+            $0.path != $1.path ? $0.path < $1.path : $0.variant.variantDescription < $1.variant.variantDescription
+        }
         let tags = plan.tags.map { tag -> TagRecord in
             let needed = packs.filter { $0.tags.contains(tag.name) }
             return TagRecord(
@@ -191,7 +196,34 @@ public struct CatalogBuilder: Sendable {
         }
         return VersionManifest(
             catalogID: catalogID, version: version, tags: tags, initialInstallTags: rules.effectiveInitialInstall,
-            prefetchOrder: rules.prefetchOrder, packs: packs, files: files)
+            prefetchOrder: rules.prefetchOrder, packs: packs, files: files, variantAxes: plan.variantAxes)
+    }
+
+    /// A device that prefers `value` on `axis`: that value first, then the axis's other values in
+    /// declared order; every other axis in declared order.
+    static func device(preferring value: String, of axis: VariantAxis) -> VariantPreferences {
+        VariantPreferences([axis.name: [value] + axis.values.filter { $0 != value }])
+    }
+
+    /// For each tag, what a device preferring each value of each axis downloads, as the runtime
+    /// chooses packs (``ManifestIndex``): that value first, then the axis's other values in
+    /// declared order; every other axis in declared order.
+    /// Tags without variant packs cost every device the same and get no breakdown.
+    static func variantDownloads(of manifest: VersionManifest) -> [String: [BuildReport.VariantDownload]] {
+        var result: [String: [BuildReport.VariantDownload]] = [:]
+        let variantPacks = Set(manifest.packs.filter { !$0.variant.isEmpty }.map(\.id))
+        let varying = Set(manifest.tags.filter { $0.packs.contains(where: variantPacks.contains) }.map(\.name))
+        guard !varying.isEmpty else { return result }
+        for axis in manifest.variantAxes {
+            for value in axis.values {
+                for tag in ManifestIndex(manifest, variants: device(preferring: value, of: axis)).tags where varying.contains(tag.name) {
+                    result[tag.name, default: []].append(BuildReport.VariantDownload(
+                        axis: axis.name, value: value, packs: tag.packs.sorted(), downloadBytes: tag.downloadBytes,
+                        installedBytes: tag.installedBytes))
+                }
+            }
+        }
+        return result
     }
 
     private func report(
@@ -200,9 +232,15 @@ public struct CatalogBuilder: Sendable {
     ) -> BuildReport {
         var warnings = warnings
         let budgetTags = manifest.initialInstallTags + manifest.prefetchOrder.filter { !manifest.initialInstallTags.contains($0) }
-        let index = manifest.makeIndex()
-        let budgetPacks = index.packs(forTags: budgetTags)
-        let budgetBytes = budgetPacks.reduce(Int64(0)) { $0 + (index.pack(id: $1)?.installedBytes ?? 0) }
+        // With variants, the budget holds for the device that needs the most: the default one or
+        // one preferring any single value.
+        let devices = [VariantPreferences()] + manifest.variantAxes.flatMap { axis in
+            axis.values.map { Self.device(preferring: $0, of: axis) }
+        }
+        let budgetBytes = devices.map { device -> Int64 in
+            let index = ManifestIndex(manifest, variants: device)
+            return index.packs(forTags: budgetTags).reduce(Int64(0)) { $0 + (index.pack(id: $1)?.installedBytes ?? 0) }
+        }.max() ?? 0
         if budgetBytes > rules.limits.initialInstallAndPrefetch {
             warnings.append(BuildWarning(
                 .budgetExceeded,
@@ -210,21 +248,25 @@ public struct CatalogBuilder: Sendable {
         }
         var filesPerTag: [String: Int] = [:]
         for tags in plan.pathTags.values { for tag in tags { filesPerTag[tag, default: 0] += 1 } }
+        let variantDownloads = Self.variantDownloads(of: manifest)
         return BuildReport(
             catalogID: manifest.catalogID, version: manifest.version, publishedNewVersion: published,
             distribution: options.distribution, files: manifest.files.count, hashedFiles: hashing.hashedFiles,
             hashedBytes: hashing.hashedBytes,
             packs: written.map { pack in
                 BuildReport.Pack(
-                    id: pack.record.id, tags: pack.record.tags, part: pack.plan.part, partCount: pack.plan.partCount,
+                    id: pack.record.id, tags: pack.record.tags, variant: pack.record.variant,
+                    part: pack.plan.part, partCount: pack.plan.partCount,
                     entries: pack.record.entryCount, files: pack.files.count, archiveBytes: pack.record.archiveBytes,
                     installedBytes: pack.record.installedBytes, reused: pack.reused, shared: pack.record.tags.count > 1)
             },
             tags: manifest.tags.map { tag in
                 BuildReport.Tag(
                     name: tag.name, preservationPriority: tag.preservationPriority, packs: tag.packs,
-                    downloadBytes: tag.downloadBytes, installedBytes: tag.installedBytes, files: filesPerTag[tag.name] ?? 0)
+                    downloadBytes: tag.downloadBytes, installedBytes: tag.installedBytes, files: filesPerTag[tag.name] ?? 0,
+                    variants: variantDownloads[tag.name] ?? [])
             },
+            variantAxes: manifest.variantAxes,
             sharedPacks: written.filter { $0.record.tags.count > 1 }.map(\.record.id),
             writtenPacks: written.count { !$0.reused },
             duplicateFiles: plan.duplicateFiles, bytesSavedByDeduplication: plan.bytesSavedByDeduplication,

@@ -31,6 +31,9 @@ public struct BuildError: Error, CustomStringConvertible, Sendable {
         public static let invalidTagName = Code(rawValue: "rules.invalidTagName")
         /// `initialInstall` or `prefetchOrder` names a tag that no rule defines.
         public static let undefinedTag = Code(rawValue: "rules.undefinedTag")
+        /// A variant axis name or a declared variant value is empty, `.` or `..`, or uses characters
+        /// names may not use (such as `/`).
+        public static let invalidVariantName = Code(rawValue: "rules.invalidVariantName")
 
         // Scanning and planning.
         /// The assets directory does not exist or a file in it cannot be read.
@@ -41,6 +44,15 @@ public struct BuildError: Error, CustomStringConvertible, Sendable {
         public static let oversizeFile = Code(rawValue: "plan.oversizeFile")
         /// The build found no files to pack.
         public static let emptyBuild = Code(rawValue: "plan.empty")
+        /// A file name marks a value its variant axis does not declare (`tree@4x.png`).
+        public static let unknownVariantValue = Code(rawValue: "plan.unknownVariantValue")
+        /// A file name marks two values of one variant axis (`tree@1x@2x.png`).
+        public static let repeatedVariantAxis = Code(rawValue: "plan.repeatedVariantAxis")
+        /// An unmarked file has marked variants beside it and its axis declares no `default`.
+        public static let missingVariantDefault = Code(rawValue: "plan.missingVariantDefault")
+        /// Two files are the same variant of one logical path (`tree.png` with default `1x`, and
+        /// `tree@1x.png`).
+        public static let duplicateVariant = Code(rawValue: "plan.duplicateVariant")
 
         // Catalog on disk.
         /// The catalog directory or one of its files cannot be read or written.

@@ -30,11 +30,11 @@ public struct CatalogDiff: Codable, Sendable, Equatable {
     public var removedPacks: [String]
     /// Packs in both (unchanged bytes; clients keep them).
     public var keptPacks: Int
-    /// Paths only in `to`.
+    /// Paths only in `to`. A variant is listed as `path [axis=value,...]`, each variant on its own.
     public var addedFiles: [String]
-    /// Paths only in `from`.
+    /// Paths only in `from` (variants as in ``addedFiles``).
     public var removedFiles: [String]
-    /// Paths in both whose content changed.
+    /// Paths in both whose content changed (variants as in ``addedFiles``).
     public var changedFiles: [String]
     /// Bytes a client holding every pack of `from` downloads to hold every pack of `to`: the entries
     /// of new packs whose content it does not hold, as byte ranges.
@@ -78,8 +78,12 @@ public struct CatalogDiff: Codable, Sendable, Equatable {
         addedPacks = new.packs.map(\.id).filter { !oldPacks.contains($0) }
         removedPacks = old.packs.map(\.id).filter { newPackRecords[$0] == nil }
         keptPacks = new.packs.count - addedPacks.count
-        let oldFiles = Dictionary(uniqueKeysWithValues: old.files.map { ($0.path, $0.sha256) })
-        let newFiles = Dictionary(uniqueKeysWithValues: new.files.map { ($0.path, $0.sha256) })
+        // Variants share a logical path: each variant is a file of its own here.
+        func label(_ file: FileRecord) -> String {
+            file.variant.isEmpty ? file.path : "\(file.path) [\(file.variant.variantDescription)]"
+        }
+        let oldFiles = Dictionary(old.files.map { (label($0), $0.sha256) }, uniquingKeysWith: { first, _ in first })
+        let newFiles = Dictionary(new.files.map { (label($0), $0.sha256) }, uniquingKeysWith: { first, _ in first })
         addedFiles = newFiles.keys.filter { oldFiles[$0] == nil }.sorted()
         removedFiles = oldFiles.keys.filter { newFiles[$0] == nil }.sorted()
         changedFiles = newFiles.keys.filter { oldFiles[$0] != nil && oldFiles[$0] != newFiles[$0] }.sorted()

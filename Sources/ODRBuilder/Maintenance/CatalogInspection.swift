@@ -44,8 +44,11 @@ public struct CatalogInspection: Codable, Sendable, Equatable {
                 + "\(manifest.files.count) files, \(ByteCount.format(totalDownload)) download, \(ByteCount.format(totalInstalled)) installed")
         lines.append("initial install: " + (manifest.initialInstallTags.isEmpty ? "none" : manifest.initialInstallTags.joined(separator: ", ")))
         lines.append("prefetch order: " + (manifest.prefetchOrder.isEmpty ? "none" : manifest.prefetchOrder.joined(separator: ", ")))
+        if !manifest.variantAxes.isEmpty {
+            lines.append("variant axes: " + manifest.variantAxes.summary)
+        }
         lines.append("")
-        lines.append("tags:")
+        lines.append(manifest.variantAxes.isEmpty ? "tags:" : "tags (bytes over every variant):")
         let width = manifest.tags.map(\.name.count).max() ?? 0
         for tag in manifest.tags {
             lines.append(
@@ -55,8 +58,9 @@ public struct CatalogInspection: Codable, Sendable, Equatable {
         lines.append("")
         lines.append("packs:")
         for pack in manifest.packs {
+            let variant = pack.variant.isEmpty ? "" : "  {\(pack.variant.variantDescription)}"
             lines.append(
-                "  \(pack.id.prefix(16))  [\(pack.tags.joined(separator: ", "))]  \(pack.entryCount) entries  "
+                "  \(pack.id.prefix(16))  [\(pack.tags.joined(separator: ", "))]\(variant)  \(pack.entryCount) entries  "
                     + "\(ByteCount.format(pack.archiveBytes)) download  \(ByteCount.format(pack.installedBytes)) installed")
         }
         return lines.joined(separator: "\n") + "\n"

@@ -1,4 +1,5 @@
 import Foundation
+import ODRFormat
 
 /// What a build will write: packs with their entries, and where every logical path's bytes live.
 ///
@@ -6,7 +7,8 @@ import Foundation
 public struct PackPlan: Sendable, Equatable {
     /// One distinct piece of content, stored once as one entry.
     public struct Entry: Sendable, Equatable {
-        /// The entry's name in the archive: the first (sorted) path that has this content.
+        /// The entry's name in the archive: the first (sorted) path in the assets folder that has
+        /// this content; for a variant, the file's own name (`Textures/tree@2x.png`).
         public var name: String
         /// The SHA-256 of the content.
         public var sha256: String
@@ -18,10 +20,12 @@ public struct PackPlan: Sendable, Equatable {
         public var paths: [String]
     }
 
-    /// One pack: a tag set (or one part of a large one) and its entries, sorted by name.
+    /// One pack: a tag set and variant (or one part of a large one) and its entries, sorted by name.
     public struct Pack: Sendable, Equatable {
         /// The pack's tag set, sorted.
         public var tags: [String]
+        /// The variant every entry of the pack has; empty for a common pack.
+        public var variant: Variant = [:]
         /// 1-based part number when the tag set was split, else 1.
         public var part: Int
         /// How many parts the tag set was split into (1 when it was not).
@@ -41,11 +45,14 @@ public struct PackPlan: Sendable, Equatable {
         public var preservationPriority: Double
     }
 
-    /// The packs, sorted by tag set then part.
+    /// The packs, sorted by tag set, then variant (common first), then part.
     public var packs: [Pack]
+    /// The variant axes the rules declare, in declared order.
+    public var variantAxes: [VariantAxis] = []
     /// Every tag a manifest will list (defined by the rules, plus `base`), sorted by name.
     public var tags: [Tag]
     /// The logical paths of every file in the version, with their tag sets (before content merging).
+    /// Variants of one logical path share its entry.
     public var pathTags: [String: [String]]
     /// Files that share content with an earlier path and were not stored again.
     public var duplicateFiles: Int

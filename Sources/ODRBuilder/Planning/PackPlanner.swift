@@ -1,4 +1,5 @@
 import Foundation
+import ODRFormat
 
 /// Groups hashed files into packs: one pack per distinct tag set, content stored once, large tag
 /// sets split into balanced parts.
@@ -24,22 +25,36 @@ public struct PackPlanner: Sendable {
 
     /// Plans the packs for `assets`.
     ///
-    /// - Throws: `BuildError` `plan.untaggedFiles` (untagged files with `"untagged": "error"`) or
-    ///   `plan.oversizeFile` (a file over the pack size limit without `allowOversize`).
-    public func plan(_ assets: [HashedAsset]) throws(BuildError) -> PackPlan {
+    /// With variant axes in the rules, each file is first mapped to its logical path and variant
+    /// (``VariantResolver``); tags match the logical path, so every variant of a path has the same
+    /// tags, and packs are grouped by tag set and variant.
+    ///
+    /// - Parameter names: each asset's logical path and variant, when the caller resolved them
+    ///   already (to fail before hashing); resolved here otherwise.
+    /// - Throws: `BuildError` `plan.untaggedFiles` (untagged files with `"untagged": "error"`),
+    ///   `plan.oversizeFile` (a file over the pack size limit without `allowOversize`), or a
+    ///   variant naming error from ``VariantResolver/resolve(_:)``.
+    public func plan(_ assets: [HashedAsset], names: [String: VariantResolver.Name]? = nil) throws(BuildError) -> PackPlan {
+        let assets = assets.sorted { $0.path < $1.path }
+        let names = if let names { names } else { try VariantResolver(rules: rules.variants).resolve(assets.map(\.path)) }
+        func name(of asset: HashedAsset) -> VariantResolver.Name { names[asset.path] ?? .init(logicalPath: asset.path) }
         var warnings: [BuildWarning] = []
         var pathTags: [String: [String]] = [:]
         var untagged: [String] = []
+        var tagged = Set<String>()
         let matcher = rules.matcher()
-        for asset in assets.sorted(by: { $0.path < $1.path }) {
-            var tags = matcher.tags(forPath: asset.path)
+        for asset in assets {
+            let logical = name(of: asset).logicalPath
+            guard tagged.insert(logical).inserted else { continue }
+            var tags = matcher.tags(forPath: logical)
             if tags.isEmpty {
-                untagged.append(asset.path)
+                untagged.append(logical)
                 guard rules.untagged == .base else { continue }
                 tags = [TagRules.baseTag]
             }
-            pathTags[asset.path] = tags
+            pathTags[logical] = tags
         }
+        untagged.sort()
         if !untagged.isEmpty {
             let listed = untagged.prefix(10).joined(separator: ", ") + (untagged.count > 10 ? ", ..." : "")
             switch rules.untagged {
@@ -56,42 +71,58 @@ public struct PackPlanner: Sendable {
         }
 
         // Merge paths with identical content: one entry, tagged with the union of their tag sets.
+        // A variant merges only with the same variant of paths with the same tags: every variant of
+        // a logical path must land in packs of one tag set, which a union could break.
         struct Content {
             var asset: HashedAsset
+            var variant: Variant
             var paths: [String]
             var tags: Set<String>
         }
         var contents: [String: Content] = [:]
         var duplicateFiles = 0
         var savedBytes: Int64 = 0
-        for asset in assets.sorted(by: { $0.path < $1.path }) {
-            guard let tags = pathTags[asset.path] else { continue }
-            if var content = contents[asset.sha256] {
-                content.paths.append(asset.path)
+        for asset in assets {
+            let name = name(of: asset)
+            guard let tags = pathTags[name.logicalPath] else { continue }
+            let key = name.variant.isEmpty
+                ? asset.sha256
+                : "\(asset.sha256) \(name.variant.variantDescription) \(tags.joined(separator: ","))"
+            if var content = contents[key] {
+                content.paths.append(name.logicalPath)
                 content.tags.formUnion(tags)
-                contents[asset.sha256] = content
+                contents[key] = content
                 duplicateFiles += 1
                 savedBytes += asset.size
             } else {
-                contents[asset.sha256] = Content(asset: asset, paths: [asset.path], tags: Set(tags))
+                contents[key] = Content(asset: asset, variant: name.variant, paths: [name.logicalPath], tags: Set(tags))
             }
         }
 
-        var byTagSet: [[String]: [PackPlan.Entry]] = [:]
+        struct Group: Hashable {
+            var tags: [String]
+            var variant: Variant
+        }
+        var byGroup: [Group: [PackPlan.Entry]] = [:]
         for content in contents.values {
             let entry = PackPlan.Entry(
-                name: content.paths[0], sha256: content.asset.sha256, size: content.asset.size,
-                source: content.asset.file.url, paths: content.paths)
-            byTagSet[content.tags.sorted(), default: []].append(entry)
+                name: content.asset.path, sha256: content.asset.sha256, size: content.asset.size,
+                source: content.asset.file.url, paths: content.paths.sorted())
+            byGroup[Group(tags: content.tags.sorted(), variant: content.variant), default: []].append(entry)
         }
 
         var packs: [PackPlan.Pack] = []
-        for tagSet in byTagSet.keys.sorted(by: { $0.lexicographicallyPrecedes($1) }) {
-            let entries = byTagSet[tagSet] ?? []
-            let parts = try split(entries, tags: tagSet, warnings: &warnings)
+        let groups = byGroup.keys.sorted {
+            $0.tags != $1.tags
+                ? $0.tags.lexicographicallyPrecedes($1.tags)
+                : $0.variant.variantDescription < $1.variant.variantDescription
+        }
+        for group in groups {
+            let entries = byGroup[group] ?? []
+            let parts = try split(entries, tags: group.tags, variant: group.variant, warnings: &warnings)
             for (index, part) in parts.enumerated() {
                 packs.append(PackPlan.Pack(
-                    tags: tagSet, part: index + 1, partCount: parts.count,
+                    tags: group.tags, variant: group.variant, part: index + 1, partCount: parts.count,
                     entries: part.sorted { $0.name < $1.name }))
             }
         }
@@ -102,23 +133,23 @@ public struct PackPlanner: Sendable {
             warnings.append(BuildWarning(.emptyTag, "tag '\(name)' matches no file"))
         }
         return PackPlan(
-            packs: packs,
+            packs: packs, variantAxes: rules.variants.map(\.manifestAxis),
             tags: tagNames.map { PackPlan.Tag(name: $0, preservationPriority: rules.preservationPriority(of: $0)) },
             pathTags: pathTags, duplicateFiles: duplicateFiles, bytesSavedByDeduplication: savedBytes,
             warnings: warnings)
     }
 
-    /// Splits one tag set's entries into parts no larger than the pack size limit, balanced by size.
+    /// Splits one tag set's (and variant's) entries into parts no larger than the pack size limit, balanced by size.
     ///
     /// Longest-processing-time greedy: entries by descending size (ties by name) go to the lightest
     /// part (ties by index). The part count starts at the lower bound and grows until every part
     /// fits, which it does at the latest with one entry per part. Parts come out ordered by their
     /// first entry name so the result does not depend on the search.
     func split(
-        _ entries: [PackPlan.Entry], tags: [String], warnings: inout [BuildWarning]
+        _ entries: [PackPlan.Entry], tags: [String], variant: Variant = [:], warnings: inout [BuildWarning]
     ) throws(BuildError) -> [[PackPlan.Entry]] {
         let limit = rules.limits.packSize
-        let label = tags.joined(separator: "+")
+        let label = tags.joined(separator: "+") + (variant.isEmpty ? "" : " (\(variant.variantDescription))")
         var oversize: [[PackPlan.Entry]] = []
         var fitting: [PackPlan.Entry] = []
         for entry in entries {

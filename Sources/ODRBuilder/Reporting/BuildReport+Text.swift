@@ -1,4 +1,5 @@
 import Foundation
+import ODRFormat
 
 extension BuildReport {
     /// The report as text for a terminal or a CI log.
@@ -6,12 +7,16 @@ extension BuildReport {
         var lines: [String] = []
         let verb = publishedNewVersion ? "published version \(version)" : "nothing changed; version \(version) is current"
         lines.append("catalog \(catalogID): \(verb); distribution '\(distribution)' -> \(version)")
+        if !variantAxes.isEmpty {
+            lines.append("variant axes: " + variantAxes.summary)
+        }
         lines.append("files: \(files) (\(hashedFiles) hashed, \(ByteCount.format(hashedBytes)) read; the rest from the build cache)"
                      + (followedLinks > 0 ? "; \(followedLinks) symbolic link(s) followed" : ""))
         lines.append("")
         lines.append("packs (\(packs.count), \(writtenPacks) written, \(packs.count - writtenPacks) reused):")
         for pack in packs {
-            let part = pack.partCount > 1 ? " part \(pack.part)/\(pack.partCount)" : ""
+            let part = (pack.variant.isEmpty ? "" : " {\(pack.variant.variantDescription)}")
+                + (pack.partCount > 1 ? " part \(pack.part)/\(pack.partCount)" : "")
             let flags = [pack.shared ? "shared" : nil, pack.reused ? "reused" : nil].compactMap { $0 }
             lines.append(
                 "  [\(pack.tags.joined(separator: ", "))]\(part)  \(pack.entries) entries, \(pack.files) files, "
@@ -20,13 +25,22 @@ extension BuildReport {
             lines.append("      \(pack.id)")
         }
         lines.append("")
-        lines.append("tags (\(tags.count)): bytes a client downloads to use each")
+        lines.append(
+            "tags (\(tags.count)): bytes a client downloads to use each"
+                + (variantAxes.isEmpty ? "" : " (every variant; below it, a device preferring each value)"))
         let width = tags.map(\.name.count).max() ?? 0
+        let choiceWidth = tags.flatMap(\.variants).map { $0.axis.count + $0.value.count + 1 }.max() ?? 0
         for tag in tags {
             let name = tag.name.padding(toLength: width, withPad: " ", startingAt: 0)
             lines.append(
                 "  \(name)  \(ByteCount.format(tag.downloadBytes)) in \(tag.packs.count) pack(s), "
                     + "\(ByteCount.format(tag.installedBytes)) installed, \(tag.files) files, priority \(tag.preservationPriority)")
+            for choice in tag.variants {
+                let label = "\(choice.axis)=\(choice.value)".padding(toLength: choiceWidth, withPad: " ", startingAt: 0)
+                lines.append(
+                    "    \(label)  \(ByteCount.format(choice.downloadBytes)) in \(choice.packs.count) pack(s), "
+                        + "\(ByteCount.format(choice.installedBytes)) installed")
+            }
         }
         lines.append("")
         lines.append("shared packs: \(sharedPacks.count)")

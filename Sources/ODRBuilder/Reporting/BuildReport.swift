@@ -1,3 +1,5 @@
+import ODRFormat
+
 /// What `odrpack build` did: the packs and tags of the version, what they cost a client, and warnings.
 ///
 /// Encodes to JSON for machines (`--json`); ``rendered()`` gives the text humans read.
@@ -8,6 +10,8 @@ public struct BuildReport: Codable, Sendable, Equatable {
         public var id: String
         /// The pack's tag set.
         public var tags: [String]
+        /// The pack's variant; empty for a common pack.
+        public var variant: Variant = [:]
         /// 1-based part number when the tag set was split.
         public var part: Int
         /// How many parts the tag set was split into.
@@ -26,6 +30,24 @@ public struct BuildReport: Codable, Sendable, Equatable {
         public var shared: Bool
     }
 
+    /// What a tag costs a device that prefers one value of one variant axis.
+    ///
+    /// The device accepts `value` first, then the axis's other values in declared order (so a path
+    /// without that value falls back), and takes every other axis in its declared order: the
+    /// figures are those of ``ODRFormat/ManifestIndex`` for that device, common packs included.
+    public struct VariantDownload: Codable, Sendable, Equatable {
+        /// The axis, for example `resolution`.
+        public var axis: String
+        /// The preferred value, for example `2x`.
+        public var value: String
+        /// The packs such a device downloads for the tag, sorted.
+        public var packs: [String]
+        /// Their archive bytes: what the device downloads with nothing installed.
+        public var downloadBytes: Int64
+        /// Their uncompressed bytes.
+        public var installedBytes: Int64
+    }
+
     /// One tag of the version.
     public struct Tag: Codable, Sendable, Equatable {
         /// The tag's name.
@@ -40,6 +62,11 @@ public struct BuildReport: Codable, Sendable, Equatable {
         public var installedBytes: Int64
         /// Logical paths the tag's rules matched.
         public var files: Int
+        /// With variant axes, what the tag costs a device preferring each value of each axis, axes
+        /// and values in declared order; empty without axes, and for a tag whose packs are all
+        /// common (it costs every device the same). ``packs``, ``downloadBytes`` and
+        /// ``installedBytes`` are over every variant.
+        public var variants: [VariantDownload] = []
     }
 
     /// The catalog's id.
@@ -56,10 +83,12 @@ public struct BuildReport: Codable, Sendable, Equatable {
     public var hashedFiles: Int
     /// Bytes read and hashed.
     public var hashedBytes: Int64
-    /// The packs, sorted by tag set then part.
+    /// The packs, sorted by tag set, then variant, then part.
     public var packs: [Pack]
     /// The tags, sorted by name.
     public var tags: [Tag]
+    /// The variant axes of the version, in declared order; empty without variants.
+    public var variantAxes: [VariantAxis] = []
     /// Ids of the packs more than one tag needs.
     public var sharedPacks: [String]
     /// Packs written by this build (the others were reused from earlier versions).
@@ -70,7 +99,8 @@ public struct BuildReport: Codable, Sendable, Equatable {
     public var bytesSavedByDeduplication: Int64
     /// Tags installed with the app and prefetched after it.
     public var initialInstallAndPrefetchTags: [String]
-    /// Installed bytes of the packs those tags need.
+    /// Installed bytes of the packs those tags need; with variant axes, for the device that needs
+    /// the most among the default one and those of ``Tag/variants``.
     public var initialInstallAndPrefetchBytes: Int64
     /// The budget for them.
     public var initialInstallAndPrefetchBudget: Int64

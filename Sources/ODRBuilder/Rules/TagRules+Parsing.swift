@@ -143,7 +143,7 @@ private struct RulesParser {
         let root = try object(
             document, key: "",
             allowed: ["catalogID", "tags", "exclude", "includeHidden", "initialInstall", "prefetchOrder", "limits",
-                      "untagged", "$schema", "comment"])
+                      "untagged", "variants", "$schema", "comment"])
         guard let tagsValue = root["tags"] else {
             throw fail(.missingKey, "the rules file must define \"tags\"", key: "tags", value: nil)
         }
@@ -200,6 +200,85 @@ private struct RulesParser {
                 names.append(name)
             }
             if listKey == "initialInstall" { rules.initialInstall = names } else { rules.prefetchOrder = names }
+        }
+        if let value = root["variants"] { rules.variants = try variantRules(value) }
+        return rules
+    }
+
+    /// The `variants` array: one object per axis, in declared order.
+    func variantRules(_ value: JSONValue) throws(BuildError) -> [VariantRule] {
+        guard case .array(let items) = value else {
+            throw fail(.invalidValue, "expected a list of variant axes, found \(value.typeName)", key: "variants", value: value)
+        }
+        var rules: [VariantRule] = []
+        for (index, item) in items.enumerated() {
+            let key = "variants[\(index)]"
+            let members = try object(item, key: key, allowed: ["axis", "values", "marker", "default", "files", "comment"])
+            for required in ["axis", "values", "marker"] where members[required] == nil {
+                throw fail(.missingKey, "a variant axis needs \"axis\", \"values\" and \"marker\"", key: "\(key).\(required)", value: nil)
+            }
+            let axisValue = members["axis"] ?? .null
+            let axis = try string(axisValue, key: "\(key).axis")
+            if let problem = VariantAxis.problem(inName: axis, kind: "variant axis name") {
+                throw fail(.invalidVariantName, "\(problem); axis names use 1-128 letters, digits, '.', '_' or '-'", key: "\(key).axis", value: axisValue)
+            }
+            guard !rules.contains(where: { $0.axis == axis }) else {
+                throw fail(.invalidValue, "the axis is declared twice; declare each axis once", key: "\(key).axis", value: axisValue)
+            }
+            let valuesValue = members["values"] ?? .null
+            guard case .array = valuesValue else {
+                throw fail(.invalidValue, "expected a list of values, found \(valuesValue.typeName)", key: "\(key).values", value: valuesValue)
+            }
+            let values = try strings(valuesValue, key: "\(key).values")
+            guard !values.isEmpty else {
+                throw fail(.invalidValue, "an axis needs at least one value", key: "\(key).values", value: valuesValue)
+            }
+            for (position, text) in values.enumerated() {
+                let valueKey = "\(key).values[\(position)]"
+                if let problem = VariantAxis.problem(inName: text) {
+                    throw fail(.invalidVariantName, "\(problem); values use 1-128 letters, digits, '.', '_' or '-' and are never path components", key: valueKey, value: .string(text))
+                }
+                guard values.firstIndex(of: text) == position else {
+                    throw fail(.invalidValue, "the value is listed twice", key: valueKey, value: .string(text))
+                }
+            }
+            let markerValue = members["marker"] ?? .null
+            let markerText = try string(markerValue, key: "\(key).marker")
+            if let problem = VariantRule.problem(inMarker: markerText) {
+                throw fail(.invalidValue, problem, key: "\(key).marker", value: markerValue)
+            }
+            let marker = Character(markerText)
+            var defaultValue: String?
+            if let value = members["default"] {
+                let text = try string(value, key: "\(key).default")
+                guard values.contains(text) else {
+                    throw fail(
+                        .invalidValue, "the default must be one of the axis's values: \(values.joined(separator: ", "))",
+                        key: "\(key).default", value: value)
+                }
+                defaultValue = text
+            }
+            var files: [GlobPattern] = []
+            if let value = members["files"] { files = try globs(value, key: "\(key).files") }
+            rules.append(VariantRule(axis: axis, values: values, marker: marker, defaultValue: defaultValue, files: files))
+        }
+        // A value holding a marker could be read two ways (`tree@v.1.png`); two axes with one marker
+        // must not share a value, or a file name would not say which axis it sets.
+        for (index, rule) in rules.enumerated() {
+            for (position, value) in rule.values.enumerated() {
+                if let other = rules.first(where: { value.contains($0.marker) }) {
+                    throw fail(
+                        .invalidValue,
+                        "the value contains the marker '\(other.marker)' of the axis '\(other.axis)', so file names using it could be read two ways; rename the value or change the marker",
+                        key: "variants[\(index)].values[\(position)]", value: .string(value))
+                }
+                if let other = rules[..<index].first(where: { $0.marker == rule.marker && $0.values.contains(value) }) {
+                    throw fail(
+                        .invalidValue,
+                        "the axes '\(other.axis)' and '\(rule.axis)' share the marker '\(rule.marker)' and the value '\(value)', so a file name could not say which axis it sets; rename the value or change a marker",
+                        key: "variants[\(index)].values[\(position)]", value: .string(value))
+                }
+            }
         }
         return rules
     }

@@ -79,13 +79,16 @@ public struct TagRules: Sendable, Equatable {
     public var limits: Limits
     /// What happens to files no rule tags.
     public var untagged: UntaggedPolicy
+    /// The variant axes, in declared order: how file names mark variants of one logical path.
+    public var variants: [VariantRule]
 
-    /// Creates rules; `tags` is sorted by name.
+    /// Creates rules; `tags` is sorted by name, `variants` keep their order.
     public init(
         catalogID: String? = nil, tags: [TagRule], exclude: [GlobPattern] = [], includeHidden: Bool = false,
         initialInstall: [String] = [], prefetchOrder: [String] = [], limits: Limits = .init(),
-        untagged: UntaggedPolicy = .error
+        untagged: UntaggedPolicy = .error, variants: [VariantRule] = []
     ) {
+        self.variants = variants
         self.catalogID = catalogID
         self.tags = tags.sorted { $0.name < $1.name }
         self.exclude = exclude
@@ -102,6 +105,9 @@ public struct TagRules: Sendable, Equatable {
     }
 
     /// The tags that need the file at `path`, sorted; empty for an untagged file.
+    ///
+    /// With variant axes, builds tag a file by its logical path (`Textures/tree.png` for
+    /// `Textures/tree@2x.png`), so every variant of a path has the same tags.
     ///
     /// To tag many paths, make a ``Matcher`` once with ``matcher()``: it checks only the rules
     /// that can match each path.

@@ -35,7 +35,8 @@ public struct PackArchiver: Sendable {
         for file in manifest.files { entriesByPack[file.pack, default: [:]][file.entry] = file }
         for pack in manifest.packs {
             let entries = entriesByPack[pack.id] ?? [:]
-            let signature = Self.signature(tags: pack.tags, entries: entries.values.map { ($0.entry, $0.sha256) })
+            let signature = Self.signature(
+                tags: pack.tags, variant: pack.variant, entries: entries.values.map { ($0.entry, $0.sha256) })
             guard reusable[signature] == nil else { continue }
             let attributes = try? FileManager.default.attributesOfItem(atPath: catalog.packURL(id: pack.id).path)
             guard let size = attributes?[.size] as? NSNumber, size.int64Value == pack.archiveBytes else { continue }
@@ -43,9 +44,10 @@ public struct PackArchiver: Sendable {
         }
     }
 
-    /// A key that equal packs share: tag set plus sorted (entry name, SHA-256) pairs.
-    static func signature(tags: [String], entries: [(String, String)]) -> String {
+    /// A key that equal packs share: tag set, variant, and sorted (entry name, SHA-256) pairs.
+    static func signature(tags: [String], variant: Variant, entries: [(String, String)]) -> String {
         var text = tags.sorted().joined(separator: ",") + "\n"
+        if !variant.isEmpty { text += "variant \(variant.variantDescription)\n" }
         for (name, sha) in entries.sorted(by: { $0.0 < $1.0 }) { text += "\(sha) \(name)\n" }
         return ContentHash.sha256Hex(of: Data(text.utf8))
     }
@@ -54,7 +56,7 @@ public struct PackArchiver: Sendable {
     ///
     /// - Parameter progress: called with the uncompressed bytes of each entry once it is written.
     public func write(_ pack: PackPlan.Pack, progress: (Int64) -> Void = { _ in }) throws(BuildError) -> WrittenPack {
-        let signature = Self.signature(tags: pack.tags, entries: pack.entries.map { ($0.name, $0.sha256) })
+        let signature = Self.signature(tags: pack.tags, variant: pack.variant, entries: pack.entries.map { ($0.name, $0.sha256) })
         if let source = reusable[signature] {
             var files: [FileRecord] = []
             for entry in pack.entries {
@@ -102,12 +104,12 @@ public struct PackArchiver: Sendable {
                 files.append(FileRecord(
                     path: path, pack: summary.sha256, entry: written.name, sha256: written.sha256,
                     storedSize: written.storedSize, size: written.size, headerOffset: written.headerOffset,
-                    method: written.method))
+                    method: written.method, variant: pack.variant))
             }
         }
         let record = PackRecord(
             id: summary.sha256, tags: pack.tags, archiveBytes: summary.archiveBytes,
-            installedBytes: summary.installedBytes, entryCount: summary.entries.count)
+            installedBytes: summary.installedBytes, entryCount: summary.entries.count, variant: pack.variant)
         return WrittenPack(plan: pack, record: record, files: files, reused: false)
     }
 }
