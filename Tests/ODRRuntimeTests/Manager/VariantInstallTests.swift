@@ -9,7 +9,7 @@ import Testing
 /// into real stores by managers that choose different variants.
 ///
 /// Tag `forest` holds, in `Forest/`: `map.json` (common); `tree.png` at 1x and 2x; `sky.png` at 1x
-/// only; `banner.png` at 2x only; `tree.ktx2` in ASTC and ETC2. So its packs are the common one,
+/// only (`sky@1x.png`); `banner.png` at 2x only; `tree.ktx2` in ASTC and ETC2. So its packs are the common one,
 /// one per resolution and one per texture format.
 struct VariantInstallTests {
     static let rules = """
@@ -27,7 +27,8 @@ struct VariantInstallTests {
     static let sources: [String: [String: String]] = [
         "Forest/map.json": ["": "Forest/map.json"],
         "Forest/tree.png": ["resolution=1x": "Forest/tree.png", "resolution=2x": "Forest/tree@2x.png"],
-        "Forest/sky.png": ["resolution=1x": "Forest/sky.png"],
+        // Marked, or it would be common: an unmarked file takes the default only beside marked siblings.
+        "Forest/sky.png": ["resolution=1x": "Forest/sky@1x.png"],
         "Forest/banner.png": ["resolution=2x": "Forest/banner@2x.png"],
         "Forest/tree.ktx2": ["texture=astc": "Forest/tree.astc.ktx2", "texture=etc2": "Forest/tree.etc2.ktx2"],
     ]
