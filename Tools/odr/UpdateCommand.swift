@@ -40,6 +40,7 @@ struct UpdateCommand: AsyncParsableCommand {
             let (store, client, engine) = try options.open()
             let previous = try client.storedSnapshot()
             let current = try await client.refresh()
+            try current.requireDeclaredVariants()
             let installed = try store.installedPackIDs()
             // The tags the store holds: those whose packs are all installed under the previous or the
             // current version (after a rollback the current one is the older), and those of which an

@@ -5,42 +5,15 @@ import ODRServe
 import ODRTestSupport
 import Testing
 
-/// A catalog with two variant axes, built by `CatalogBuilder`, served over loopback and installed
-/// into real stores by managers that choose different variants.
-///
-/// Tag `forest` holds, in `Forest/`: `map.json` (common); `tree.png` at 1x and 2x; `sky.png` at 1x
-/// only (`sky@1x.png`); `banner.png` at 2x only; `tree.ktx2` in ASTC and ETC2. So its packs are the common one,
-/// one per resolution and one per texture format.
+/// A catalog with two variant axes (``CatalogFixture/variantGame()``: tag `forest` with a common
+/// pack, one pack per resolution and one per texture format, `sky.png` at 1x only and `banner.png`
+/// at 2x only), built by `CatalogBuilder`, served over loopback and installed into real stores by
+/// managers that choose different variants.
 struct VariantInstallTests {
-    static let rules = """
-        {
-          "catalogID": "variant-game",
-          "tags": { "forest": { "include": ["Forest"] } },
-          "variants": [
-            { "axis": "resolution", "values": ["1x", "2x"], "marker": "@", "default": "1x", "files": ["**/*.png"] },
-            { "axis": "texture", "values": ["astc", "etc2"], "marker": ".", "files": ["**/*.ktx2"] }
-          ]
-        }
-        """
-
-    /// Source file of each logical path, by variant description.
-    static let sources: [String: [String: String]] = [
-        "Forest/map.json": ["": "Forest/map.json"],
-        "Forest/tree.png": ["resolution=1x": "Forest/tree.png", "resolution=2x": "Forest/tree@2x.png"],
-        // Marked, or it would be common: an unmarked file takes the default only beside marked siblings.
-        "Forest/sky.png": ["resolution=1x": "Forest/sky@1x.png"],
-        "Forest/banner.png": ["resolution=2x": "Forest/banner@2x.png"],
-        "Forest/tree.ktx2": ["texture=astc": "Forest/tree.astc.ktx2", "texture=etc2": "Forest/tree.etc2.ktx2"],
-    ]
+    static let sources = CatalogFixture.variantSources
 
     static func fixture() async throws -> ManagerFixture {
-        let game = try CatalogFixture(rules: rules)
-        // Distinct, incompressible sizes, so that a sum of pack sizes says which packs it counts.
-        var seed: UInt64 = 100
-        for (index, source) in sources.values.flatMap(\.values).sorted().enumerated() {
-            seed += 1
-            try game.write(source, deterministicBytes(count: 20_000 + 7_000 * index, seed: seed))
-        }
+        let game = try CatalogFixture.variantGame()
         try await game.build()
         return ManagerFixture(game: game, stores: try TemporaryDirectory(prefix: "odr-variant-store"))
     }
