@@ -248,7 +248,8 @@ typedef struct odr_event {
     /** The pack's id (64 hex digits of its SHA-256), NUL-terminated; "" for other kinds. */
     char pack_id[72];
     /** Why a pack was purged: "least-recently-used", "low-preservation-priority", "superseded",
-     *  "closest-fit", or another policy's stable name; "" for other kinds. */
+     *  "variant-not-chosen" (see ODR_OPT_VARIANT), "closest-fit", or another policy's stable name;
+     *  "" for other kinds. */
     char purge_reason[64];
 } odr_event;
 
