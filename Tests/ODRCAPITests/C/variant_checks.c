@@ -13,24 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int checks, failures;
-
-static void check(int ok, const char *name, odr_status got, odr_status expected) {
-    checks++;
-    if (ok) {
-        printf("ok %s\n", name);
-    } else {
-        failures++;
-        printf("FAIL %s: got %s, expected %s; last error: %s\n", name, odr_status_name(got), odr_status_name(expected), odr_error_message());
-    }
-}
-
-#define EXPECT(call, expected, name) do { \
-        odr_status got_ = (call); \
-        check(got_ == (expected), (name), got_, (expected)); \
-    } while (0)
-
-#define TRUE_THAT(condition, name) check((condition), (name), ODR_OK, ODR_OK)
+#include "checks.h"
 
 /* The bytes of the file at `path`, or NULL; `*size` is set to their count. */
 static char *read_all(const char *path, long *size) {
