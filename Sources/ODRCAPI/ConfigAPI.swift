@@ -18,6 +18,7 @@ final class ConfigHandle: Sendable {
         var trustedKeys: [PublicSigningKey] = []
         var signatureThreshold = 1
         var downloadPolicy = DownloadPolicy()
+        var variants = VariantPreferences()
     }
 
     let settings = Locked(Settings())
@@ -42,6 +43,7 @@ final class ConfigHandle: Sendable {
         configuration.trustedKeys = settings.trustedKeys
         configuration.signatureThreshold = settings.signatureThreshold
         configuration.downloadPolicy = settings.downloadPolicy
+        configuration.variants = settings.variants
         return configuration
     }
 
@@ -54,6 +56,18 @@ final class ConfigHandle: Sendable {
             throw ResourceError(.invalidArgument,
                                 "ODR_OPT_TRUSTED_KEY '\(text)' is neither the 64 hex digits of an Ed25519 public key nor a readable NAME.pub file: \(error.message)",
                                 cause: error)
+        }
+    }
+
+    /// One axis's choice, `axis=value[,value...]`, or `invalid-argument` saying how to write it.
+    static func variantChoice(_ text: String) throws(ResourceError) -> VariantPreferences {
+        do throws(FormatError) {
+            guard text.utf8.filter({ $0 == UInt8(ascii: "=") }).count == 1 else {
+                throw FormatError(.invalidValue, "'\(text)' is not one variant choice; write axis=value[,fallback...], one axis per call, for example resolution=2x,1x.")
+            }
+            return try VariantPreferences.parse([text])
+        } catch {
+            throw ResourceError(.invalidArgument, "ODR_OPT_VARIANT: \(error.message)", cause: error)
         }
     }
 
@@ -102,6 +116,13 @@ public func odrConfigSetString(_ config: OpaquePointer?, _ option: odr_option, _
             }
             let key = try ConfigHandle.trustedKey(try CInput.nonEmptyString(value, "The trusted key (ODR_OPT_TRUSTED_KEY)"))
             handle.settings.withLock { if !$0.trustedKeys.contains(key) { $0.trustedKeys.append(key) } }
+        case ODR_OPT_VARIANT:
+            guard let value else {
+                handle.settings.withLock { $0.variants = VariantPreferences() }
+                return
+            }
+            let choice = try ConfigHandle.variantChoice(try CInput.nonEmptyString(value, "The variant choice (ODR_OPT_VARIANT)"))
+            handle.settings.withLock { $0.variants.values.merge(choice.values) { _, new in new } }
         default:
             throw invalidArgument("Option \(option.rawValue) is not a string option; number options take odr_config_set_int.")
         }

@@ -215,7 +215,7 @@ public func odrRequestResourcePath(
             throw ResourceError(.resourceNotInstalled, "The request is \(request.state.rawValue), not accessing: begin it and wait until it is accessing before asking for '\(resource)'.")
         }
         guard let path = request.path(forResource: resource) else {
-            throw ResourceError(.unknownResource, "The request holds no resource '\(resource)': the path is not in the catalog, or belongs to a tag the request does not ask for. Paths are relative to the asset tree, such as Levels/Level1/map.json.")
+            throw ResourceError(.unknownResource, "The request holds no resource '\(resource)': the path is not in the catalog, belongs to a tag the request does not ask for, or exists only in variants the ODR_OPT_VARIANT choice does not accept. Paths are relative to the asset tree, such as Levels/Level1/map.json.")
         }
         let bytes = Array(path.utf8CString)
         needed?.pointee = bytes.count

@@ -1,5 +1,6 @@
 import CODR
 import Foundation
+import ODRFormat
 @testable import ODRCAPI
 import ODRRuntime
 import ODRServe
@@ -31,6 +32,27 @@ struct CAPIContractTests {
                      "another thread's error is not this thread's"] {
             #expect(lines.contains("ok \(name)"), "missing check: \(name)")
         }
+    }
+
+    @Test func aVariantChoiceFromCGetsItsFilesAndDownloadsOnlyItsPacks() async throws {
+        let directory = try TemporaryDirectory(prefix: "odr-c-variants")
+        let game = try CatalogFixture.variantGame()
+        try await game.build()
+        let manifest = try game.manifest(1)
+        let chosen = manifest.packs.filter { $0.variant.isEmpty || $0.variant == ["resolution": "2x"] || $0.variant == ["texture": "etc2"] }
+        #expect(chosen.count == 3)
+        let checks = try await CProgram.build("Tests/ODRCAPITests/C/variant_checks.c", in: directory)
+        let result = try await withTestServer(root: game.catalog) { server in
+            try await runCommandOffPool(checks.path, [server.baseURL.absoluteString, directory.appending("store").path,
+                                                      game.assets.appending(path: "Forest/tree@2x.png").path])
+        }
+        let lines = result.stdout.split(separator: "\n").map(String.init)
+        let failed = lines.filter { $0.hasPrefix("FAIL ") }
+        #expect(failed.isEmpty, "\(failed.joined(separator: "\n"))")
+        #expect(result.status == 0, "variant_checks exited with \(result.status):\n\(result.stderr)")
+        #expect(lines.last == "checks: \(lines.filter { $0.hasPrefix("ok ") }.count) failed: 0")
+        #expect(lines.contains("download-size \(chosen.reduce(0) { $0 + $1.archiveBytes })"), "only the chosen packs count")
+        #expect(Set(try ResourceStore(directory: directory.appending("store")).installedPackIDs()) == Set(chosen.map(\.id)))
     }
 
     @Test func everySwiftErrorCodeHasItsOwnCStatus() throws {

@@ -22,6 +22,18 @@ struct CatalogOptions: ParsableArguments {
                                valueName: "file"))
     var trustedKeys: [String] = []
 
+    @Option(name: .customLong("variant"),
+            help: ArgumentHelp("This device's choice on a variant axis the catalog declares, best value first: e.g. --variant resolution=2x,1x (2x, else 1x) --variant texture=astc. Repeat for each axis; an axis not named takes its values in the catalog's order.",
+                               valueName: "axis=value[,fallback...]"))
+    var variantChoices: [String] = []
+
+    /// The `--variant` choices (none: every axis in the catalog's declared order).
+    func variants() throws(ResourceError) -> VariantPreferences {
+        do { return try VariantPreferences.parse(variantChoices) } catch {
+            throw ResourceError(.invalidArgument, "--variant: \(error.message)", cause: error)
+        }
+    }
+
     /// The trust settings: the `--trusted-key` keys (none: any catalog, as without signing).
     func trust() throws(ResourceError) -> CatalogTrust {
         var keys: [PublicSigningKey] = []
@@ -38,6 +50,7 @@ struct CatalogOptions: ParsableArguments {
     func validate() throws {
         guard !catalog.isEmpty else { throw ValidationError("--catalog needs a URL or a folder.") }
         guard !store.isEmpty else { throw ValidationError("--store needs a directory.") }
+        do { _ = try VariantPreferences.parse(variantChoices) } catch { throw ValidationError("--variant: \(error.message)") }
     }
 
     /// Opens the store and a client for the catalog, with the install settings of commands that
@@ -47,7 +60,7 @@ struct CatalogOptions: ParsableArguments {
                                       synchronousWrites: !(install?.noSync ?? false))
         let engine = try TransferEngine()
         let client = CatalogClient(catalogURL: catalogURL, distribution: distribution, store: store, transport: engine,
-                                   bundledCatalog: install?.bundledCatalog, trust: try trust())
+                                   bundledCatalog: install?.bundledCatalog, trust: try trust(), variants: try variants())
         return (store, client, engine)
     }
 }

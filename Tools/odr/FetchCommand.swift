@@ -29,6 +29,19 @@ struct FetchCommand: AsyncParsableCommand {
               odr fetch --catalog $CDN --store ./store --cache-budget 500000000 level7
               odr fetch --catalog $CDN --store ./store --watermark 0 --json level7
               odr fetch --catalog $CDN --store ./store --no-metered level8
+
+            Variants: a catalog that declares variant axes (odrpack's "variants" rules, e.g. \
+            resolution 1x/2x, texture astc/etc2) has one pack per tag set and variant. --variant \
+            axis=value[,fallback...] says which values this device takes, best first; only those \
+            packs download, plus the common ones, and odr path resolves a logical path to the \
+            chosen file. An axis not named takes the catalog's declared order; an axis or value \
+            the catalog does not declare is an invalid-argument error that lists the declared \
+            ones. Fetching with another choice later downloads the new packs; the old ones become \
+            the first to purge (variant-not-chosen).
+              odr fetch --catalog $CDN --store ./store --variant resolution=2x,1x \\
+                --variant texture=astc level1
+              odr path --catalog $CDN --store ./store --variant resolution=2x,1x \\
+                Textures/tree.png
             """)
 
     @OptionGroup var options: CatalogOptions
@@ -83,6 +96,7 @@ struct FetchCommand: AsyncParsableCommand {
             let manager = try options.openManager(installing: install, space: space, metered: network)
             let snapshot = try await manager.loadCatalog(online: !options.offline)
             announceFallback(snapshot)
+            try snapshot.requireDeclaredVariants()
             let bar = FetchProgressBar(enabled: !quiet && !json && isatty(STDERR_FILENO) == 1)
             // No progress callbacks when nothing is drawn: their bookkeeping is the fetch's cost.
             var draw: (@Sendable (InstallProgress) -> Void)?

@@ -30,7 +30,9 @@ struct HoldCommand: AsyncParsableCommand {
     func run() async throws {
         try await reportingResourceErrors {
             let manager = try options.openManager()
-            announceFallback(try await manager.loadCatalog(online: !options.offline))
+            let snapshot = try await manager.loadCatalog(online: !options.offline)
+            announceFallback(snapshot)
+            try snapshot.requireDeclaredVariants()
             let request = ResourceRequest(tags: Set(tags), manager: manager)
             try await request.beginAccessingResources()
             // Written unbuffered: a script waiting for this line must see it now.

@@ -10,7 +10,8 @@ struct PurgeCommand: AsyncParsableCommand {
         abstract: "Show or carry out a purge: which packs would go to free N bytes, and why.",
         discussion: """
             Plans the purge the runtime would make: packs superseded by a newer catalog version \
-            first, then those unused longest, where each 0.06 of preservation priority halves how \
+            and packs of variants the --variant choice does not take (variant-not-chosen: installed \
+            with another choice) first, then those unused longest, where each 0.06 of preservation priority halves how \
             fast a pack ages and a pack used often (counted by powers of two) ages slower, \
             preferring a choice that frees enough without freeing far more. Packs in use are never \
             candidates: those a request in any process on the store holds (their lease in \
@@ -46,6 +47,8 @@ struct PurgeCommand: AsyncParsableCommand {
         struct Pack: Encodable {
             var id: String; var reason: String; var bytes: Int64; var tags: [String]; var superseded: Bool
             var lastUsedAt: Double?
+            /// The pack's variant (`resolution=2x`), empty for a common or superseded pack.
+            var variant: String
         }
         var dryRun: Bool
         var bytesNeeded: Int64
@@ -61,13 +64,15 @@ struct PurgeCommand: AsyncParsableCommand {
             let manager = try options.openManager()
             let snapshot = try await manager.loadCatalog(online: !options.offline)
             announceFallback(snapshot)
+            try snapshot.requireDeclaredVariants()
             let proposal = dryRun ? try manager.purgePlan(bytes: bytes) : try await manager.purge(bytes: bytes)
             let rows = Dictionary(uniqueKeysWithValues: try manager.store.packs().map { ($0.id, $0) })
             let packs = proposal.deletions.map { deletion in
                 let tags = snapshot.lookup.pack(id: deletion.packID)?.tags ?? []
                 return Report.Pack(id: deletion.packID, reason: deletion.reason.rawValue, bytes: deletion.bytes, tags: tags,
                                    superseded: snapshot.lookup.pack(id: deletion.packID) == nil,
-                                   lastUsedAt: rows[deletion.packID]?.lastUsedAt)
+                                   lastUsedAt: rows[deletion.packID]?.lastUsedAt,
+                                   variant: snapshot.lookup.pack(id: deletion.packID)?.variant.variantDescription ?? "")
             }
             let inUse = rows.values.filter { $0.isInstalled && manager.store.isPackInUse(id: $0.id) }
                 .sorted { $0.number < $1.number }.map(\.id)
@@ -81,7 +86,7 @@ struct PurgeCommand: AsyncParsableCommand {
         let verb = report.dryRun ? "would purge" : "purged"
         print("\(verb) \(report.packs.count) pack(s), \(byteText(report.bytesFreed)) of \(byteText(report.bytesNeeded)) asked")
         for pack in report.packs {
-            let tags = pack.superseded ? "superseded" : pack.tags.joined(separator: ",")
+            let tags = pack.superseded ? "superseded" : pack.tags.joined(separator: ",") + (pack.variant.isEmpty ? "" : " [\(pack.variant)]")
             let used = pack.lastUsedAt.map { "last used \(timeText($0))" } ?? "never used"
             print("  \(pack.id.prefix(12))  \(pack.reason.padding(toLength: 25, withPad: " ", startingAt: 0)) \(byteText(pack.bytes).padding(toLength: 10, withPad: " ", startingAt: 0))  \(used)  \(tags)")
         }

@@ -35,6 +35,7 @@ extension CatalogOptions {
         if let space { configuration.freeSpaceWatermark = space.watermark }
         configuration.trustedKeys = try trust().keys
         metered?.apply(to: &configuration.downloadPolicy)
+        configuration.variants = try variants()
         return try ResourceManager(configuration: configuration)
     }
 }

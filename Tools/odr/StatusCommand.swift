@@ -13,8 +13,14 @@ struct StatusCommand: AsyncParsableCommand {
             A pack is in use while a request in any process on the store holds it (its lease in \
             locks/<id>.lease, which dies with the process); a tag is in use when all of its packs are.
 
+            In a catalog with variant axes, each tag counts the packs of the --variant choice (as \
+            odr fetch takes it) plus the common ones; packs of other variants are listed only when \
+            installed, marked 'not chosen' (purged first).
+
             Example:
               odr status --catalog http://127.0.0.1:8080/ --store ./store --json
+              odr status --catalog http://127.0.0.1:8080/ --store ./store \\
+                --variant resolution=2x,1x
             """)
 
     @OptionGroup var options: CatalogOptions
@@ -31,6 +37,10 @@ struct StatusCommand: AsyncParsableCommand {
         struct Pack: Encodable {
             var id: String; var state: PackState; var archiveBytes: Int64; var installedBytes: Int64
             var tags: [String]; var superseded: Bool; var lastUsedAt: Double?
+            /// The pack's variant (`resolution=2x,texture=astc`), empty for a common pack.
+            var variant: String
+            /// Whether the pack is of a variant the device does not choose (listed when installed).
+            var notChosen: Bool
         }
         var catalog: Catalog
         var tags: [Tag]
@@ -43,27 +53,30 @@ struct StatusCommand: AsyncParsableCommand {
             let (store, client, engine) = try options.open()
             let snapshot = try await client.snapshot(online: !options.offline)
             announceFallback(snapshot)
+            try snapshot.requireDeclaredVariants()
             let installed = try store.installedPackIDs()
             // What each missing pack would really download: files the store holds are reused.
             let planned = try PackInstaller(store: store, transport: engine, bundledCatalog: client.bundledCatalog)
-                .downloadBytes(of: snapshot.manifest.packs.filter { !installed.contains($0.id) }, in: snapshot)
+                .downloadBytes(of: snapshot.manifest.packs.filter { snapshot.lookup.isChosen(packID: $0.id) && !installed.contains($0.id) }, in: snapshot)
             let overrides = try store.preservationPriorityOverrides(catalogURL: snapshot.catalogURL)
             let rows = Dictionary(uniqueKeysWithValues: try store.packs().map { ($0.id, $0) })
-            let tags = snapshot.manifest.tags.map { tag in
+            let tags = snapshot.lookup.tags.map { tag in
                 Report.Tag(name: tag.name, state: store.state(ofTag: tag, installed: installed),
                            downloadBytes: tag.packs.reduce(0) { $0 + (planned[$1] ?? 0) }, installedBytes: tag.installedBytes,
                            preservationPriority: snapshot.preservationPriority(ofTag: tag.name, overrides: overrides),
                            packs: tag.packs)
             }
-            var packs = snapshot.manifest.packs.map { pack in
+            // The packs this device downloads, and installed ones of variants it does not choose.
+            var packs = snapshot.manifest.packs.filter { snapshot.lookup.isChosen(packID: $0.id) || installed.contains($0.id) }.map { pack in
                 Report.Pack(id: pack.id, state: store.state(ofPack: pack.id, installed: installed), archiveBytes: pack.archiveBytes,
                             installedBytes: pack.installedBytes, tags: pack.tags, superseded: false,
-                            lastUsedAt: rows[pack.id]?.lastUsedAt)
+                            lastUsedAt: rows[pack.id]?.lastUsedAt, variant: pack.variant.variantDescription,
+                            notChosen: !snapshot.lookup.isChosen(packID: pack.id))
             }
             // Installed packs the current version no longer lists: superseded, purged first.
             for row in rows.values.sorted(by: { $0.number < $1.number }) where row.isInstalled && snapshot.lookup.pack(id: row.id) == nil {
                 packs.append(Report.Pack(id: row.id, state: store.state(ofPack: row.id, installed: installed), archiveBytes: row.archiveBytes, installedBytes: row.installedBytes,
-                                         tags: [], superseded: true, lastUsedAt: row.lastUsedAt))
+                                         tags: [], superseded: true, lastUsedAt: row.lastUsedAt, variant: "", notChosen: false))
             }
             let report = Report(
                 catalog: .init(url: snapshot.catalogURL.absoluteString, id: snapshot.index.id, serial: snapshot.index.serial,
@@ -83,7 +96,8 @@ struct StatusCommand: AsyncParsableCommand {
         }
         print("packs:")
         for pack in report.packs {
-            let tags = pack.superseded ? "superseded" : pack.tags.joined(separator: ",")
+            var tags = pack.superseded ? "superseded" : pack.tags.joined(separator: ",")
+            if !pack.variant.isEmpty { tags += " [\(pack.variant)\(pack.notChosen ? ", not chosen" : "")]" }
             print("  \(pack.id.prefix(12))  \(pack.state.rawValue.padding(toLength: 15, withPad: " ", startingAt: 0)) \(byteText(pack.installedBytes))  \(tags)")
         }
         print("store: \(byteText(report.store.installedBytes)) in \(report.store.installedPacks) pack(s); \(byteText(report.store.freeBytes)) free")

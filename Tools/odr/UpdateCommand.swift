@@ -40,15 +40,17 @@ struct UpdateCommand: AsyncParsableCommand {
             let (store, client, engine) = try options.open()
             let previous = try client.storedSnapshot()
             let current = try await client.refresh()
+            try current.requireDeclaredVariants()
             let installed = try store.installedPackIDs()
             // The tags the store holds: those whose packs are all installed under the previous or the
             // current version (after a rollback the current one is the older), and those of which an
             // installed pack belongs to that tag alone (partly installed; a pack shared with another
             // tag says nothing about this one).
             var held = Set<String>()
-            for manifest in [previous?.manifest, current.manifest].compactMap({ $0 }) {
-                let exclusive = Set(manifest.packs.filter { $0.tags.count == 1 && installed.contains($0.id) }.flatMap(\.tags))
-                for tag in manifest.tags where tag.packs.allSatisfy(installed.contains) || exclusive.contains(tag.name) {
+            // Tags as this device sees them: only the packs of its chosen variants count.
+            for lookup in [previous?.lookup, current.lookup].compactMap({ $0 }) {
+                let exclusive = Set(lookup.manifest.packs.filter { $0.tags.count == 1 && lookup.isChosen(packID: $0.id) && installed.contains($0.id) }.flatMap(\.tags))
+                for tag in lookup.tags where tag.packs.allSatisfy(installed.contains) || exclusive.contains(tag.name) {
                     held.insert(tag.name)
                 }
             }

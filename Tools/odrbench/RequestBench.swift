@@ -18,6 +18,11 @@ import ODRSimulation
 /// 3. What checking signatures adds to `prepare()`: the catalog is signed, and `prepare()` runs
 ///    with and without the builder's key trusted (target: under 1 ms added), next to the
 ///    signature and expiry check alone.
+/// 4. The pairs of 1. on catalogs with two variant axes (`resolution` 1x/2x, `texture`
+///    astc/etc2), by a manager that chooses `resolution=2x,1x` and `texture=astc` (same target:
+///    variant resolution happens when the catalog is opened, so it must add nothing per request):
+///    one where a request holds one pack, as in 1., and one where it holds three (common, 2x,
+///    ASTC), which shows what each pack a request holds costs (its lease).
 struct RequestBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "request",
@@ -35,10 +40,15 @@ struct RequestBench: AsyncParsableCommand {
                 installed packs;
               - prepare() (--prepares times) on the signed catalog, by a manager that
                 trusts the builder's key and by one that trusts none; the difference
-                is what checking the signature costs, next to the check alone.
+                is what checking the signature costs, next to the check alone;
+              - the same pairs on two catalogs with two variant axes (--variant-tags
+                tags), by a manager choosing resolution=2x,1x and texture=astc:
+                one where each tag's files are all variants of one axis (the
+                device holds one pack per request, as above), one where each tag
+                has common files and both axes (it holds three); 0 skips them.
 
-            Targets: median pair < 20 us, 99th percentile < 200 us; C API pair within 1.5x \
-            of Swift's; opening < 50 ms; signatures add < 1 ms to prepare().
+            Targets: median pair < 20 us, 99th percentile < 200 us (also with variants); C API \
+            pair within 1.5x of Swift's; opening < 50 ms; signatures add < 1 ms to prepare().
 
             Example: swift run -c release odrbench request --tags 10000 --installed 1000
             """
@@ -62,6 +72,9 @@ struct RequestBench: AsyncParsableCommand {
     @Option(help: "Times to run prepare() with and without trusted keys.")
     var prepares = 41
 
+    @Option(name: .customLong("variant-tags"), help: "Tags in the generated two-axis variant catalog (0: skip that case).")
+    var variantTags = 10_000
+
     @Option(help: ArgumentHelp(
         "Keep the generated assets, catalog and store in this folder, and reuse them when it already holds a run's.",
         discussion: "Lets a profiler (perf record -- odrbench request --work DIR) skip the minute of setup on later runs.",
@@ -73,6 +86,9 @@ struct RequestBench: AsyncParsableCommand {
             throw ValidationError("--tags, --files-per-tag, --pairs, --opens and --prepares must be positive.")
         }
         guard (1...tags).contains(installed) else { throw ValidationError("--installed must be between 1 and --tags.") }
+        guard variantTags == 0 || (installed...).contains(variantTags) else {
+            throw ValidationError("--variant-tags must be 0 (skip) or at least --installed.")
+        }
     }
 
     func run() async throws {
@@ -156,23 +172,13 @@ struct RequestBench: AsyncParsableCommand {
         do {
             let manager = try ResourceManager(configuration: configuration)
             guard manager.currentVersion != nil else { throw ValidationFailure("the manager found no stored catalog") }
-            durations.reserveCapacity(pairs)
-            for name in picks {
-                let request = ResourceRequest(tags: [name], manager: manager)
-                let start = clock.now
-                guard await request.conditionallyBeginAccessingResources() else {
-                    throw ValidationFailure("\(name) is installed, yet the conditional begin failed")
-                }
-                try request.endAccessingResources()
-                durations.append((clock.now - start).seconds)
-            }
+            durations = try await swiftPairs(manager: manager, picks: picks)
             baseline = try ledgerPairs(manager: manager, picks: picks)
         }
         // The Swift manager is gone: the C API's opens the store as a game would, alone.
         var cDurations = try cAPIPairs(catalog: catalogURL, store: storeURL, picks: picks)
         cDurations.sort()
 
-        durations.sort()
         let median = percentile(durations, 0.5), p99 = percentile(durations, 0.99)
         print("")
         print("conditional begin + end, \(pairs) pairs on installed tags:")
@@ -195,6 +201,128 @@ struct RequestBench: AsyncParsableCommand {
 
         try await measureSignatureCost(configuration: configuration, key: try PublicSigningKey.load(from: PublicSigningKey.fileURL(forPrivateKeyAt: keyURL)),
                                        catalog: catalog)
+        if variantTags > 0 { try await measureVariantPairs(work: work, plainMedian: median) }
+    }
+
+    /// Conditional begin + end of each pick on `manager`, each pair timed alone; sorted.
+    private func swiftPairs(manager: ResourceManager, picks: [String]) async throws -> [Double] {
+        let clock = ContinuousClock()
+        var durations: [Double] = []
+        durations.reserveCapacity(picks.count)
+        for name in picks {
+            let request = ResourceRequest(tags: [name], manager: manager)
+            let start = clock.now
+            guard await request.conditionallyBeginAccessingResources() else {
+                throw ValidationFailure("\(name) is installed, yet the conditional begin failed")
+            }
+            try request.endAccessingResources()
+            durations.append((clock.now - start).seconds)
+        }
+        return durations.sorted()
+    }
+
+    /// The device's choice in the variant cases: 2x (else 1x), and ASTC textures.
+    static let variantChoice = VariantPreferences(["resolution": ["2x", "1x"], "texture": ["astc"]])
+
+    /// The two-axis catalogs of 4., by what a request for one tag holds.
+    enum VariantShape: String, CaseIterable {
+        /// Every file of a tag is a variant on one axis (even tags resolution, odd tags texture):
+        /// two packs per tag, of which the device takes one, as in the plain catalog. The same
+        /// requests as 1., so the figure shows what resolving variants adds.
+        case onePackPerRequest = "one-pack"
+        /// Each tag's plain files plus `img.png`/`img@2x.png` and `tex.astc.ktx2`/`tex.etc2.ktx2`:
+        /// five packs per tag, of which the device takes three (common, 2x, ASTC), each a lease.
+        case commonPlusBothAxes = "three-packs"
+
+        /// Packs per tag in the catalog, and of those the device takes.
+        var packs: (built: Int, chosen: Int) { self == .onePackPerRequest ? (2, 1) : (5, 3) }
+    }
+
+    /// 4. The pairs on two-axis catalogs, by a manager that chooses 2x and ASTC.
+    private func measureVariantPairs(work: URL, plainMedian: Double) async throws {
+        for shape in VariantShape.allCases {
+            try await measureVariantPairs(shape, work: work, plainMedian: plainMedian)
+        }
+    }
+
+    private func measureVariantPairs(_ shape: VariantShape, work: URL, plainMedian: Double) async throws {
+        let clock = ContinuousClock()
+        let names = (0..<variantTags).map { String(format: "v%05d", $0) }
+        let assets = work.appending(path: "variant-\(shape.rawValue)-assets"), catalog = work.appending(path: "variant-\(shape.rawValue)-catalog")
+        let storeURL = work.appending(path: "variant-\(shape.rawValue)-store")
+        let catalogURL = URL(filePath: catalog.path, directoryHint: .isDirectory)
+        let setupMark = work.appending(path: "variant-\(shape.rawValue)-setup-done"), setup = "\(variantTags) \(filesPerTag) \(installed) \(shape.rawValue)"
+        print("")
+        if (try? String(contentsOf: setupMark, encoding: .utf8)) == setup {
+            print("reusing the two-axis catalog (\(shape.rawValue)) and store in \(work.path)")
+        } else {
+            for item in [assets, catalog, storeURL] { try? FileManager.default.removeItem(at: item) }
+            let generate = try clock.measure { try generateVariantAssets(shape, at: assets, names: names) }
+            print("generated the two-axis assets (\(shape.rawValue)) in \(format(generate.seconds))")
+            var options = BuildOptions(assets: assets, output: catalog)
+            options.concurrency = 2
+            let report = try await measuring("built the two-axis catalog (\(variantTags) tags, \(shape.packs.built) packs each)") {
+                try await CatalogBuilder(options: options).build()
+            }
+            guard report.packs.count >= shape.packs.built * variantTags else {
+                throw ValidationFailure("expected \(shape.packs.built) packs per tag, got \(report.packs.count) for \(variantTags) tags")
+            }
+            try await measuring("installed the chosen packs of \(installed) tags from file://") {
+                try await install(tags: Array(names.prefix(installed)), catalog: catalogURL, store: storeURL, variants: Self.variantChoice)
+            }
+            try Data(setup.utf8).write(to: setupMark)
+        }
+        var configuration = ResourceManager.Configuration(catalogURL: catalogURL, storeDirectory: storeURL)
+        configuration.freeSpaceWatermark = 0
+        configuration.variants = Self.variantChoice
+        let manager = try ResourceManager(configuration: configuration)
+        let packsPerTag = manager.tags.first?.packs.count ?? 0
+        guard packsPerTag == shape.packs.chosen else {
+            throw ValidationFailure("the 2x + ASTC device should need \(shape.packs.chosen) pack(s) per tag, not \(packsPerTag)")
+        }
+        var random = SimulationRandom(seed: 43)
+        let picks = (0..<pairs).map { _ in names[Int(random.next() % UInt64(installed))] }
+        let durations = try await swiftPairs(manager: manager, picks: picks)
+        let median = percentile(durations, 0.5), p99 = percentile(durations, 0.99)
+        print("conditional begin + end, two variant axes, \(variantTags) tags x \(shape.packs.built) packs (the device holds \(shape.packs.chosen) per request), \(pairs) pairs:")
+        print("  median \(micro(median)), p90 \(micro(percentile(durations, 0.9))), p99 \(micro(p99)), max \(micro(durations.last ?? 0))")
+        print(String(format: "  / plain median (1 pack per request): %.2fx", median / max(plainMedian, 1e-9)))
+        print("  target median < 20 us: \(median < 20e-6 ? "met" : "NOT met"); p99 < 200 us: \(p99 < 200e-6 ? "met" : "NOT met")")
+    }
+
+    /// The assets of a two-axis catalog (see ``VariantShape``).
+    private func generateVariantAssets(_ shape: VariantShape, at assets: URL, names: [String]) throws {
+        try FileManager.default.createDirectory(at: assets, withIntermediateDirectories: true)
+        func write(_ text: String, _ path: String) throws {
+            let url = assets.appending(path: path)
+            try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try Data(text.utf8).write(to: url)
+        }
+        for (index, name) in names.enumerated() {
+            for file in 0..<filesPerTag {
+                let text = String(repeating: "\(name) file \(file): tile data 0123456789\n", count: 3)
+                switch shape {
+                case .commonPlusBothAxes:
+                    try write(text, "\(name)/f\(file).txt")
+                case .onePackPerRequest:
+                    let variants = index % 2 == 0 ? ["f\(file).png", "f\(file)@2x.png"] : ["f\(file).astc.ktx2", "f\(file).etc2.ktx2"]
+                    for variant in variants { try write(text + variant, "\(name)/\(variant)") }
+                }
+            }
+            if shape == .commonPlusBothAxes {
+                for variant in ["img.png", "img@2x.png", "tex.astc.ktx2", "tex.etc2.ktx2"] {
+                    try write("\(name) \(variant): texel data 0123456789\n", "\(name)/\(variant)")
+                }
+            }
+        }
+        let rules = names.map { "\"\($0)\": [\"\($0)\"]" }.joined(separator: ",\n")
+        let variants = """
+            "variants": [
+              { "axis": "resolution", "values": ["1x", "2x"], "marker": "@", "default": "1x", "files": ["**/*.png"] },
+              { "axis": "texture", "values": ["astc", "etc2"], "marker": ".", "files": ["**/*.ktx2"] }
+            ]
+            """
+        try Data("{\"tags\": {\n\(rules)\n},\n\(variants)\n}\n".utf8).write(to: assets.appending(path: TagRules.defaultFileName))
     }
 
     /// 3. `prepare()` by a manager trusting the builder's key against one trusting none (each in
@@ -246,16 +374,17 @@ struct RequestBench: AsyncParsableCommand {
     }
 
     /// Installs the packs of `tags` without flushing (the figures are about reading, not installing).
-    private func install(tags: [String], catalog: URL, store storeURL: URL) async throws {
+    private func install(tags: [String], catalog: URL, store storeURL: URL, variants: VariantPreferences = VariantPreferences()) async throws {
         let store = try ResourceStore(directory: storeURL, synchronousWrites: false)
         let engine = try TransferEngine()
-        let client = CatalogClient(catalogURL: catalog, store: store, transport: engine)
+        let client = CatalogClient(catalogURL: catalog, store: store, transport: engine, variants: variants)
         let snapshot = try await client.snapshot()
         var installer = PackInstaller(store: store, transport: engine)
         installer.maximumConcurrentInstalls = 4
         let summary = try await installer.install(try snapshot.packs(forTags: tags), from: snapshot)
-        guard summary.installed.count == tags.count else {
-            throw ValidationFailure("installed \(summary.installed.count) packs, expected \(tags.count)")
+        let expected = snapshot.lookup.packs(forTags: tags).count
+        guard summary.installed.count == expected else {
+            throw ValidationFailure("installed \(summary.installed.count) packs, expected \(expected)")
         }
     }
 

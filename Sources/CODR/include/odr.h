@@ -150,6 +150,12 @@ typedef enum odr_option {
                                        path of a NAME.pub from `odrpack key generate`; NULL removes
                                        every key. With keys, only signed catalogs are accepted
                                        (docs/SECURITY.md) */
+    ODR_OPT_VARIANT = 6,            /* this device's choice on one variant axis, best value first:
+                                       "resolution=2x,1x" (2x, else 1x); one call per axis, a later
+                                       call for the same axis replaces it; NULL removes every
+                                       choice. An axis not set takes the catalog's declared order.
+                                       Requests download only the chosen variants' packs (plus the
+                                       common ones) and resource paths resolve to the chosen file */
 
     /* Numbers */
     ODR_OPT_IN_USE_LIMIT = 100,     /* most bytes in use at once; default 2 GiB; > 0 */
@@ -259,8 +265,8 @@ typedef struct odr_event {
     /** The pack's id (64 hex digits of its SHA-256), NUL-terminated; "" for other kinds. */
     char pack_id[72];
     /** Why a pack was purged: "least-recently-used", "low-preservation-priority", "superseded",
-     *  "closest-fit", or another policy's stable name; for ODR_EVENT_DOWNLOAD_WAITING why the
-     *  download waits; "" for other kinds. */
+     *  "variant-not-chosen" (see ODR_OPT_VARIANT), "closest-fit", or another policy's stable name;
+     *  for ODR_EVENT_DOWNLOAD_WAITING why the download waits; "" for other kinds. */
     char purge_reason[64];
 } odr_event;
 

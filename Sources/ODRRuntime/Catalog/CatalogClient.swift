@@ -29,16 +29,19 @@ public struct CatalogClient: Sendable {
     public let transport: any Transport
     /// The keys the catalog must be signed by (none: any well-formed catalog) and the size limits.
     public let trust: CatalogTrust
+    /// The device's choice of variants: every snapshot's ``CatalogSnapshot/lookup`` resolves it.
+    public let variants: VariantPreferences
 
     /// Creates a client for the catalog at `catalogURL`; nothing is fetched until ``snapshot(online:)``.
     public init(catalogURL: URL, distribution: String = "live", store: ResourceStore, transport: any Transport,
-                bundledCatalog: URL? = nil, trust: CatalogTrust = CatalogTrust()) {
+                bundledCatalog: URL? = nil, trust: CatalogTrust = CatalogTrust(), variants: VariantPreferences = VariantPreferences()) {
         self.catalogURL = CatalogLocation.base(catalogURL)
         self.distribution = distribution
         self.store = store
         self.transport = transport
         self.bundledCatalog = bundledCatalog
         self.trust = trust
+        self.variants = variants
     }
 
     /// Checks the catalog online and stores what changed.
@@ -101,7 +104,7 @@ public struct CatalogClient: Sendable {
         // A manifest the store holds (with its pack rows) is not stored again: encoding a
         // 100,000-file manifest to JSON only to have the insert ignore it cost every check a second.
         try store.commitCatalog(accepted, manifest: fetched)
-        return CatalogSnapshot(catalogURL: catalogURL, index: index, manifest: manifest)
+        return CatalogSnapshot(catalogURL: catalogURL, index: index, manifest: manifest, variants: variants)
     }
 
     /// The snapshot stored by the last successful ``refresh()``, else the bundled catalog's, else `nil`.
@@ -116,7 +119,7 @@ public struct CatalogClient: Sendable {
         if let followed = try store.followedCatalog(url: catalogURL), followed.distribution == distribution,
            let index = followed.index, let version = followed.currentVersion,
            let manifest = try store.manifest(catalogURL: catalogURL, version: version) {
-            var snapshot = CatalogSnapshot(catalogURL: catalogURL, index: index, manifest: manifest)
+            var snapshot = CatalogSnapshot(catalogURL: catalogURL, index: index, manifest: manifest, variants: variants)
             if trust.requiresSignatures {
                 _ = try trust.verify(index, stored: followed.keySet, now: now, allowExpired: true, url: catalogURL)
                 snapshot.isExpired = index.expiryDate.map { $0 <= now } ?? false
@@ -129,7 +132,7 @@ public struct CatalogClient: Sendable {
             let version = try currentVersion(of: index)
             guard let entry = index.version(version) else { return nil }
             let manifest = try VersionManifest.decode(from: Data(contentsOf: bundledCatalog.appending(path: entry.manifest)))
-            return CatalogSnapshot(catalogURL: catalogURL, index: index, manifest: manifest)
+            return CatalogSnapshot(catalogURL: catalogURL, index: index, manifest: manifest, variants: variants)
         } catch let error as ResourceError {
             throw error
         } catch {

@@ -10,7 +10,8 @@ public struct CatalogSnapshot: Sendable {
     public var index: CatalogIndex
     /// The manifest of the version the distribution points at.
     public var manifest: VersionManifest { lookup.manifest }
-    /// Lookups by pack, tag and path.
+    /// Lookups by pack, tag and path, for the device's choice of variants: tags list only the
+    /// packs it downloads, and a logical path resolves to the variant it chose.
     public let lookup: ManifestIndex
     /// Set when ``CatalogClient/snapshot(online:)`` could not reach the server and this is the
     /// stored copy; `nil` for a catalog checked online (or a snapshot asked for offline).
@@ -28,11 +29,12 @@ public struct CatalogSnapshot: Sendable {
         public var checkedAt: Double?
     }
 
-    /// Pairs an accepted index with the manifest its distribution points at, indexing the manifest once.
-    public init(catalogURL: URL, index: CatalogIndex, manifest: VersionManifest) {
+    /// Pairs an accepted index with the manifest its distribution points at, indexing the manifest
+    /// once for a device that chooses `variants` (by default, every axis in declared order).
+    public init(catalogURL: URL, index: CatalogIndex, manifest: VersionManifest, variants: VariantPreferences = VariantPreferences()) {
         self.catalogURL = CatalogLocation.base(catalogURL)
         self.index = index
-        lookup = manifest.makeIndex()
+        lookup = ManifestIndex(manifest, variants: variants)
     }
 
     /// The version number.

@@ -64,23 +64,32 @@ public struct LedgerCatalog: Sendable {
                       packBytes: packs.map(\.bytes), tagsOfPack: { packs[$0].tags })
     }
 
-    /// The catalog of a version manifest: its tags and packs in manifest order, sizes as installed.
+    /// The catalog of a version manifest as one device sees it: its tags and packs in manifest
+    /// order, sizes as installed, each tag needing only the packs of ``ManifestIndex/tags`` (the
+    /// common packs and those of the device's chosen variants).
     ///
-    /// Shares the index's dictionaries instead of building its own, which matters when a manager
-    /// opens a catalog of 10,000 tags.
+    /// Every pack keeps its place (so a pack's index is its position in the manifest), but a pack
+    /// of a variant the device did not choose belongs to no tag: no request counts it, and it is
+    /// never in use. Shares the index's dictionaries instead of building its own, which matters
+    /// when a manager opens a catalog of 10,000 tags.
     ///
     /// - Throws: ``ResourceError`` `invalid-catalog` as ``init(tags:packs:)`` does.
     public init(manifest index: ManifestIndex) throws(ResourceError) {
         let manifest = index.manifest
-        guard index.tagPositions.count == manifest.tags.count, index.packPositions.count == manifest.packs.count else {
+        let packs = manifest.packs
+        // A validated manifest lists a pack under a tag exactly when the pack names the tag, so the
+        // chosen packs' own tag sets give the same lists as `index.tags`, without a pass per tag.
+        let tagsOfPack: (Int) -> [String] = manifest.variantAxes.isEmpty
+            ? { packs[$0].tags }
+            : { index.isChosen(packID: packs[$0].id) ? packs[$0].tags : [] }
+        guard index.tagPositions.count == manifest.tags.count, index.packPositions.count == packs.count else {
             // A name repeats; the other initializer says which.
             try self.init(tags: manifest.tags.map(\.name),
-                          packs: manifest.packs.map { Pack(id: $0.id, bytes: $0.installedBytes, tags: $0.tags) })
+                          packs: packs.indices.map { Pack(id: packs[$0].id, bytes: packs[$0].installedBytes, tags: tagsOfPack($0)) })
             return
         }
-        let packs = manifest.packs
         try self.init(tagNames: manifest.tags.map(\.name), tagsByName: index.tagPositions, packIDs: packs.map(\.id),
-                      packsByID: index.packPositions, packBytes: packs.map(\.installedBytes), tagsOfPack: { packs[$0].tags })
+                      packsByID: index.packPositions, packBytes: packs.map(\.installedBytes), tagsOfPack: tagsOfPack)
     }
 
     private init(tagNames: [String], tagsByName: [String: Int], packIDs: [String], packsByID: [String: Int],

@@ -88,6 +88,18 @@ extension ResourceManager {
         /// The largest version manifest accepted; a longer response is cut off (default 256 MiB).
         public var maximumManifestBytes: Int = CatalogTrust.defaultMaximumManifestBytes
 
+        /// This device's choice of variants (see ``VariantPreferences``): for each axis the catalog
+        /// declares, the values it accepts, best first. Requests download only the packs of the
+        /// chosen variants plus the common ones, and `url(forResource:)` finds the chosen variant of
+        /// a logical path. Empty (the default) takes every axis in the catalog's declared order.
+        /// Installed packs of variants no longer chosen (another manager chose them on the same
+        /// store) are purged first, as ``PurgeReason/variantNotChosen``.
+        ///
+        /// ```swift
+        /// configuration.variants = VariantPreferences(["resolution": ["2x", "1x"], "texture": ["astc"]])
+        /// ```
+        public var variants = VariantPreferences()
+
         /// The trust settings above, as the catalog client takes them.
         public var trust: CatalogTrust {
             CatalogTrust(keys: trustedKeys, threshold: signatureThreshold, keySetVersion: trustedKeySetVersion,

@@ -30,19 +30,21 @@ public struct TagGauge: Sendable, Equatable {
 }
 
 extension ResourceManager {
-    /// Every tag of the current version with its state and sizes.
+    /// Every tag of the current version with its state and sizes, counting only the packs this
+    /// device downloads (common ones and those of its chosen variants).
     public func gauge() -> [TagGauge] {
         let current = state.withLock { state in (state.snapshot, state.installedIDs) }
         let overrides = current.0.flatMap { try? store.preservationPriorityOverrides(catalogURL: $0.catalogURL) } ?? [:]
         // Planned outside the lock: it reads the store and the staging folder.
         let planned = current.0.map { snapshot in
-            plannedDownloadBytes(of: Set(snapshot.manifest.packs.map(\.id)).subtracting(current.1), in: snapshot)
+            plannedDownloadBytes(of: Set(snapshot.lookup.tags.flatMap(\.packs)).subtracting(current.1), in: snapshot)
         } ?? [:]
         // Packs requests in any process hold; probed outside the lock (a lock file each).
         let leased = Set(current.1.filter { store.isPackInUse(id: $0) })
         return state.withLock { state -> [TagGauge] in
             guard let snapshot = state.snapshot, let ledger = state.ledger else { return [] }
-            return snapshot.manifest.tags.map { tag in
+            // The device's view: each tag with the packs of its chosen variants and their sizes.
+            return snapshot.lookup.tags.map { tag in
                 let missing = tag.packs.filter { !state.installedIDs.contains($0) }
                 let gaugeState: TagGauge.State
                 if missing.isEmpty, ledger.catalog.tag(named: tag.name).map(ledger.isInUse) == true || tag.packs.allSatisfy(leased.contains) {

@@ -27,6 +27,9 @@ public struct PurgeProposal: Sendable, Equatable {
 extension ResourceManager {
     /// Which packs a purge of `bytes` would delete, without deleting anything (a dry run).
     ///
+    /// Superseded packs go first, and with them packs of variants this manager does not choose
+    /// (``PurgeReason/variantNotChosen``: installed by a manager with other ``Configuration/variants``).
+    ///
     /// Packs in use are never candidates: those requests of this manager hold, those being
     /// downloaded, and those a request in another process (or another manager) on the same store
     /// holds, which its lease tells (see ``ResourceStore/isPackInUse(id:)``).
@@ -48,7 +51,8 @@ extension ResourceManager {
                 id: index, bytes: pack.installedBytes, lastUse: pack.lastUsedAt, preservationPriority: priority,
                 isSuperseded: record == nil,
                 isInUse: inUse.contains(pack.id) || downloading.contains(pack.id) || store.isPackInUse(id: pack.id),
-                useCount: pack.useCount)
+                useCount: pack.useCount,
+                isUnchosenVariant: record != nil && snapshot?.lookup.isChosen(packID: pack.id) == false)
         }
         let plan = configuration.purgePlanner.plan(candidates.filter { !$0.isInUse }, bytesNeeded: bytes, now: configuration.clock.now())
         return PurgeProposal(

@@ -76,10 +76,12 @@ extension ResourceManager {
     /// (one line per value, at time 0); `nil` without a catalog.
     func traceCatalogEvents() -> [TraceEvent]? {
         guard let snapshot = state.withLock({ $0.snapshot }) else { return nil }
-        let manifest = snapshot.manifest
+        let lookup = snapshot.lookup
+        // The catalog as this device sees it: packs of variants it did not choose never install.
         var events: [TraceEvent] = [.catalog(TraceCatalog(
-            tags: manifest.tags.map { .init(name: $0.name, preservationPriority: $0.preservationPriority) },
-            packs: manifest.packs.map { .init(id: $0.id, bytes: $0.installedBytes, downloadBytes: $0.archiveBytes, tags: $0.tags) }))]
+            tags: lookup.tags.map { .init(name: $0.name, preservationPriority: $0.preservationPriority) },
+            packs: lookup.manifest.packs.filter { lookup.isChosen(packID: $0.id) }
+                .map { .init(id: $0.id, bytes: $0.installedBytes, downloadBytes: $0.archiveBytes, tags: $0.tags) }))]
         let overrides = (try? store.preservationPriorityOverrides(catalogURL: snapshot.catalogURL)) ?? [:]
         let byPriority = Dictionary(grouping: overrides.filter { snapshot.lookup.tag(named: $0.key) != nil }, by: \.value)
         for (priority, tags) in byPriority.sorted(by: { $0.key < $1.key }) {

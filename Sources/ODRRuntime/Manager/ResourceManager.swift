@@ -80,7 +80,8 @@ public final class ResourceManager: Sendable {
                                     storeDirectory: configuration.storeDirectory)
         client = CatalogClient(
             catalogURL: configuration.catalogURL, distribution: configuration.distribution, store: store,
-            transport: transport, bundledCatalog: configuration.bundledCatalog, trust: configuration.trust)
+            transport: transport, bundledCatalog: configuration.bundledCatalog, trust: configuration.trust,
+            variants: configuration.variants)
         lastUse = LastUseRecorder(store: store)
         state = Locked(State(installedIDs: try store.installedPackIDs()))
         do {
@@ -114,8 +115,9 @@ public final class ResourceManager: Sendable {
     /// until a fresh catalog is fetched online.
     public var isCatalogExpired: Bool { state.withLock { $0.snapshot?.isExpired ?? false } }
 
-    /// Every tag of the current version.
-    public var tags: [TagRecord] { state.withLock { $0.snapshot?.manifest.tags ?? [] } }
+    /// Every tag of the current version, listing the packs this device downloads for it (common
+    /// ones and those of its chosen variants) and their sizes.
+    public var tags: [TagRecord] { state.withLock { $0.snapshot?.lookup.tags ?? [] } }
 
     // MARK: - Preparing
 

@@ -11,24 +11,34 @@ public struct PurgeCandidate: Sendable, Hashable {
     public var preservationPriority: Double
     /// Whether no current catalog version needs the pack any more.
     public var isSuperseded: Bool
+    /// Whether the current version lists the pack only for a variant this device does not choose
+    /// (a manager with other ``VariantPreferences`` installed it): purged first, with superseded packs.
+    public var isUnchosenVariant: Bool
     /// Whether an in-use tag needs the pack; such a pack is never chosen.
     public var isInUse: Bool
     /// How many requests have begun using the pack (the store keeps counting across purges); the
     /// planner divides the pack's weighted idle time by it, rounded down to a power of two.
     public var useCount: Int
 
-    /// Describes a pack; by default of middle priority, needed by the current version, not in
-    /// use, and used once.
+    /// Describes a pack; by default of middle priority, needed by the current version (for a
+    /// variant the device chose), not in use, and used once.
     public init(
         id: Int, bytes: Int64, lastUse: Double, preservationPriority: Double = 0.5,
-        isSuperseded: Bool = false, isInUse: Bool = false, useCount: Int = 1
+        isSuperseded: Bool = false, isInUse: Bool = false, useCount: Int = 1, isUnchosenVariant: Bool = false
     ) {
         self.id = id
         self.bytes = bytes
         self.lastUse = lastUse
         self.preservationPriority = preservationPriority
         self.isSuperseded = isSuperseded
+        self.isUnchosenVariant = isUnchosenVariant
         self.isInUse = isInUse
         self.useCount = useCount
     }
+}
+
+extension PurgeCandidate {
+    /// Whether the device has no use for the pack at all (superseded, or of a variant it does not
+    /// choose): such packs go first, before any pack a request could need.
+    public var isObsolete: Bool { isSuperseded || isUnchosenVariant }
 }

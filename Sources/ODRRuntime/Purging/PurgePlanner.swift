@@ -5,7 +5,8 @@ import Foundation
 /// freeing far more than needed.
 ///
 /// Purge order:
-/// 1. Superseded packs (no current catalog version needs them), least recently used first.
+/// 1. Superseded packs (no current catalog version needs them) and packs of variants the device
+///    does not choose (``PurgeCandidate/isUnchosenVariant``), least recently used first.
 /// 2. Every other pack by *weighted idle time*, longest first: the time since its last use,
 ///    halved for every ``priorityHalvingStep`` (default 0.06) of its preservation priority and
 ///    divided by its use count rounded down to a power of two, that is
@@ -27,11 +28,11 @@ import Foundation
 /// (the larger of ``overPurgeFraction`` of the need and ``overPurgeSlack``) is passed over; if the
 /// smaller packs are not enough, the smallest passed-over pack that covers the rest goes instead,
 /// and any pack it makes unnecessary is kept. So a 512 MB pack is not deleted to make room for
-/// 100 MB when a 120 MB pack would do. Superseded packs are one group and the others another:
+/// 100 MB when a 120 MB pack would do. Superseded and unchosen packs are one group and the others another:
 /// nothing is passed over to take a pack a current version needs. In-use packs are never chosen.
 ///
 /// The planner uses only what the store records for each pack: its size, its last use, its use
-/// count, its preservation priority and whether it is superseded.
+/// count, its preservation priority and whether it is superseded or of a variant not chosen.
 ///
 /// ```swift
 /// let plan = PurgePlanner().plan(candidates, bytesNeeded: 100 << 20, now: clock.now())
@@ -101,7 +102,7 @@ public struct PurgePlanner: PurgePolicy, Equatable {
         max(0, now - candidate.lastUse) * agingRate(priority: candidate.preservationPriority, useCount: candidate.useCount)
     }
 
-    /// Whether `a` goes before `b` when neither is superseded nor in use, at `now`.
+    /// Whether `a` goes before `b` when neither is superseded, unchosen nor in use, at `now`.
     public func goesBefore(_ a: PurgeCandidate, _ b: PurgeCandidate, now: Double) -> Bool {
         if priorityHalvingStep <= 0, a.preservationPriority != b.preservationPriority {
             return a.preservationPriority < b.preservationPriority
@@ -121,7 +122,7 @@ public struct PurgePlanner: PurgePolicy, Equatable {
     public func plan(_ candidates: [PurgeCandidate], bytesNeeded: Int64, now: Double) -> PurgePlan {
         guard bytesNeeded > 0 else { return PurgePlan(bytesNeeded: bytesNeeded, deletions: []) }
         let pool = ordered(candidates, now: now)
-        let topPriority = pool.lazy.filter { !$0.isSuperseded }.map(\.preservationPriority).max() ?? 0
+        let topPriority = pool.lazy.filter { !$0.isObsolete }.map(\.preservationPriority).max() ?? 0
         var position = 0
         return plan(bytesNeeded: bytesNeeded, topPriority: topPriority) {
             guard position < pool.count else { return nil }
@@ -145,8 +146,8 @@ public struct PurgePlanner: PurgePolicy, Equatable {
     ///
     /// - Parameters:
     ///   - topPriority: the highest preservation priority among the candidates that are not
-    ///     superseded; packs of lower priority are purged for ``PurgeReason/lowPreservationPriority``.
-    ///   - next: the next candidate not in use in purge order: superseded first, least recently
+    ///     superseded nor of a variant not chosen; packs of lower priority are purged for ``PurgeReason/lowPreservationPriority``.
+    ///   - next: the next candidate not in use in purge order: superseded and unchosen first, least recently
     ///     used first, then the others as ``goesBefore(_:_:now:)`` orders them (packs of one
     ///     priority and use class used at the same instant may come in the caller's order rather than by id).
     ///     Among packs of one priority and one ``useClass(of:)`` that order is recency order, so a
@@ -160,6 +161,7 @@ public struct PurgePlanner: PurgePolicy, Equatable {
         var upcoming = remaining > 0 ? next() : nil
         func reason(_ candidate: PurgeCandidate) -> PurgeReason {
             if candidate.isSuperseded { .superseded }
+            else if candidate.isUnchosenVariant { .variantNotChosen }
             else if candidate.preservationPriority < topPriority { .lowPreservationPriority }
             else { .leastRecentlyUsed }
         }
@@ -219,12 +221,12 @@ public struct PurgePlanner: PurgePolicy, Equatable {
         return PurgePlan(bytesNeeded: bytesNeeded, deletions: deletions)
     }
 
-    /// The candidates not in use, in purge order at `now`: superseded first, least recently used
+    /// The candidates not in use, in purge order at `now`: superseded and unchosen first, least recently used
     /// first (ids ascending among equal times), then the others by ``goesBefore(_:_:now:)``.
     func ordered(_ candidates: [PurgeCandidate], now: Double) -> [PurgeCandidate] {
         var superseded: [PurgeCandidate] = [], current: [PurgeCandidate] = []
         for candidate in candidates where !candidate.isInUse {
-            if candidate.isSuperseded { superseded.append(candidate) } else { current.append(candidate) }
+            if candidate.isObsolete { superseded.append(candidate) } else { current.append(candidate) }
         }
         superseded.sort { $0.lastUse != $1.lastUse ? $0.lastUse < $1.lastUse : $0.id < $1.id }
         current.sort { goesBefore($0, $1, now: now) }
@@ -232,6 +234,6 @@ public struct PurgePlanner: PurgePolicy, Equatable {
     }
 
     private static func sameRank(_ a: PurgeCandidate, _ b: PurgeCandidate) -> Bool {
-        a.isSuperseded == b.isSuperseded
+        a.isObsolete == b.isObsolete
     }
 }

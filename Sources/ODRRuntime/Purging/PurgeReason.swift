@@ -13,6 +13,9 @@ public struct PurgeReason: RawRepresentable, Hashable, Sendable, CustomStringCon
 
     /// No current catalog version needs the pack.
     public static let superseded = PurgeReason(rawValue: "superseded")
+    /// The current version lists it only for a variant this device does not choose (see
+    /// ``VariantPreferences``): a manager with another choice installed it on the same store.
+    public static let variantNotChosen = PurgeReason(rawValue: "variant-not-chosen")
     /// Its preservation priority is lower than that of packs that were kept.
     public static let lowPreservationPriority = PurgeReason(rawValue: "low-preservation-priority")
     /// It was used less recently than the packs that were kept.

@@ -32,12 +32,19 @@ public enum PackState: String, Sendable, Codable, Hashable {
 }
 
 extension ResourceStore {
-    /// The installed file of logical path `path` in `snapshot`'s version.
+    /// The installed file of logical path `path` in `snapshot`'s version: of a path with variants,
+    /// the one the snapshot's ``CatalogSnapshot/lookup`` chose for this device.
     ///
-    /// - Throws: ``ResourceError`` `unknown-resource` when the version does not list the path,
-    ///   `resource-not-installed` when its pack is not installed.
+    /// - Throws: ``ResourceError`` `unknown-resource` when the version does not list the path, or
+    ///   lists it only in variants the device does not accept; `resource-not-installed` when its
+    ///   pack is not installed.
     public func url(forResource path: String, in snapshot: CatalogSnapshot) throws(ResourceError) -> URL {
         guard let file = snapshot.lookup.file(atPath: path) else {
+            let variants = snapshot.lookup.files(atPath: path).map(\.variant.variantDescription)
+            guard variants.isEmpty else {
+                throw ResourceError(.unknownResource, "Version \(snapshot.version) of the catalog has '\(path)' only in variants this device does not accept (\(variants.joined(separator: "; "))). Add one of those values to the variant choice (odr --variant axis=value,fallback) to use it.",
+                                    url: snapshot.catalogURL)
+            }
             throw ResourceError(.unknownResource, "Version \(snapshot.version) of the catalog has no file '\(path)'. Check the path (it is case-sensitive).",
                                 url: snapshot.catalogURL)
         }

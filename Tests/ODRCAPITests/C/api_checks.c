@@ -18,27 +18,7 @@
 #include <string.h>
 #include <time.h>
 
-static int checks, failures;
-
-static void check(int ok, const char *name, odr_status got, odr_status expected) {
-    checks++;
-    if (ok) {
-        printf("ok %s\n", name);
-    } else {
-        failures++;
-        printf("FAIL %s: got %s, expected %s; last error: %s\n", name, odr_status_name(got), odr_status_name(expected), odr_error_message());
-    }
-}
-
-/* A call must return `expected`; a failure must also leave a message and the status on this thread. */
-#define EXPECT(call, expected, name) do { \
-        odr_status got_ = (call); \
-        int ok_ = got_ == (expected); \
-        if (ok_ && (expected) != ODR_OK) ok_ = odr_error_status() == (expected) && odr_error_message()[0] != '\0'; \
-        check(ok_, (name), got_, (expected)); \
-    } while (0)
-
-#define TRUE_THAT(condition, name) check((condition), (name), ODR_OK, ODR_OK)
+#include "checks.h"
 
 static void frame(void) {
     struct timespec wait = { 0, 5000000L };
@@ -142,6 +122,18 @@ static void config_checks(void) {
     EXPECT(odr_config_add_header(config, "X:Y", "1"), ODR_E_INVALID_ARGUMENT, "a header name with ':'");
     EXPECT(odr_config_add_header(config, NULL, "1"), ODR_E_INVALID_ARGUMENT, "a NULL header name");
     EXPECT(odr_config_add_header(config, "X-Game", "c-checks"), ODR_OK, "a good header");
+    EXPECT(odr_config_set_string(config, ODR_OPT_VARIANT, "resolution"), ODR_E_INVALID_ARGUMENT, "a variant choice without '='");
+    TRUE_THAT(strstr(odr_error_message(), "axis=value") != NULL, "the message says how to write a variant choice");
+    EXPECT(odr_config_set_string(config, ODR_OPT_VARIANT, "resolution="), ODR_E_INVALID_ARGUMENT, "a variant choice without a value");
+    EXPECT(odr_config_set_string(config, ODR_OPT_VARIANT, "resolution=2x,"), ODR_E_INVALID_ARGUMENT, "a variant choice with an empty fallback");
+    EXPECT(odr_config_set_string(config, ODR_OPT_VARIANT, "resolution=../2x"), ODR_E_INVALID_ARGUMENT, "a variant value with path characters");
+    EXPECT(odr_config_set_string(config, ODR_OPT_VARIANT, "resolution=2x,texture=astc"), ODR_E_INVALID_ARGUMENT, "two axes in one variant choice");
+    TRUE_THAT(strstr(odr_error_message(), "one axis per call") != NULL, "the message says one axis per call");
+    EXPECT(odr_config_set_string(config, ODR_OPT_VARIANT, ""), ODR_E_INVALID_ARGUMENT, "an empty variant choice");
+    EXPECT(odr_config_set_int(config, ODR_OPT_VARIANT, 2), ODR_E_INVALID_ARGUMENT, "a variant choice set as a number");
+    EXPECT(odr_config_set_string(config, ODR_OPT_VARIANT, "resolution=2x,1x"), ODR_OK, "a variant choice with a fallback");
+    EXPECT(odr_config_set_string(config, ODR_OPT_VARIANT, "texture=astc"), ODR_OK, "a choice on a second axis");
+    EXPECT(odr_config_set_string(config, ODR_OPT_VARIANT, NULL), ODR_OK, "NULL removes every variant choice");
 
     odr_manager *manager = NULL;
     EXPECT(odr_manager_create(config, &manager), ODR_E_INVALID_ARGUMENT, "a manager without catalog or store");

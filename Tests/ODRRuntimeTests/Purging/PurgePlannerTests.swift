@@ -20,11 +20,11 @@ private let mb: Int64 = 1 << 20
 /// A candidate `id` of `megabytes`, last used at `lastUse`, used `uses` times.
 private func pack(
     _ id: Int, _ megabytes: Int64, lastUse: Double, priority: Double = 0.5, superseded: Bool = false, inUse: Bool = false,
-    uses: Int = 1
+    uses: Int = 1, unchosen: Bool = false
 ) -> PurgeCandidate {
     PurgeCandidate(
         id: id, bytes: megabytes * mb, lastUse: lastUse, preservationPriority: priority, isSuperseded: superseded,
-        isInUse: inUse, useCount: uses)
+        isInUse: inUse, useCount: uses, isUnchosenVariant: unchosen)
 }
 
 struct PurgePlannerTests {
@@ -49,6 +49,15 @@ struct PurgePlannerTests {
             name: "superseded goes first whatever its priority and recency",
             candidates: [pack(1, 100, lastUse: 1, priority: 0.1), pack(2, 100, lastUse: 99, priority: 1, superseded: true)],
             need: 100 * mb, expected: [2], reasons: [.superseded]),
+        PlannerCase(
+            name: "a variant no longer chosen goes first whatever its priority and recency",
+            candidates: [pack(1, 100, lastUse: 1, priority: 0.1), pack(2, 100, lastUse: 99, priority: 1, uses: 64, unchosen: true)],
+            need: 100 * mb, expected: [2], reasons: [.variantNotChosen]),
+        PlannerCase(
+            name: "superseded and unchosen packs go together, least recently used first, each with its reason",
+            candidates: [pack(1, 100, lastUse: 1), pack(2, 100, lastUse: 50, superseded: true),
+                         pack(3, 100, lastUse: 40, unchosen: true), pack(4, 100, lastUse: 60, inUse: true, unchosen: true)],
+            need: 300 * mb, expected: [3, 2, 1], reasons: [.variantNotChosen, .superseded, .leastRecentlyUsed]),
         PlannerCase(
             name: "a 120 MB pack rather than an older 512 MB one for 100 MB",
             candidates: [pack(1, 512, lastUse: 1), pack(2, 120, lastUse: 2), pack(3, 300, lastUse: 3)],
