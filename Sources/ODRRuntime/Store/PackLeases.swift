@@ -10,15 +10,30 @@ import ODRFormat
 /// ``ResourceStore/removePack(id:reason:)``). The kernel drops the lock when its process exits or
 /// is killed, so a crashed game never pins its packs.
 ///
-/// Leases are counted per pack: any number of requests (and managers sharing this store value)
-/// hold one descriptor between them.
+/// Leases are counted per pack: any number of requests, managers and store values of one store
+/// folder in this process hold one descriptor between them (``shared(locks:)``).
+///
+/// When the last holder lets go, the lease *lingers* for ``lingerInterval`` before it is unlocked:
+/// a game that begins and ends a tag every frame, or holds a level's packs again right after
+/// ending them, then takes no lock at all (a conditional begin + end with three packs made six
+/// `flock` calls and six `stat`s). Meanwhile a purge in another process skips the pack as in use;
+/// a purge or an "in use?" question in this process drops the linger first (``unlinger(_:)``),
+/// so it sees only real holders.
 final class PackLeases: Sendable {
     private let locks: URL
     private let state = Locked(State())
 
+    /// How long a lease stays locked after its last holder lets go.
+    static let lingerInterval: Duration = .seconds(1)
+
     private struct State {
         /// Per leased pack: how many holders, and the descriptor with the shared lock.
         var held: [String: (count: Int, lock: UncheckedLock)] = [:]
+        /// Leases no holder uses, still locked shared, by pack: when the last holder let go
+        /// (`DispatchTime` nanoseconds). Unlocked by ``sweep()`` after ``lingerInterval``.
+        var lingering: [String: (lock: UncheckedLock, since: UInt64)] = [:]
+        /// Whether a ``sweep()`` is scheduled.
+        var sweepScheduled = false
         /// Descriptors of lease files no holder uses now, unlocked but kept open, so leasing the
         /// pack again (a level replayed, a request begun and ended each frame) costs a `flock`
         /// instead of creating and opening the file. Oldest first; at most ``idleLimit``.
@@ -37,10 +52,27 @@ final class PackLeases: Sendable {
     /// `URL` costs more than the lock itself.
     private let locksPrefix: String
 
-    init(locks: URL) {
+    private init(locks: URL) {
         self.locks = locks
         locksPrefix = locks.path.hasSuffix("/") ? locks.path : locks.path + "/"
     }
+
+    /// The leases of the store whose lock folder is `locks`: one object per folder in this process,
+    /// so that every store value and manager on it counts holders together (two descriptors of
+    /// one process would otherwise refuse each other's purges).
+    static func shared(locks: URL) -> PackLeases {
+        let key = locks.standardizedFileURL.path
+        return registry.withLock { registry in
+            if let existing = registry[key]?.leases { return existing }
+            let leases = PackLeases(locks: locks)
+            registry = registry.filter { $0.value.leases != nil }
+            registry[key] = WeakLeases(leases: leases)
+            return leases
+        }
+    }
+
+    private struct WeakLeases { weak var leases: PackLeases? }
+    private static let registry = Locked<[String: WeakLeases]>([:])
 
     /// The lease file of pack `id`.
     func path(for id: String) -> String { locksPrefix + id + ".lease" }
@@ -62,6 +94,12 @@ final class PackLeases: Sendable {
                     taken.append(id)
                     continue
                 }
+                if let lingering = state.lingering.removeValue(forKey: id) {
+                    // Locked all along, so no process purged it: not fresh, nothing to check.
+                    state.held[id] = (1, lingering.lock)
+                    taken.append(id)
+                    continue
+                }
                 if let idle = state.idle.removeValue(forKey: id) {
                     state.idleOrder.removeAll { $0 == id }
                     if idle.lock.relockShared() {
@@ -78,7 +116,7 @@ final class PackLeases: Sendable {
                     taken.append(id)
                 } catch {
                     // Undo what this call took, so a failure holds nothing.
-                    for id in taken { Self.drop(id, from: &state) }
+                    for id in taken { drop(id, now: DispatchTime.now().uptimeNanoseconds, from: &state) }
                     throw error
                 }
             }
@@ -86,32 +124,88 @@ final class PackLeases: Sendable {
         }
     }
 
-    /// Lets go of one hold on each pack of `ids`; a pack's lease goes with its last holder.
+    /// Lets go of one hold on each pack of `ids`; a pack's lease lingers after its last holder
+    /// for ``lingerInterval``.
     func release(_ ids: some Sequence<String>) {
         state.withLock { state in
-            for id in ids { Self.drop(id, from: &state) }
+            let now = DispatchTime.now().uptimeNanoseconds
+            for id in ids { drop(id, now: now, from: &state) }
         }
     }
 
     /// Whether this process holds a lease on pack `id`.
     func holds(_ id: String) -> Bool { state.withLock { $0.held[id] != nil } }
 
-    /// Whether any process, this one included, holds a lease on pack `id`.
+    /// Whether any process, this one included, holds a lease on pack `id`; a lease lingering here
+    /// without a holder is unlocked first, so it does not count.
     func isLeasedAnywhere(_ id: String) -> Bool {
-        holds(id) || FileLock.isHeld(path(for: id))
+        let heldHere = state.withLock { state -> Bool in
+            if state.held[id] != nil { return true }
+            Self.retireLingering(id, from: &state)
+            return false
+        }
+        return heldHere || FileLock.isHeld(path(for: id))
     }
 
-    /// Releases one hold; the last one unlocks the file (other processes may purge the pack from
-    /// then on) and keeps its descriptor for reuse.
-    private static func drop(_ id: String, from state: inout State) {
+    /// Unlocks pack `id`'s lease now if it only lingers (no holder), so that this process can take
+    /// it exclusively to purge the pack.
+    func unlinger(_ id: String) {
+        state.withLock { Self.retireLingering(id, from: &$0) }
+    }
+
+    /// Releases one hold; the last one leaves the lease lingering and makes sure a sweep will
+    /// unlock it.
+    private func drop(_ id: String, now: UInt64, from state: inout State) {
         guard let lease = state.held[id] else { return }
         if lease.count > 1 {
             state.held[id] = (lease.count - 1, lease.lock)
             return
         }
         state.held[id] = nil
-        lease.lock.lock.releaseKeepingOpen()
-        state.idle[id] = lease.lock
+        state.lingering[id] = (lease.lock, now)
+        if !state.sweepScheduled {
+            state.sweepScheduled = true
+            scheduleSweep(after: Self.lingerInterval)
+        }
+    }
+
+    private func scheduleSweep(after delay: Duration) {
+        let nanoseconds = Int(delay.components.seconds) * 1_000_000_000 + Int(delay.components.attoseconds / 1_000_000_000)
+        DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) { [weak self] in
+            self?.sweep()
+        }
+    }
+
+    /// Unlocks every lease that has lingered for ``lingerInterval``; schedules itself again while
+    /// others linger.
+    private func sweep() {
+        state.withLock { state in
+            let now = DispatchTime.now().uptimeNanoseconds
+            let interval = UInt64(Self.lingerInterval.components.seconds) * 1_000_000_000
+                + UInt64(Self.lingerInterval.components.attoseconds / 1_000_000_000)
+            var soonest: UInt64?
+            for (id, entry) in state.lingering {
+                let age = now &- entry.since
+                if age >= interval {
+                    Self.retireLingering(id, from: &state)
+                } else {
+                    soonest = min(soonest ?? .max, interval - age)
+                }
+            }
+            if let soonest {
+                scheduleSweep(after: .nanoseconds(Int64(soonest)))
+            } else {
+                state.sweepScheduled = false
+            }
+        }
+    }
+
+    /// Unlocks a lingering lease (other processes may purge the pack from then on) and keeps its
+    /// descriptor for reuse.
+    private static func retireLingering(_ id: String, from state: inout State) {
+        guard let entry = state.lingering.removeValue(forKey: id) else { return }
+        entry.lock.lock.releaseKeepingOpen()
+        state.idle[id] = entry.lock
         state.idleOrder.append(id)
         if state.idleOrder.count > idleLimit {
             let oldest = state.idleOrder.removeFirst()

@@ -82,7 +82,7 @@ public final class ResourceStore: Sendable {
         } catch {
             throw StoreFailure.database("be opened at '\(self.directory.path)'", error)
         }
-        leases = PackLeases(locks: Self.locksURL(in: self.directory))
+        leases = PackLeases.shared(locks: Self.locksURL(in: self.directory))
         let packsPath = Self.packsURL(in: self.directory).path
         packsPathPrefix = packsPath.hasSuffix("/") ? packsPath : packsPath + "/"
         let storeLock = try FileLock.lockBlocking(Self.storeLockPath(in: Self.locksURL(in: self.directory)))
@@ -195,6 +195,7 @@ public final class ResourceStore: Sendable {
         guard let row = try pack(id: id), row.isInstalled else { return false }
         // Held exclusively only across the rename and the row update, so a process beginning to
         // use the pack meanwhile waits that long at most, then finds it gone and installs it again.
+        leases.unlinger(id)
         guard let lease = try FileLock.tryLock(leases.path(for: id)) else { return false }
         defer { lease.unlockAndRemove() }
         let trash = stagingURL.appending(path: "\(id).removed-\(UUID().uuidString)")

@@ -81,4 +81,51 @@ struct PackLeaseTests {
         try await waitUntil("the lease to go") { !launcher.store.isPackInUse(id: id) }
         #expect(try await launcher.purge(bytes: 1 << 40).deletions.count == 1)
     }
+
+    /// After its last request ends, a lease lingers briefly: other processes still see the pack in
+    /// use (a game that ends and begins a level's tags each frame takes no lock each time), while
+    /// this process's own purges and questions see only real holders, and the linger ends by itself.
+    @Test func aReleasedLeaseLingersForOtherProcessesButNotForThisOne() async throws {
+        let fixture = try await Self.fixture()
+        let manager = try fixture.manager(url: fixture.game.catalog)
+        try await manager.loadCatalog()
+        _ = try await manager.fetch(tags: ["held", "free"])
+        let held = try #require(try fixture.game.manifest(1).packs.first { $0.tags == ["held"] }).id
+        let leasePath = manager.store.leases.path(for: held)
+
+        let request = ResourceRequest(tags: ["held"], manager: manager)
+        #expect(await request.conditionallyBeginAccessingResources())
+        try request.endAccessingResources()
+        // Another descriptor (as another process's purge would) cannot take the lease yet...
+        #expect(FileLock.isHeld(leasePath), "the lease lingers after the request ends")
+        // ...and it goes by itself, with nothing else happening here.
+        try await waitUntil("the lingering lease to go") { !FileLock.isHeld(leasePath) }
+
+        // Begun and ended again: lingering again, but this process's purge takes it at once.
+        let again = ResourceRequest(tags: ["held"], manager: manager)
+        #expect(await again.conditionallyBeginAccessingResources())
+        try again.endAccessingResources()
+        #expect(FileLock.isHeld(leasePath))
+        #expect(try await manager.purge(bytes: 1 << 40).deletions.map(\.packID).contains(held))
+        #expect(!FileManager.default.fileExists(atPath: manager.store.packURL(id: held).path))
+    }
+
+    /// Two stores opened on one folder in one process share their leases, so a request through
+    /// one never blocks the other's purge once it has ended.
+    @Test func storesOnOneFolderShareTheirLeases() async throws {
+        let fixture = try await Self.fixture()
+        let first = try fixture.manager(url: fixture.game.catalog)
+        try await first.loadCatalog()
+        _ = try await first.fetch(tags: ["held"])
+        let request = ResourceRequest(tags: ["held"], manager: first)
+        #expect(await request.conditionallyBeginAccessingResources())
+        let second = try fixture.manager(url: fixture.game.catalog)
+        try await second.loadCatalog()
+        let held = try #require(try fixture.game.manifest(1).packs.first { $0.tags == ["held"] }).id
+        #expect(second.store.leases === first.store.leases)
+        #expect(second.store.leases.holds(held))
+        #expect(try await second.purge(bytes: 1 << 40).deletions.isEmpty, "held through the first manager")
+        try request.endAccessingResources()
+        #expect(try await second.purge(bytes: 1 << 40).deletions.map(\.packID) == [held])
+    }
 }
