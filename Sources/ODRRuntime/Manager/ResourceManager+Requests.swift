@@ -10,12 +10,19 @@ extension ResourceManager {
     func beginTags(_ tags: Set<String>) throws(ResourceError) -> ([TagIndex], Set<String>, [PackDownload]) {
         try state.withLock { state throws(ResourceError) in
             let snapshot = try Self.requireSnapshot(state)
-            guard var ledger = state.ledger else { throw ResourceError(.catalogUnavailable, "The manager has no catalog yet. Call prepare() first.") }
+            guard let catalog = state.ledger?.catalog else { throw ResourceError(.catalogUnavailable, "The manager has no catalog yet. Call prepare() first.") }
             let ids = try Self.packIDs(forTags: tags, in: snapshot)
-            let held = try ledger.catalog.tags(named: tags.sorted())
-            try ledger.begin(held)
-            let fresh = try store.leases.acquire(ids)
-            state.ledger = ledger
+            let held = try catalog.tags(named: tags.sorted())
+            // The ledger is changed in place (`state.ledger!`): a copy taken out and put back
+            // would copy its per-pack counts on every begin, O(packs in the catalog).
+            try state.ledger!.begin(held)
+            let fresh: [String]
+            do throws(ResourceError) {
+                fresh = try store.leases.acquire(ids)
+            } catch {
+                _ = try? state.ledger!.end(held)
+                throw error
+            }
             forgetPacksPurgedElsewhere(fresh, state: &state)
             let downloads = startDownloads(of: ids, snapshot: snapshot, state: &state)
             watchDiskWhileActive(&state)
@@ -41,25 +48,29 @@ extension ResourceManager {
     /// Holds `tags` only when every pack they need is installed and the limit allows; never downloads.
     func beginTagsIfInstalled(_ tags: Set<String>) -> ([TagIndex], Set<String>)? {
         state.withLock { state -> ([TagIndex], Set<String>)? in
-            guard var ledger = state.ledger else { return nil }
+            guard let catalog = state.ledger?.catalog else { return nil }
             var held: [TagIndex] = []
             held.reserveCapacity(tags.count)
             var ids = Set<String>()
             for name in tags {
-                guard let tag = ledger.catalog.tag(named: name) else { return nil }
-                for pack in ledger.catalog.packs(of: tag) {
+                guard let tag = catalog.tag(named: name) else { return nil }
+                for pack in catalog.packs(of: tag) {
                     guard state.installed[pack.index] else { return nil }
-                    ids.insert(ledger.catalog.packIDs[pack.index])
+                    ids.insert(catalog.packIDs[pack.index])
                 }
                 held.append(tag)
             }
-            guard (try? ledger.begin(held)) != nil else { return nil }
-            guard let fresh = try? store.leases.acquire(ids) else { return nil }
-            if forgetPacksPurgedElsewhere(fresh, state: &state) {
-                store.leases.release(ids)
+            // In place, as in beginTags: no copy of the ledger's counts per call.
+            guard (try? state.ledger!.begin(held)) != nil else { return nil }
+            guard let fresh = try? store.leases.acquire(ids) else {
+                _ = try? state.ledger!.end(held)
                 return nil
             }
-            state.ledger = ledger
+            if forgetPacksPurgedElsewhere(fresh, state: &state) {
+                store.leases.release(ids)
+                _ = try? state.ledger!.end(held)
+                return nil
+            }
             watchDiskWhileActive(&state)
             return (held, ids)
         }
@@ -69,9 +80,7 @@ extension ResourceManager {
     func release(tags: [TagIndex], packIDs: Set<String>) {
         guard !tags.isEmpty else { return }
         state.withLock { state in
-            guard var ledger = state.ledger else { return }
-            _ = try? ledger.end(tags)
-            state.ledger = ledger
+            _ = try? state.ledger?.end(tags)
         }
         store.leases.release(packIDs)
         noteUse(packIDs, began: false)

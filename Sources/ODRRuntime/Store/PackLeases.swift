@@ -26,6 +26,14 @@ final class PackLeases: Sendable {
     /// How long a lease stays locked after its last holder lets go.
     static let lingerInterval: Duration = .seconds(1)
 
+    /// The most leases that linger at once, each an open descriptor: a quarter of the process's
+    /// descriptor limit, at most 4,096. Beyond it a lease is unlocked when its last holder lets go.
+    static let lingerLimit: Int = {
+        var limit = rlimit()
+        guard getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return 256 }
+        return min(4096, Int(clamping: limit.rlim_cur / 4))
+    }()
+
     private struct State {
         /// Per leased pack: how many holders, and the descriptor with the shared lock.
         var held: [String: (count: Int, lock: UncheckedLock)] = [:]
@@ -163,6 +171,10 @@ final class PackLeases: Sendable {
         }
         state.held[id] = nil
         state.lingering[id] = (lease.lock, now)
+        guard state.lingering.count <= Self.lingerLimit else {
+            Self.retireLingering(id, from: &state)
+            return
+        }
         if !state.sweepScheduled {
             state.sweepScheduled = true
             scheduleSweep(after: Self.lingerInterval)
