@@ -48,6 +48,8 @@ struct DemoCommand: AsyncParsableCommand {
                 for await event in events { log.record(event) }
             }
             print("Preparing: catalog and initial-install tags...")
+            // A --variant the catalog does not declare is an error here too, before anything installs.
+            try await manager.loadCatalog(online: !options.offline).requireDeclaredVariants()
             try await manager.prepare(online: !options.offline)
             print("Ready: catalog version \(manager.currentVersion ?? 0), cache budget \(byteText(cacheBudget)).")
 
