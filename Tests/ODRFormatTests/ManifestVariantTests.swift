@@ -69,13 +69,7 @@ struct ManifestVariantTests {
         #expect(error?.field == "formatVersion")
     }
 
-    struct Breakage: Sendable, CustomTestStringConvertible {
-        var name: String
-        var code: FormatError.Code
-        var field: String
-        var mutate: @Sendable (inout VersionManifest) -> Void
-        var testDescription: String { name }
-    }
+    typealias Breakage = ManifestValidationTests.Breakage
 
     static let breakages: [Breakage] = [
         Breakage(name: "axis value with a slash", code: .invalidValue, field: "variantAxes[0].values[1]") { $0.variantAxes[0].values[1] = "2x/../x" },

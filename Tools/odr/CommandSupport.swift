@@ -38,6 +38,18 @@ func timeText(_ secondsSince1970: Double) -> String {
 /// Says on stderr when `snapshot` is the stored catalog because the server could not be reached,
 /// and from when, and when that signed catalog has expired (installed packs still serve, nothing
 /// new installs); prints nothing for a catalog checked online.
+/// Loads the catalog for a command (online unless `--offline`), says on stderr when it is a stored
+/// or expired copy, and checks the command's `--variant` choice against it.
+///
+/// - Throws: ``ResourceError`` from loading, or `invalid-argument` for an axis or value the catalog
+///   does not declare.
+func loadCheckedCatalog(_ manager: ResourceManager, offline: Bool) async throws -> CatalogSnapshot {
+    let snapshot = try await manager.loadCatalog(online: !offline)
+    announceFallback(snapshot)
+    try snapshot.requireDeclaredVariants()
+    return snapshot
+}
+
 func announceFallback(_ snapshot: CatalogSnapshot) {
     if snapshot.isExpired {
         let line = "notice: the stored catalog (version \(snapshot.version)) expired at \(snapshot.index.expires ?? "an unknown time"); installed packs still serve, but nothing new installs from it until a fresh signed catalog is fetched online.\n"

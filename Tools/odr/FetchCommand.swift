@@ -94,9 +94,7 @@ struct FetchCommand: AsyncParsableCommand {
     func run() async throws {
         try await reportingResourceErrors {
             let manager = try options.openManager(installing: install, space: space, metered: network)
-            let snapshot = try await manager.loadCatalog(online: !options.offline)
-            announceFallback(snapshot)
-            try snapshot.requireDeclaredVariants()
+            let snapshot = try await loadCheckedCatalog(manager, offline: options.offline)
             let bar = FetchProgressBar(enabled: !quiet && !json && isatty(STDERR_FILENO) == 1)
             // No progress callbacks when nothing is drawn: their bookkeeping is the fetch's cost.
             var draw: (@Sendable (InstallProgress) -> Void)?

@@ -30,9 +30,7 @@ struct HoldCommand: AsyncParsableCommand {
     func run() async throws {
         try await reportingResourceErrors {
             let manager = try options.openManager()
-            let snapshot = try await manager.loadCatalog(online: !options.offline)
-            announceFallback(snapshot)
-            try snapshot.requireDeclaredVariants()
+            _ = try await loadCheckedCatalog(manager, offline: options.offline)
             let request = ResourceRequest(tags: Set(tags), manager: manager)
             try await request.beginAccessingResources()
             // Written unbuffered: a script waiting for this line must see it now.

@@ -62,9 +62,7 @@ struct PurgeCommand: AsyncParsableCommand {
     func run() async throws {
         try await reportingResourceErrors {
             let manager = try options.openManager()
-            let snapshot = try await manager.loadCatalog(online: !options.offline)
-            announceFallback(snapshot)
-            try snapshot.requireDeclaredVariants()
+            let snapshot = try await loadCheckedCatalog(manager, offline: options.offline)
             let proposal = dryRun ? try manager.purgePlan(bytes: bytes) : try await manager.purge(bytes: bytes)
             let rows = Dictionary(uniqueKeysWithValues: try manager.store.packs().map { ($0.id, $0) })
             let packs = proposal.deletions.map { deletion in
