@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `make demo`: build the sample game's catalog, check it, serve it over a slowed-down loopback
 # network, and install levels into a store with the runtime, as a game would.
-# Then `odr demo` plays levels 1-5 through ResourceRequest, the way a game would.
+# Then `odr demo` plays levels 1-5 through ResourceRequest, the way a game would, and a small
+# catalog with variants shows two devices downloading only their flavour.
 set -euo pipefail
 
 out="${1:-.build/demo}"
@@ -98,6 +99,50 @@ step "What purging 200 KB of the game's store would take, and why (odr purge --d
 
 step "The game store's installs and purges, newest first (odr log)"
 "$odr" log --store "$out/game-store" --limit 8
+
+step "Variants: one catalog, each device downloads only its flavour (odrpack's \"variants\" rules)"
+variants="$out/variant-assets"
+mkdir -p "$variants/Textures" "$variants/Levels/forest"
+cat >"$variants/odr.json" <<'JSON'
+{
+  "catalogID": "variant-demo",
+  "tags": { "forest": { "include": ["Levels/forest/**", "Textures/**"] } },
+  "variants": [
+    { "axis": "resolution", "values": ["1x", "2x"], "marker": "@", "default": "1x", "files": ["**/*.png"] },
+    { "axis": "texture", "values": ["astc", "etc2"], "marker": ".", "files": ["**/*.ktx2"] }
+  ]
+}
+JSON
+fill() { head -c "$2" /dev/zero | tr '\0' "$3" >"$variants/$1"; }
+fill Levels/forest/map.json 2000 m
+fill Textures/tree.png 30000 a          # resolution 1x (the default of an unmarked file beside tree@2x.png)
+fill Textures/tree@2x.png 120000 b      # resolution 2x
+fill Textures/rock@2x.png 90000 c       # only at 2x
+fill Textures/leaf.astc.ktx2 40000 d    # texture astc
+fill Textures/leaf.etc2.ktx2 50000 e    # texture etc2
+ls "$variants/Textures"
+"$odrpack" build "$variants" --output "$out/variant-catalog"
+
+echo
+echo "A 1x phone with ETC2 textures (rock.png exists only at 2x, so it has none):"
+"$odr" fetch --catalog "$out/variant-catalog" --store "$out/variant-store" --variant resolution=1x --variant texture=etc2 forest
+tree="$("$odr" path --catalog "$out/variant-catalog" --store "$out/variant-store" --variant resolution=1x --variant texture=etc2 Textures/tree.png)"
+cmp "$tree" "$variants/Textures/tree.png" && echo "Textures/tree.png -> $tree (the 1x file)"
+
+echo
+echo "The same store on a 2x tablet with ASTC: the new packs come, the old ones are purged first:"
+"$odr" fetch --catalog "$out/variant-catalog" --store "$out/variant-store" --variant resolution=2x --variant texture=astc forest
+tree="$("$odr" path --catalog "$out/variant-catalog" --store "$out/variant-store" --variant resolution=2x --variant texture=astc Textures/tree.png)"
+cmp "$tree" "$variants/Textures/tree@2x.png" && echo "Textures/tree.png -> $tree (the 2x file)"
+"$odr" purge --catalog "$out/variant-catalog" --store "$out/variant-store" --variant resolution=2x --variant texture=astc --bytes 70000 --dry-run
+
+echo
+echo "A value the catalog does not declare is a typed error:"
+if "$odr" fetch --catalog "$out/variant-catalog" --store "$out/variant-store" --variant resolution=4x forest 2>"$out/variant-error.txt"; then
+  echo "expected a failure"; exit 1
+fi
+cat "$out/variant-error.txt"
+grep -q "error\[invalid-argument\]" "$out/variant-error.txt" || { echo "expected invalid-argument"; exit 1; }
 
 step "Server log (last 15 requests)"
 tail -n 15 "$out/serve.log"
