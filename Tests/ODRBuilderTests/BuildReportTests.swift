@@ -72,14 +72,14 @@ struct BuildReportTests {
         #expect(report.packs.map(\.variant) == report.packs.map { packs[$0.id]?.variant ?? ["?": "?"] })
 
         let forest = try #require(report.tags.first { $0.name == "forest" })
-        // Over every variant: all eight forest packs.
-        #expect(forest.packs.count == 8)
+        // Over every variant: all nine forest packs (rock.png, only at 2x, has a 2x pack of its own).
+        #expect(forest.packs.count == 9)
         #expect(forest.variants.map { "\($0.axis)=\($0.value)" }
                 == ["resolution=1x", "resolution=2x", "resolution=3x", "texture=astc", "texture=etc2"])
         let expected: [String: [String]] = [
-            // tree 1x, bark 1x astc (texture in declared order), rock only exists at 2x.
+            // tree 1x, bark 1x astc (texture in declared order), rock only exists at 2x (its own pack).
             "resolution=1x": ["", "resolution=1x", "resolution=1x,texture=astc", "resolution=2x"],
-            "resolution=2x": ["", "resolution=2x", "resolution=2x,texture=astc"],
+            "resolution=2x": ["", "resolution=2x", "resolution=2x", "resolution=2x,texture=astc"],
             // No 3x bark: falls back to 1x (declared order after the preferred value).
             "resolution=3x": ["", "resolution=1x,texture=astc", "resolution=2x", "resolution=3x"],
             "texture=astc": ["", "resolution=1x", "resolution=1x,texture=astc", "resolution=2x"],

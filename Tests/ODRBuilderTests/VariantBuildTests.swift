@@ -46,10 +46,11 @@ struct VariantBuildTests {
         #expect(manifest.variantAxes == [
             VariantAxis(name: "resolution", values: ["1x", "2x", "3x"]), VariantAxis(name: "texture", values: ["astc", "etc2"]),
         ])
-        // Packs: the common forest and desert packs, and one forest pack per variant that has files.
+        // Packs: the common forest and desert packs, and one forest pack per variant that has files,
+        // and per set of variants its paths have: rock.png, only at 2x, is apart from tree@2x.png.
         let forestVariants = manifest.packs.filter { $0.tags == ["forest"] }.map(\.variant.variantDescription).sorted()
         #expect(forestVariants == [
-            "", "resolution=1x", "resolution=1x,texture=astc", "resolution=1x,texture=etc2", "resolution=2x",
+            "", "resolution=1x", "resolution=1x,texture=astc", "resolution=1x,texture=etc2", "resolution=2x", "resolution=2x",
             "resolution=2x,texture=astc", "resolution=2x,texture=etc2", "resolution=3x",
         ])
         #expect(manifest.packs.filter { $0.tags == ["desert"] }.map(\.variant) == [[:]])
@@ -80,7 +81,7 @@ struct VariantBuildTests {
         #expect(index.files(atPath: "Textures/bark.ktx2").first { $0.variant == ["resolution": "2x", "texture": "etc2"] }?.entry
                 == "Textures/bark.etc2@2x.ktx2")
         // The tag lists every pack, common and variant; the catalog verifies.
-        #expect(manifest.tags.first { $0.name == "forest" }?.packs.count == 8)
+        #expect(manifest.tags.first { $0.name == "forest" }?.packs.count == 9)
         _ = try CatalogVerifier(catalog: fixture.catalog).verify()
 
         // odrpack inspect names the axes and each pack's variant.
@@ -88,6 +89,28 @@ struct VariantBuildTests {
         #expect(inspection.contains("variant axes: resolution (1x, 2x, 3x); texture (astc, etc2)"))
         let twoX = try #require(manifest.packs.first { $0.variant == ["resolution": "2x", "texture": "etc2"] })
         #expect(inspection.contains("\(twoX.id.prefix(16))  [forest]  {resolution=2x,texture=etc2}  1 entries"))
+    }
+
+    /// A path that lacks some variants is packed apart from the complete ones, so a device that
+    /// falls back for it downloads only such paths, not every file of the fallback variant.
+    @Test func aPathMissingSomeVariantsIsPackedApartSoAFallbackDownloadsOnlyIt() async throws {
+        let fixture = try BuildFixture()
+        try Self.writeAssets(to: fixture)
+        try await fixture.build()
+        let manifest = try fixture.manifest(1)
+        let index = manifest.makeIndex()
+        let rock = try #require(index.files(atPath: "Textures/rock.png").first)
+        let tree2x = try #require(index.files(atPath: "Textures/tree.png").first { $0.variant == ["resolution": "2x"] })
+        #expect(rock.pack != tree2x.pack)
+        #expect(index.files(inPack: rock.pack).map(\.path) == ["Textures/rock.png"])
+        // A 1x device that falls back to 2x: rock's pack, not the pack of tree@2x.png.
+        let fallback = ManifestIndex(manifest, variants: VariantPreferences(["resolution": ["1x", "2x"]]))
+        #expect(fallback.file(atPath: "Textures/rock.png")?.pack == rock.pack)
+        #expect(fallback.isChosen(packID: rock.pack))
+        #expect(!fallback.isChosen(packID: tree2x.pack))
+        // A 2x device takes both.
+        let hd = ManifestIndex(manifest, variants: VariantPreferences(["resolution": ["2x"]]))
+        #expect(hd.isChosen(packID: rock.pack) && hd.isChosen(packID: tree2x.pack))
     }
 
     @Test func eachDeviceChoiceResolvesToItsVariantsPlusTheCommonPacks() async throws {
@@ -262,7 +285,7 @@ struct VariantBuildTests {
         #expect(report.variantAxes.map(\.name) == ["resolution", "texture"])
         let manifest = try fixture.manifest(1)
         let variantPacks = manifest.packs.filter { !$0.variant.isEmpty }
-        #expect(variantPacks.count == 7)
+        #expect(variantPacks.count == 8)  // rock@2x.png, the only path without every resolution, has its own
         let script = """
             import hashlib, json, sys, zipfile
             with zipfile.ZipFile(sys.argv[1]) as z:

@@ -27,7 +27,8 @@ public struct PackPlanner: Sendable {
     ///
     /// With variant axes in the rules, each file is first mapped to its logical path and variant
     /// (``VariantResolver``); tags match the logical path, so every variant of a path has the same
-    /// tags, and packs are grouped by tag set and variant.
+    /// tags, and packs are grouped by tag set and variant, and by the variants each path has (a path
+    /// that lacks some is packed apart, so a device that falls back for it downloads only such paths).
     ///
     /// - Parameter names: each asset's logical path and variant, when the caller resolved them
     ///   already (to fail before hashing); resolved here otherwise.
@@ -70,12 +71,28 @@ public struct PackPlanner: Sendable {
             }
         }
 
+        // Which variants each logical path has. Paths with the same variants resolve alike on every
+        // device, so they share packs; a path that lacks some variants gets packs apart from the
+        // complete ones, so a device that falls back for it downloads only such paths (rock.png
+        // only at 2x does not make a 1x device download every 2x file of its tag).
+        var availability: [String: String] = [:]
+        do {
+            var variantsOfPath: [String: [String]] = [:]
+            for asset in assets {
+                let name = name(of: asset)
+                if !name.variant.isEmpty { variantsOfPath[name.logicalPath, default: []].append(name.variant.variantDescription) }
+            }
+            for (path, variants) in variantsOfPath { availability[path] = variants.sorted().joined(separator: " ") }
+        }
+
         // Merge paths with identical content: one entry, tagged with the union of their tag sets.
-        // A variant merges only with the same variant of paths with the same tags: every variant of
-        // a logical path must land in packs of one tag set, which a union could break.
+        // A variant merges only with the same variant of paths with the same tags and the same
+        // variants: every variant of a logical path must land in packs of one tag set, which a
+        // union could break.
         struct Content {
             var asset: HashedAsset
             var variant: Variant
+            var availability: String
             var paths: [String]
             var tags: Set<String>
         }
@@ -85,9 +102,10 @@ public struct PackPlanner: Sendable {
         for asset in assets {
             let name = name(of: asset)
             guard let tags = pathTags[name.logicalPath] else { continue }
+            let available = availability[name.logicalPath] ?? ""
             let key = name.variant.isEmpty
                 ? asset.sha256
-                : "\(asset.sha256) \(name.variant.variantDescription) \(tags.joined(separator: ","))"
+                : "\(asset.sha256) \(name.variant.variantDescription) \(tags.joined(separator: ",")) \(available)"
             if var content = contents[key] {
                 content.paths.append(name.logicalPath)
                 content.tags.formUnion(tags)
@@ -95,27 +113,31 @@ public struct PackPlanner: Sendable {
                 duplicateFiles += 1
                 savedBytes += asset.size
             } else {
-                contents[key] = Content(asset: asset, variant: name.variant, paths: [name.logicalPath], tags: Set(tags))
+                contents[key] = Content(asset: asset, variant: name.variant, availability: available, paths: [name.logicalPath], tags: Set(tags))
             }
         }
 
         struct Group: Hashable {
             var tags: [String]
             var variant: Variant
+            /// The variants its paths have (empty for common files).
+            var availability: String
         }
         var byGroup: [Group: [PackPlan.Entry]] = [:]
         for content in contents.values {
             let entry = PackPlan.Entry(
                 name: content.asset.path, sha256: content.asset.sha256, size: content.asset.size,
                 source: content.asset.file.url, paths: content.paths.sorted())
-            byGroup[Group(tags: content.tags.sorted(), variant: content.variant), default: []].append(entry)
+            byGroup[Group(tags: content.tags.sorted(), variant: content.variant, availability: content.availability), default: []].append(entry)
         }
 
         var packs: [PackPlan.Pack] = []
         let groups = byGroup.keys.sorted {
             $0.tags != $1.tags
                 ? $0.tags.lexicographicallyPrecedes($1.tags)
-                : $0.variant.variantDescription < $1.variant.variantDescription
+                : $0.variant != $1.variant
+                    ? $0.variant.variantDescription < $1.variant.variantDescription
+                    : $0.availability < $1.availability
         }
         for group in groups {
             let entries = byGroup[group] ?? []
