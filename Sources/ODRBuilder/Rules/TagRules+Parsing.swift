@@ -220,7 +220,7 @@ private struct RulesParser {
             let axisValue = members["axis"] ?? .null
             let axis = try string(axisValue, key: "\(key).axis")
             if let problem = VariantAxis.problem(inName: axis, kind: "variant axis name") {
-                throw fail(.invalidVariantName, "\(problem); axis names use 1-128 letters, digits, '.', '_' or '-'", key: "\(key).axis", value: axisValue)
+                throw fail(.invalidVariantName, problem, key: "\(key).axis", value: axisValue)
             }
             guard !rules.contains(where: { $0.axis == axis }) else {
                 throw fail(.invalidValue, "the axis is declared twice; declare each axis once", key: "\(key).axis", value: axisValue)
@@ -236,7 +236,7 @@ private struct RulesParser {
             for (position, text) in values.enumerated() {
                 let valueKey = "\(key).values[\(position)]"
                 if let problem = VariantAxis.problem(inName: text) {
-                    throw fail(.invalidVariantName, "\(problem); values use 1-128 letters, digits, '.', '_' or '-' and are never path components", key: valueKey, value: .string(text))
+                    throw fail(.invalidVariantName, problem, key: valueKey, value: .string(text))
                 }
                 guard values.firstIndex(of: text) == position else {
                     throw fail(.invalidValue, "the value is listed twice", key: valueKey, value: .string(text))

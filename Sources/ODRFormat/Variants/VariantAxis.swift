@@ -21,8 +21,8 @@ public struct VariantAxis: Codable, Sendable, Equatable {
     /// are safe in file names, URLs, command lines and `axis=value` arguments; a value can never hold
     /// a path separator.
     public static func problem(inName name: String, kind: String = "variant value") -> String? {
-        if name.isEmpty { return "a \(kind) is empty" }
-        if name == "." || name == ".." { return "the \(kind) '\(name)' is a path component" }
+        if name.isEmpty { return "a \(kind) is empty; use 1 to 128 letters, digits, '.', '_' and '-'" }
+        if name == "." || name == ".." { return "the \(kind) '\(name)' is a path component; use 1 to 128 letters, digits, '.', '_' and '-' that are not '.' or '..'" }
         guard TagRecord.problem(inName: name) == nil else {
             return "the \(kind) '\(name.prefix(32))' may only contain 1 to 128 letters, digits, '.', '_' and '-'"
         }
