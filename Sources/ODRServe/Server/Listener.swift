@@ -76,7 +76,7 @@ actor Listener {
         let previous = state
         state = .stopped
         if case .listening(let application) = previous {
-            await application.stop()
+            await application.stop(graceful: true)
         }
     }
 }

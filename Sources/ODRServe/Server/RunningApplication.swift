@@ -1,12 +1,15 @@
 import Hummingbird
 import Logging
 import NIOCore
+import ServiceLifecycle
 
 /// One Hummingbird application listening on a port, run in its own task until stopped.
 ///
 /// The catalog server stops and starts these as it goes offline and online; its port stays the same.
 struct RunningApplication: Sendable {
     private let task: Task<Void, any Error>
+    /// Runs the application, so that closing for good can shut it down gracefully.
+    private let group: ServiceGroup
     /// The port the listener is bound to.
     let port: Int
 
@@ -24,13 +27,17 @@ struct RunningApplication: Sendable {
             },
             logger: logger
         )
+        var configuration = ServiceGroupConfiguration(services: [.init(service: application)], logger: logger)
+        // A response that never ends (a stalled fault) would hold a graceful shutdown forever.
+        configuration.maximumGracefulShutdownDuration = .seconds(1)
+        let group = ServiceGroup(configuration: configuration)
         let task = Task {
             defer { reportBound.finish() }
-            try await application.run()
+            try await group.run()
         }
         var iterator = bound.makeAsyncIterator()
         if let port = await iterator.next() {
-            return RunningApplication(task: task, port: port)
+            return RunningApplication(task: task, group: group, port: port)
         }
         // The stream ended without a port: the application stopped before listening.
         let cause: (any Error)?
@@ -44,8 +51,17 @@ struct RunningApplication: Sendable {
     }
 
     /// Stops accepting connections, closes the open ones and waits until the port is released.
-    func stop() async {
-        task.cancel()
+    ///
+    /// - Parameter graceful: finish the responses under way (for at most a second) rather than cut
+    ///   them. Cancelling outright can trap in NIO ("Deinited NIOAsyncWriter without calling
+    ///   finish()") when a connection was accepted but not yet handed to the application, so closing
+    ///   for good is graceful; going offline cuts responses on purpose, as a network would.
+    func stop(graceful: Bool = false) async {
+        if graceful {
+            await group.triggerGracefulShutdown()
+        } else {
+            task.cancel()
+        }
         _ = await task.result
     }
 }
