@@ -177,7 +177,8 @@ public final class CatalogServer: Sendable {
         await log.waitUntilIdle()
     }
 
-    /// Stops listening, closes every connection and releases the port. Calling it again does nothing.
+    /// Stops listening, lets responses under way finish (for at most a second), closes every
+    /// connection and releases the port. Calling it again does nothing.
     public func stop() async {
         await listener.stop()
         logger.debug("Stopped serving \(root.path)")
