@@ -41,6 +41,12 @@ extension VersionManifest {
             }
         }
 
+        // Every sum of distinct packs' sizes (a tag's, a request's, a store's) then fits in an Int64.
+        for (key, sizes) in [("archiveBytes", packs.lazy.map(\.archiveBytes)), ("installedBytes", packs.lazy.map(\.installedBytes))]
+        where sizes.checkedSum() == nil {
+            throw FormatError(.invalidValue, "The packs' \(key) add up to more than \(Int64.max) bytes.", field: "packs")
+        }
+
         var tagNames = Set<String>()
         for (i, tag) in tags.enumerated() {
             let field = "tags[\(i)]"
@@ -118,7 +124,8 @@ extension VersionManifest {
             try requireNonNegative(file.size, "\(field).size")
             try requireNonNegative(file.storedSize, "\(field).storedSize")
             try requireNonNegative(file.headerOffset, "\(field).headerOffset")
-            guard file.headerOffset + file.storedSize <= pack.archiveBytes else {
+            // Subtracting, not adding: both are at most Int64.max, and a sum could overflow.
+            guard file.headerOffset <= pack.archiveBytes, file.storedSize <= pack.archiveBytes - file.headerOffset else {
                 throw FormatError(.invalidValue, "'\(file.path)' lies beyond the end of its pack (\(pack.archiveBytes) bytes).", field: "\(field).headerOffset")
             }
             if file.method == .stored, file.storedSize != file.size {
