@@ -40,6 +40,28 @@ public enum RelativePath {
     /// Whether `path` is a clean relative path.
     public static func isClean(_ path: String) -> Bool { problem(in: path) == nil }
 
+    /// Why `path` cannot name a file of a catalog in `catalog.json` (a manifest path such as
+    /// `versions/7.json`), or `nil` when it can.
+    ///
+    /// Such a path becomes a URL relative to the catalog's, and a file path in a bundled catalog,
+    /// so it must mean the same as both: a clean relative path of the characters URLs leave
+    /// unreserved, `A-Z a-z 0-9 - . _ ~`, and `/`. That refuses a scheme (`http:/other-host/x`,
+    /// `file:/x`), percent-encoding (`versions/%2e%2e/x`) and anything else that could resolve
+    /// outside the catalog.
+    public static func problem(inCatalogPath path: String) -> String? {
+        if let problem = problem(in: path) { return problem }
+        let unreserved = path.utf8.allSatisfy {
+            switch $0 {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                 UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"), UInt8(ascii: "/"):
+                true
+            default:
+                false
+            }
+        }
+        return unreserved ? nil : "it may hold only letters, digits, '-', '.', '_', '~' and '/' (no scheme, no '%' escapes), so that it names a file inside the catalog"
+    }
+
     /// Two of `paths` where the first names a folder of the second (`d` and `d/e`), or `nil` when no
     /// path lies inside another, so that all of them fit in one tree of folders and files.
     ///
