@@ -135,6 +135,16 @@ struct HostileNumberTests {
         #expect(error?.code == .invalidOperation)
     }
 
+    /// A catalog whose key rotations already reach set Int.max: rotating again trapped adding 1.
+    @Test func rotatingPastTheLastKeySetIsAnInvalidValue() throws {
+        let old = SigningKey.generate(), new = SigningKey.generate()
+        var index = CatalogIndex(id: "game", serial: 1, distributions: ["live": 1], versions: [.init(number: 1, manifest: "versions/1.json")])
+        index.keyRotations = [KeyRotation(version: Int.max, keys: [old.publicKey.hex], threshold: 1)]
+        let error = #expect(throws: FormatError.self) { _ = try index.rotatingKeys(to: [new.publicKey], threshold: 1, signedBy: [old]) }
+        #expect(error?.code == .invalidValue)
+        #expect(error?.field == "keyRotations")
+    }
+
     // MARK: - Manifests
 
     /// A file whose header offset is near Int64.max: `headerOffset + storedSize` trapped in validation.

@@ -68,7 +68,7 @@ public struct CatalogVerifier: Sendable {
         let index = manifest.makeIndex()
         for tag in manifest.tags {
             let packs = tag.packs.compactMap { index.pack(id: $0) }
-            // Clamped, not trapping: a hostile tag may list huge packs, or one pack many times.
+            // Clamped, not trapping: validation bounds these sums, but the verifier takes any manifest.
             let download = packs.lazy.map(\.archiveBytes).clampedSum()
             let installed = packs.lazy.map(\.installedBytes).clampedSum()
             guard download == tag.downloadBytes, installed == tag.installedBytes else {

@@ -64,7 +64,12 @@ extension VersionManifest {
             }
             try requireNonNegative(tag.downloadBytes, "\(field).downloadBytes")
             try requireNonNegative(tag.installedBytes, "\(field).installedBytes")
+            var listed = Set<String>()
             for (j, id) in tag.packs.enumerated() {
+                // Once each: a pack listed twice would count twice in every sum over the tag.
+                guard listed.insert(id).inserted else {
+                    throw FormatError(.duplicate, "Tag '\(tag.name)' lists pack \(id) twice.", field: "\(field).packs[\(j)]")
+                }
                 guard let pack = packsByID[id] else {
                     throw FormatError(.danglingReference, "Tag '\(tag.name)' needs pack \(id), which the manifest does not list.", field: "\(field).packs[\(j)]")
                 }
