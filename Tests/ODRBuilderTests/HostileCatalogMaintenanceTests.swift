@@ -78,4 +78,12 @@ struct HostileCatalogMaintenanceTests {
         let text = inspection.rendered()
         #expect(text.contains("8388608.0 TiB download, 8388608.0 TiB installed"), "\(text)")
     }
+
+    /// `--expires-in 1e300` (or inf) made the expiry time too large for whole seconds, which trapped.
+    @Test(arguments: [1e300, Double.infinity, 36_501.0 * 86_400])
+    func anExpiryBeyondAHundredYearsIsRefused(seconds: Double) throws {
+        let error = #expect(throws: BuildError.self) { _ = try CatalogSigning(keys: [SigningKey.generate()], expiresIn: seconds) }
+        #expect(error?.code == .signingInvalid)
+        #expect(throws: Never.self) { _ = try CatalogSigning(keys: [SigningKey.generate()], expiresIn: CatalogSigning.maximumExpiresIn) }
+    }
 }
