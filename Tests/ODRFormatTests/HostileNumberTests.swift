@@ -101,6 +101,21 @@ struct HostileNumberTests {
         #expect([.truncated, .entryMismatch].contains(ranged?.code), "\(String(describing: ranged))")
     }
 
+    /// An archive that shrinks after it was opened (its size is read once): the header read comes
+    /// back short, which trapped when parsed.
+    @Test func anArchiveThatShrinksAfterOpeningIsTruncated() throws {
+        let dir = try TemporaryDirectory()
+        let (bytes, entries) = try Self.zip64Pack(in: dir)
+        let url = dir.appending("shrinking.zip")
+        try bytes.write(to: url)
+        let archive = try PackArchive(contentsOf: url)
+        let handle = try FileHandle(forWritingTo: url)
+        try handle.truncate(atOffset: UInt64(entries[1].headerOffset + 10))
+        try handle.close()
+        let error = #expect(throws: FormatError.self) { _ = try archive.contents(of: entries[1]) }
+        #expect(error?.code == .truncated)
+    }
+
     /// A resume read from a damaged journal: a data offset near Int64.max (whose sum with the held
     /// bytes overflowed), a negative one, a negative held count.
     @Test(arguments: [(Int64.max, Int64(3)), (Int64.max - 3, Int64(5)), (Int64.min, Int64(0)), (Int64(100), Int64(-1))])

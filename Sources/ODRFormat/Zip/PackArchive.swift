@@ -122,6 +122,10 @@ public final class PackArchive {
             throw FormatError(.truncated, "Entry '\(entry.name)' lies beyond the end of the archive.", field: entry.name)
         }
         let fixed = try file.read(count: ZipFormat.localHeaderSize, at: entry.headerOffset)
+        // Short only when the file shrank since its size was read; parsing fewer bytes would trap.
+        guard fixed.count == ZipFormat.localHeaderSize else {
+            throw FormatError(.truncated, "The header of '\(entry.name)' is cut short.", field: entry.name)
+        }
         guard let lengths = LocalHeader.variableLengths(fixed: fixed) else {
             throw FormatError(.malformedArchive, "No local header at offset \(entry.headerOffset) for '\(entry.name)'.", field: entry.name)
         }
