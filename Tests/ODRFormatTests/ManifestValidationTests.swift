@@ -52,6 +52,7 @@ struct ManifestValidationTests {
         Breakage(name: "duplicate path", code: .duplicate, field: "files[1].path") { $0.files[1].path = $0.files[0].path },
         Breakage(name: "dangling file pack", code: .danglingReference, field: "files[0].pack") { $0.files[0].pack = String(repeating: "d", count: 64) },
         Breakage(name: "dangling tag pack", code: .danglingReference, field: "tags[1].packs[0]") { $0.tags[1].packs = [String(repeating: "e", count: 64)] },
+        Breakage(name: "pack listed twice by a tag", code: .duplicate, field: "tags[1].packs[1]") { $0.tags[1].packs.append($0.tags[1].packs[0]) },
         Breakage(name: "pack tagged by a tag that omits it", code: .danglingReference, field: "tags") { $0.tags[1].packs = [] },
         Breakage(name: "pack tagged with an unknown tag", code: .danglingReference, field: "packs[0].tags[1]") { $0.packs[0].tags = ["level1", "level9"] },
         Breakage(name: "unknown prefetch tag", code: .danglingReference, field: "prefetchOrder[0]") { $0.prefetchOrder = ["level9"] },

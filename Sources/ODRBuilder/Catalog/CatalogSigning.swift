@@ -18,17 +18,25 @@ public struct CatalogSigning: Sendable {
     public var keys: [SigningKey]
     /// Seconds from signing until clients refuse the index as expired.
     public var expiresIn: TimeInterval
+    /// The longest validity a signature may have: 100 years (36,500 days).
+    public static let maximumExpiresIn: TimeInterval = 36_500 * 86_400
     /// The clock that stamps the signature (tests fix it).
     public var now: @Sendable () -> Date
 
     /// Signing with `keys`.
     ///
-    /// - Throws: `signing.invalid` when `keys` is empty or `expiresIn` is not positive.
+    /// - Throws: `signing.invalid` when `keys` is empty or `expiresIn` is not positive, or more
+    ///   than ``maximumExpiresIn`` (an expiry time must have a four-digit year).
     public init(keys: [SigningKey], expiresIn: TimeInterval = CatalogSigning.defaultExpiresIn,
                 now: @escaping @Sendable () -> Date = { Date() }) throws(BuildError) {
         guard !keys.isEmpty else { throw BuildError(.signingInvalid, "signing needs at least one key (--sign-with KEY)") }
         guard expiresIn > 0 else {
             throw BuildError(.signingInvalid, "a signature must stay valid for more than zero seconds; pass --expires-in with a positive number of days",
+                             value: String(expiresIn))
+        }
+        // Also refuses infinity (NaN fails the guard above): the expiry time in whole seconds trapped on it.
+        guard expiresIn <= Self.maximumExpiresIn else {
+            throw BuildError(.signingInvalid, "a signature can stay valid for at most \(Int(Self.maximumExpiresIn / 86_400)) days; pass a smaller --expires-in",
                              value: String(expiresIn))
         }
         self.keys = keys

@@ -59,8 +59,8 @@ public struct CatalogDiff: Codable, Sendable, Equatable {
         func fetchBytes(_ packs: some Sequence<String>, holding held: Set<String>) -> Int64 {
             packs.reduce(Int64(0)) { sum, id in
                 guard let pack = newPackRecords[id] else { return sum }
-                return sum + PackFetchPlan.make(entries: newIndex.expectedEntries(inPack: id), archiveBytes: pack.archiveBytes,
-                                                held: held).fetchBytes
+                return sum.clampedAdding(PackFetchPlan.make(entries: newIndex.expectedEntries(inPack: id), archiveBytes: pack.archiveBytes,
+                                                held: held).fetchBytes)
             }
         }
         func contents(ofPacks packs: some Sequence<String>) -> Set<String> {
@@ -88,7 +88,7 @@ public struct CatalogDiff: Codable, Sendable, Equatable {
         removedFiles = oldFiles.keys.filter { newFiles[$0] == nil }.sorted()
         changedFiles = newFiles.keys.filter { oldFiles[$0] != nil && oldFiles[$0] != newFiles[$0] }.sorted()
         downloadBytes = fetchBytes(addedPacks, holding: Set(old.files.map(\.sha256)))
-        archiveBytes = addedPacks.reduce(Int64(0)) { $0 + (newPackRecords[$1]?.archiveBytes ?? 0) }
+        archiveBytes = addedPacks.lazy.map { newPackRecords[$0]?.archiveBytes ?? 0 }.clampedSum()
     }
 
     /// Reads versions `from` and `to` of a catalog and compares them.

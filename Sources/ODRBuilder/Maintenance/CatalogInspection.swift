@@ -36,8 +36,10 @@ public struct CatalogInspection: Codable, Sendable, Equatable {
         let pointers = distributions.sorted { $0.key < $1.key }.map { "\($0.key) -> \($0.value)" }
         lines.append("distributions: " + (pointers.isEmpty ? "none" : pointers.joined(separator: ", ")))
         lines.append("versions: " + versions.map(String.init).joined(separator: ", "))
-        let totalDownload = manifest.packs.reduce(Int64(0)) { $0 + $1.archiveBytes }
-        let totalInstalled = manifest.packs.reduce(Int64(0)) { $0 + $1.installedBytes }
+        // Clamped: a manifest built by hand can declare sizes whose sum does not fit (validation
+        // refuses it when decoding, but a CatalogInspection can be made from any manifest).
+        let totalDownload = manifest.packs.lazy.map(\.archiveBytes).clampedSum()
+        let totalInstalled = manifest.packs.lazy.map(\.installedBytes).clampedSum()
         lines.append("")
         lines.append(
             "version \(manifest.version): \(manifest.tags.count) tags, \(manifest.packs.count) packs, "

@@ -57,7 +57,7 @@ public struct CatalogVerifier: Sendable {
             for pack in manifest.packs where verifiedPacks.insert(pack.id).inserted {
                 summary.entries += try verify(pack, of: lookup)
                 summary.packs += 1
-                summary.bytes += pack.archiveBytes
+                summary.bytes = summary.bytes.clampedAdding(pack.archiveBytes)  // many versions' packs can exceed Int64
             }
         }
         return summary
@@ -68,8 +68,9 @@ public struct CatalogVerifier: Sendable {
         let index = manifest.makeIndex()
         for tag in manifest.tags {
             let packs = tag.packs.compactMap { index.pack(id: $0) }
-            let download = packs.reduce(Int64(0)) { $0 + $1.archiveBytes }
-            let installed = packs.reduce(Int64(0)) { $0 + $1.installedBytes }
+            // Clamped, not trapping: validation bounds these sums, but the verifier takes any manifest.
+            let download = packs.lazy.map(\.archiveBytes).clampedSum()
+            let installed = packs.lazy.map(\.installedBytes).clampedSum()
             guard download == tag.downloadBytes, installed == tag.installedBytes else {
                 throw BuildError(
                     .danglingReference,
@@ -91,12 +92,12 @@ public struct CatalogVerifier: Sendable {
                 file: location.path)
         }
         let expected = lookup.expectedEntries(inPack: pack.id)
-        guard expected.count == pack.entryCount,
-              expected.reduce(Int64(0), { $0 + $1.size }) == pack.installedBytes
-        else {
+        let entryBytes = expected.lazy.map(\.size).checkedSum()
+        guard expected.count == pack.entryCount, entryBytes == pack.installedBytes else {
+            let described = entryBytes.map { "\($0) bytes" } ?? "more than \(Int64.max) bytes"
             throw BuildError(
                 .danglingReference,
-                "the manifest says pack \(pack.id) has \(pack.entryCount) entries and \(pack.installedBytes) installed bytes, but its file records describe \(expected.count) entries and \(expected.reduce(Int64(0)) { $0 + $1.size }) bytes",
+                "the manifest says pack \(pack.id) has \(pack.entryCount) entries and \(pack.installedBytes) installed bytes, but its file records describe \(expected.count) entries and \(described)",
                 file: manifestPath, key: "packs", value: pack.id)
         }
         do {

@@ -22,7 +22,8 @@ public struct CatalogIndex: Codable, Sendable, Equatable {
     public struct VersionEntry: Codable, Sendable, Equatable {
         /// The version number, starting at 1.
         public var number: Int
-        /// The path of the version's manifest, relative to the catalog root (`versions/7.json`).
+        /// The path of the version's manifest, relative to the catalog root (`versions/7.json`):
+        /// inside the catalog by ``RelativePath/problem(inCatalogPath:)``, which validation checks.
         public var manifest: String
         /// The SHA-256 of the manifest file's bytes, which pins the manifest (and through it every
         /// pack); `nil` in catalogs written before signing existed.
@@ -121,7 +122,7 @@ public struct CatalogIndex: Codable, Sendable, Equatable {
             guard seen.insert(entry.number).inserted else {
                 throw FormatError(.duplicate, "Version \(entry.number) is listed twice.", field: "versions[\(i)].number")
             }
-            if let problem = RelativePath.problem(in: entry.manifest) {
+            if let problem = RelativePath.problem(inCatalogPath: entry.manifest) {
                 throw FormatError(.invalidPath, "The manifest path '\(entry.manifest)' is not allowed: \(problem).", field: "versions[\(i)].manifest")
             }
             if let digest = entry.sha256, !HexDigest.isSHA256(digest) {

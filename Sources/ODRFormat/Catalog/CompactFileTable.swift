@@ -36,11 +36,14 @@ final class CompactFileTable: Sendable {
     private let materialized = Locked<[FileRecord]?>(nil)
 
     /// Reads the file section that starts at `offset` of `raw` (the bytes of `data`) and checks
-    /// that every offset in it stays inside the bytes, so later reads cannot go out of bounds.
+    /// that every offset in it stays inside the bytes, so later reads cannot go out of bounds, and
+    /// that every size and offset is one a validated manifest can hold (not negative, inside its
+    /// pack's `packArchiveBytes`), so code that adds them up cannot overflow.
     ///
     /// - Throws: ``CompactReader/corrupt`` when the section does not end exactly at the end of the
-    ///   bytes, or a record points outside them.
-    init(data: Data, raw: UnsafeRawBufferPointer, reader: inout CompactReader, packIDs: [String], packVariants: [Variant]) throws(FormatError) {
+    ///   bytes, or a record points outside them or holds an impossible size.
+    init(data: Data, raw: UnsafeRawBufferPointer, reader: inout CompactReader, packIDs: [String], packVariants: [Variant],
+         packArchiveBytes: [Int64]) throws(FormatError) {
         self.data = data
         self.packIDs = packIDs
         self.packVariants = packVariants
@@ -49,11 +52,21 @@ final class CompactFileTable: Sendable {
         heapLength = try reader.count()
         guard inPathOrder <= 1 else { throw CompactReader.corrupt }
         let remaining = raw.count - reader.offset
-        // Each size is bounded by the bytes left (count() checked), so none of these overflow.
-        let recordBytes = count * Self.recordWidth
-        let orderBytes = inPathOrder == 1 ? 0 : 4 * count
-        let packBytes = 4 * (packIDs.count + 1) + 4 * count
-        guard recordBytes <= remaining, remaining - recordBytes == heapLength + orderBytes + packBytes else {
+        // Checked although count() bounds each by the bytes left: a lie must fail, never trap.
+        func product(_ a: Int, _ b: Int) throws(FormatError) -> Int {
+            let (value, overflow) = a.multipliedReportingOverflow(by: b)
+            guard !overflow else { throw CompactReader.corrupt }
+            return value
+        }
+        func sum(_ a: Int, _ b: Int) throws(FormatError) -> Int {
+            let (value, overflow) = a.addingReportingOverflow(b)
+            guard !overflow else { throw CompactReader.corrupt }
+            return value
+        }
+        let recordBytes = try product(count, Self.recordWidth)
+        let orderBytes = inPathOrder == 1 ? 0 : try product(4, count)
+        let packBytes = try sum(try product(4, try sum(packIDs.count, 1)), try product(4, count))
+        guard recordBytes <= remaining, remaining - recordBytes == (try sum(heapLength, try sum(orderBytes, packBytes))) else {
             throw CompactReader.corrupt
         }
         recordsStart = reader.offset
@@ -62,15 +75,20 @@ final class CompactFileTable: Sendable {
         packStartsStart = heapStart + heapLength + orderBytes
         packFilesStart = packStartsStart + 4 * (packIDs.count + 1)
         reader.offset = raw.count
-        try check(raw)
+        try check(raw, packArchiveBytes: packArchiveBytes)
     }
 
-    private func check(_ raw: UnsafeRawBufferPointer) throws(FormatError) {
+    private func check(_ raw: UnsafeRawBufferPointer, packArchiveBytes: [Int64]) throws(FormatError) {
         for position in 0..<count {
             let base = recordsStart + position * Self.recordWidth
             let path = raw.u32(base) + raw.u32(base + 4), entry = raw.u32(base + 8) + raw.u32(base + 12)
             guard path <= heapLength, entry <= heapLength, raw.u32(base + 16) < packIDs.count,
                   raw[base + 76] <= 1 else { throw CompactReader.corrupt }
+            // The placement rule of VersionManifest.validate(), as subtractions that cannot overflow.
+            let archiveBytes = packArchiveBytes[raw.u32(base + 16)]
+            let storedSize = raw.i64(base + 52), size = raw.i64(base + 60), headerOffset = raw.i64(base + 68)
+            guard storedSize >= 0, size >= 0, headerOffset >= 0, headerOffset <= archiveBytes,
+                  storedSize <= archiveBytes - headerOffset else { throw CompactReader.corrupt }
         }
         if let orderStart {
             for i in 0..<count where raw.u32(orderStart + 4 * i) >= count { throw CompactReader.corrupt }

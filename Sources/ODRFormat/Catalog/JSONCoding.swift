@@ -16,7 +16,11 @@ enum CatalogJSON {
     }
 
     /// Decodes `type`, turning every decoding failure into a ``FormatError`` that names the field.
+    ///
+    /// The one entry point for JSON read from outside (`catalog.json`, manifests): it first refuses
+    /// a duplicate key (``JSONKeyCheck``), on which readers would disagree.
     static func decode<T: Decodable>(_ type: T.Type, from data: Data, file: String) throws(FormatError) -> T {
+        try JSONKeyCheck.check(data, file: file)
         do {
             return try JSONDecoder().decode(type, from: data)
         } catch let error as DecodingError {

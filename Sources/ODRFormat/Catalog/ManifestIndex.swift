@@ -170,8 +170,9 @@ public struct ManifestIndex: Sendable {
             view.installedBytes = 0
             for id in view.packs {
                 guard let pack = pack(id: id) else { continue }
-                view.downloadBytes += pack.archiveBytes
-                view.installedBytes += pack.installedBytes
+                // Clamped: a tag may list a pack twice, so validation's bound on the packs' sum is not enough.
+                view.downloadBytes = view.downloadBytes.clampedAdding(pack.archiveBytes)
+                view.installedBytes = view.installedBytes.clampedAdding(pack.installedBytes)
             }
             return view
         }

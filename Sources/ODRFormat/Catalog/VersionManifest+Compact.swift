@@ -156,7 +156,14 @@ extension VersionManifest {
             if !axes.isEmpty { pack.variant = Variant(zip(axes, values), uniquingKeysWith: { first, _ in first }) }
             packs.append(pack)
         }
-        let files = try CompactFileTable(data: data, raw: raw, reader: &reader, packIDs: packs.map(\.id), packVariants: packs.map(\.variant))
+        // The numbers a validated manifest can hold, so sums over them cannot overflow (see validate()).
+        guard tags.allSatisfy({ $0.downloadBytes >= 0 && $0.installedBytes >= 0 }),
+              packs.allSatisfy({ $0.archiveBytes >= 0 && $0.installedBytes >= 0 && $0.entryCount >= 0 }),
+              packs.lazy.map(\.archiveBytes).checkedSum() != nil, packs.lazy.map(\.installedBytes).checkedSum() != nil else {
+            throw CompactReader.corrupt
+        }
+        let files = try CompactFileTable(data: data, raw: raw, reader: &reader, packIDs: packs.map(\.id), packVariants: packs.map(\.variant),
+                                         packArchiveBytes: packs.map(\.archiveBytes))
         guard reader.offset == raw.count else { throw CompactReader.corrupt }
         var manifest = VersionManifest(formatVersion: formatVersion, catalogID: catalogID, version: version, tags: tags,
                                        initialInstallTags: initialInstallTags, prefetchOrder: prefetchOrder, packs: packs, files: [],

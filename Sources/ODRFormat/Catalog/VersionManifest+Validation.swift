@@ -41,6 +41,12 @@ extension VersionManifest {
             }
         }
 
+        // Every sum of distinct packs' sizes (a tag's, a request's, a store's) then fits in an Int64.
+        for (key, sizes) in [("archiveBytes", packs.lazy.map(\.archiveBytes)), ("installedBytes", packs.lazy.map(\.installedBytes))]
+        where sizes.checkedSum() == nil {
+            throw FormatError(.invalidValue, "The packs' \(key) add up to more than \(Int64.max) bytes.", field: "packs")
+        }
+
         var tagNames = Set<String>()
         for (i, tag) in tags.enumerated() {
             let field = "tags[\(i)]"
@@ -58,7 +64,12 @@ extension VersionManifest {
             }
             try requireNonNegative(tag.downloadBytes, "\(field).downloadBytes")
             try requireNonNegative(tag.installedBytes, "\(field).installedBytes")
+            var listed = Set<String>()
             for (j, id) in tag.packs.enumerated() {
+                // Once each: a pack listed twice would count twice in every sum over the tag.
+                guard listed.insert(id).inserted else {
+                    throw FormatError(.duplicate, "Tag '\(tag.name)' lists pack \(id) twice.", field: "\(field).packs[\(j)]")
+                }
                 guard let pack = packsByID[id] else {
                     throw FormatError(.danglingReference, "Tag '\(tag.name)' needs pack \(id), which the manifest does not list.", field: "\(field).packs[\(j)]")
                 }
@@ -118,7 +129,8 @@ extension VersionManifest {
             try requireNonNegative(file.size, "\(field).size")
             try requireNonNegative(file.storedSize, "\(field).storedSize")
             try requireNonNegative(file.headerOffset, "\(field).headerOffset")
-            guard file.headerOffset + file.storedSize <= pack.archiveBytes else {
+            // Subtracting, not adding: both are at most Int64.max, and a sum could overflow.
+            guard file.headerOffset <= pack.archiveBytes, file.storedSize <= pack.archiveBytes - file.headerOffset else {
                 throw FormatError(.invalidValue, "'\(file.path)' lies beyond the end of its pack (\(pack.archiveBytes) bytes).", field: "\(field).headerOffset")
             }
             if file.method == .stored, file.storedSize != file.size {
@@ -132,6 +144,45 @@ extension VersionManifest {
                 }
             } else {
                 entries[key] = file
+            }
+        }
+        try checkNames(of: files, firstFileAtPath: paths)
+    }
+
+    /// Checks that every name fits the folders it lands in. The version's logical paths form one
+    /// tree, so none may be a folder of another (`d` beside `d/e`). A pack is installed as one
+    /// folder holding each entry under its name and every other path as a hard link to its entry,
+    /// so in one pack every name, entry or path, must denote one content: a path that is also an
+    /// entry name of its pack must have that entry (no swapped or chained entries), and no name may
+    /// be a folder of another. O(n log n) for n files.
+    private func checkNames(of files: [FileRecord], firstFileAtPath paths: [String: Int]) throws(FormatError) {
+        if let (folder, inside) = RelativePath.firstNesting(in: paths.keys) {
+            throw FormatError(
+                .invalidPath,
+                "The path '\(folder)' is a file, but '\(inside)' needs a folder of that name; a version's paths must fit in one tree of folders and files.",
+                field: "files[\(paths[inside] ?? 0)].path")
+        }
+        // Per pack: each name (entry or path) with the position of a file that has it.
+        var namesByPack: [String: [String: Int]] = [:]
+        // (A lookup and an insert in one statement would copy the pack's dictionary on every file.)
+        for (i, file) in files.enumerated() where namesByPack[file.pack]?[file.entry] == nil {
+            namesByPack[file.pack, default: [:]][file.entry] = i
+        }
+        for (i, file) in files.enumerated() where file.path != file.entry {
+            if let other = namesByPack[file.pack]?[file.path], files[other].entry == file.path {
+                throw FormatError(
+                    .duplicate,
+                    "'\(file.path)' has the entry '\(file.entry)', but its pack also has an entry named '\(file.path)' (of '\(files[other].path)'); in one pack a path that is an entry's name must have that entry.",
+                    field: "files[\(i)].entry")
+            }
+            namesByPack[file.pack, default: [:]][file.path] = i
+        }
+        for names in namesByPack.values {
+            if let (folder, inside) = RelativePath.firstNesting(in: names.keys) {
+                throw FormatError(
+                    .invalidPath,
+                    "In pack \(files[names[folder] ?? 0].pack), '\(folder)' is a file, but '\(inside)' needs a folder of that name.",
+                    field: "files[\(names[inside] ?? 0)].path")
             }
         }
     }

@@ -52,7 +52,10 @@ extension CatalogIndex {
     /// Sign the result with the new keys.
     public func rotatingKeys(to keys: [PublicSigningKey], threshold: Int, signedBy previousKeys: [SigningKey]) throws(FormatError) -> CatalogIndex {
         var index = self
-        let version = (keyRotations?.map(\.version).max() ?? 1) + 1
+        let (version, overflow) = (keyRotations?.map(\.version).max() ?? 1).addingReportingOverflow(1)
+        guard !overflow else {
+            throw FormatError(.invalidValue, "The catalog's key rotations already reach set \(Int.max); no later set can follow.", field: "keyRotations")
+        }
         index.keyRotations = (keyRotations ?? []) + [try KeyRotation.signed(version: version, keys: keys, threshold: threshold, by: previousKeys)]
         return index
     }

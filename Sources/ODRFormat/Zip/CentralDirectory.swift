@@ -104,19 +104,23 @@ enum CentralDirectory {
                 throw FormatError(.malformedArchive, "The archive needs ZIP64 end records but has none.", field: nil)
             }
             _ = loc.u32()
-            let endOffset = Int64(loc.u64()) - tailOffset
-            guard endOffset >= 0, endOffset + Int64(ZipFormat.zip64EndSize) <= Int64(locator) else {
+            // The locator's offset is any 64-bit number: compared unsigned, never converted first.
+            let declared = loc.u64()
+            guard tailOffset >= 0, locator >= ZipFormat.zip64EndSize, declared >= UInt64(tailOffset),
+                  declared - UInt64(tailOffset) <= UInt64(locator - ZipFormat.zip64EndSize) else {
                 throw FormatError(.malformedArchive, "The ZIP64 end record is not where its locator says.", field: nil)
             }
-            var end = ByteReader(tail, offset: Int(endOffset))
+            var end = ByteReader(tail, offset: Int(declared - UInt64(tailOffset)))
             guard end.u32() == ZipFormat.zip64EndSignature else {
                 throw FormatError(.malformedArchive, "The ZIP64 end record is missing.", field: nil)
             }
             _ = end.u64(); _ = end.u16(); _ = end.u16(); _ = end.u32(); _ = end.u32()
             _ = end.u64()
-            count = Int64(clamping: end.u64())
-            size = Int64(clamping: end.u64())
-            offset = Int64(clamping: end.u64())
+            guard let count64 = Int64(exactly: end.u64()), let size64 = Int64(exactly: end.u64()),
+                  let offset64 = Int64(exactly: end.u64()) else {
+                throw FormatError(.malformedArchive, "The ZIP64 end record declares a count, size or offset beyond 2^63-1; this is not a valid pack.", field: nil)
+            }
+            (count, size, offset) = (count64, size64, offset64)
         }
         return EndOfCentralDirectory(entryCount: count, directorySize: size, directoryOffset: offset)
     }

@@ -64,7 +64,8 @@ struct EntryDecoder {
         guard expected.storedSize == expected.size else {
             throw FormatError(.entryMismatch, "Stored entry '\(name)' has different stored and uncompressed sizes.", field: name)
         }
-        guard (0...expected.storedSize).contains(heldBytes) else {
+        // Two comparisons, not a range: `0...storedSize` traps for a negative size.
+        guard heldBytes >= 0, heldBytes <= expected.storedSize else {
             throw FormatError(.invalidOperation, "Cannot resume entry '\(name)' after \(heldBytes) bytes: it has \(expected.storedSize).", field: name)
         }
         self.expected = expected
@@ -89,15 +90,16 @@ struct EntryDecoder {
             var sha = self.sha
             let bombLimit = Self.bombLimit(forDeclared: expected.size)
             let used = try inflater.process(chunk, scratch: &scratch) { out in
-                guard excess == 0, produced + Int64(out.count) <= expected.size else {
+                // produced <= expected.size always, so the subtraction cannot overflow where a sum could.
+                guard excess == 0, Int64(out.count) <= expected.size - produced else {
                     // Past the declared size nothing more is written; keep counting to tell damage
                     // (a little more) from a bomb (far more), up to a bound.
-                    excess += produced + Int64(out.count) - max(produced, expected.size)
+                    excess = excess.clampedAdding(Int64(out.count) - (expected.size - produced))
                     produced = expected.size
                     guard excess <= bombLimit else {
                         throw FormatError(
                             .sizeMismatch,
-                            "Entry '\(expected.name)' inflates to more than \(expected.size + bombLimit) bytes, far beyond the \(expected.size) its manifest declares: a decompression bomb. The pack was refused.",
+                            "Entry '\(expected.name)' inflates to more than \(expected.size.clampedAdding(bombLimit)) bytes, far beyond the \(expected.size) its manifest declares: a decompression bomb. The pack was refused.",
                             field: expected.name)
                     }
                     return
@@ -131,7 +133,7 @@ struct EntryDecoder {
         guard excess == 0 else {
             throw FormatError(
                 .sizeMismatch,
-                "Entry '\(name)' inflates to \(expected.size + excess) bytes, not the \(expected.size) its manifest declares: it does not match its manifest (damaged in transit or at the source). Download it again.",
+                "Entry '\(name)' inflates to \(expected.size.clampedAdding(excess)) bytes, not the \(expected.size) its manifest declares: it does not match its manifest (damaged in transit or at the source). Download it again.",
                 field: name)
         }
         if let inflater, !inflater.ended {

@@ -41,7 +41,7 @@ public final class PackArchive {
         let tailCount = Int(min(size, Int64(65_535 + ZipFormat.endOfCentralDirectorySize + ZipFormat.zip64EndSize + ZipFormat.zip64LocatorSize)))
         let tailOffset = size - Int64(tailCount)
         let end = try CentralDirectory.parseEnd(try file.read(count: tailCount, at: tailOffset), tailOffset: tailOffset)
-        guard end.directoryOffset >= 0, end.directorySize >= 0, end.directoryOffset + end.directorySize <= size,
+        guard end.directoryOffset >= 0, end.directorySize >= 0, end.directoryOffset <= size, end.directorySize <= size - end.directoryOffset,
               end.directorySize <= Int64(Int32.max) else {
             throw FormatError(.malformedArchive, "The central directory lies outside the archive.", field: nil)
         }
@@ -78,7 +78,11 @@ public final class PackArchive {
     /// The byte range of an entry's local header and data, for fetching it alone by HTTP range.
     public func recordRange(of entry: PackEntryExpectation) throws -> Range<Int64> {
         let header = try localHeader(of: entry)
-        return entry.headerOffset..<(entry.headerOffset + Int64(header.totalSize) + entry.storedSize)
+        let dataOffset = entry.headerOffset + Int64(header.totalSize)  // inside the archive: localHeader(of:) read it
+        guard entry.storedSize >= 0, entry.storedSize <= size - dataOffset else {
+            throw FormatError(.truncated, "Entry '\(entry.name)' runs past the end of the archive.", field: entry.name)
+        }
+        return entry.headerOffset..<(dataOffset + entry.storedSize)
     }
 
     /// Reads one entry by offset and hands its verified contents to `sink`.
@@ -88,8 +92,8 @@ public final class PackArchive {
             throw FormatError(.entryMismatch, "The entry at offset \(entry.headerOffset) is not '\(entry.name)'.", field: entry.name)
         }
         var decoder = try EntryDecoder(header: header, expected: entry) { try ZlibStream(.inflate) }
-        var offset = entry.headerOffset + Int64(header.totalSize)
-        guard offset + entry.storedSize <= size else {
+        var offset = entry.headerOffset + Int64(header.totalSize)  // inside the archive: localHeader(of:) read it
+        guard entry.storedSize <= size - offset else {
             throw FormatError(.truncated, "Entry '\(entry.name)' runs past the end of the archive.", field: entry.name)
         }
         var scratch = [UInt8](repeating: 0, count: 1 << 18)
@@ -114,10 +118,14 @@ public final class PackArchive {
     }
 
     private func localHeader(of entry: PackEntryExpectation) throws -> LocalHeader {
-        guard entry.headerOffset >= 0, entry.headerOffset + Int64(ZipFormat.localHeaderSize) <= size else {
+        guard entry.headerOffset >= 0, entry.headerOffset <= size - Int64(ZipFormat.localHeaderSize) else {
             throw FormatError(.truncated, "Entry '\(entry.name)' lies beyond the end of the archive.", field: entry.name)
         }
         let fixed = try file.read(count: ZipFormat.localHeaderSize, at: entry.headerOffset)
+        // Short only when the file shrank since its size was read; parsing fewer bytes would trap.
+        guard fixed.count == ZipFormat.localHeaderSize else {
+            throw FormatError(.truncated, "The header of '\(entry.name)' is cut short.", field: entry.name)
+        }
         guard let lengths = LocalHeader.variableLengths(fixed: fixed) else {
             throw FormatError(.malformedArchive, "No local header at offset \(entry.headerOffset) for '\(entry.name)'.", field: entry.name)
         }

@@ -39,7 +39,8 @@ public final class PackRangeReader {
         }
 
         /// The archive offset where the reader takes the entry up.
-        var start: Int64 { resume.map { $0.dataOffset + $0.heldBytes } ?? entry.headerOffset }
+        /// Clamped: a resume read from a damaged journal must fail the range check, not trap.
+        var start: Int64 { resume.map { $0.dataOffset.clampedAdding($0.heldBytes) } ?? entry.headerOffset }
     }
 
     /// How far an earlier attempt got with a stored entry.
@@ -98,12 +99,16 @@ public final class PackRangeReader {
     ///   - targets: the entries to extract, in any order; each starts inside the range (its local
     ///     header, or for a resumed entry its first byte not yet written).
     ///   - sink: where verified entry contents go.
-    /// - Throws: `invalid-operation` for a target outside the range, two targets at one offset, or a
-    ///   resume that is impossible (a deflated entry, more bytes held than the entry has).
+    /// - Throws: `invalid-operation` for a range that starts below 0, a target outside the range, two
+    ///   targets at one offset, or a resume that is impossible (a deflated entry, more bytes held than
+    ///   the entry has, a data offset that is not inside the range).
     ///   - directoryEntries: every entry of the pack, to check the central directory and end
     ///     records at the range's end against them; `nil` (the default) ignores those bytes.
     public init(range: Range<Int64>, targets: [Target], sink: any PackRangeSink,
                 checkingDirectoryOf directoryEntries: [PackEntryExpectation]? = nil) throws {
+        guard range.lowerBound >= 0 else {
+            throw FormatError(.invalidOperation, "The range \(range.lowerBound)..<\(range.upperBound) starts before the archive does.", field: nil)
+        }
         let sorted = targets.sorted { $0.entry.headerOffset < $1.entry.headerOffset }
         for (index, target) in sorted.enumerated() {
             let name = target.entry.name
@@ -116,7 +121,7 @@ public final class PackRangeReader {
             if let resume = target.resume {
                 // Refuses a deflated entry or an impossible count now rather than halfway through the range.
                 _ = try EntryDecoder(resuming: target.entry, heldBytes: resume.heldBytes, heldHash: resume.heldHash)
-                guard resume.dataOffset >= target.entry.headerOffset + Int64(ZipFormat.localHeaderSize + name.utf8.count) else {
+                guard resume.dataOffset >= target.entry.headerOffset.clampedAdding(Int64(ZipFormat.localHeaderSize + name.utf8.count)) else {
                     throw FormatError(.invalidOperation, "Entry '\(name)' cannot have its data at \(resume.dataOffset), inside its own header.", field: name)
                 }
             }
@@ -130,8 +135,9 @@ public final class PackRangeReader {
         self.targets = sorted
         self.sink = sink
         self.directoryEntries = directoryEntries?.sorted { $0.headerOffset < $1.headerOffset }
-        trailerStart = directoryEntries?.map { $0.headerOffset + Int64(ZipFormat.localHeaderSize + $0.name.utf8.count) + $0.storedSize }
-            .max() ?? range.upperBound
+        trailerStart = directoryEntries?.map {
+            $0.headerOffset.clampedAdding(Int64(ZipFormat.localHeaderSize + $0.name.utf8.count)).clampedAdding($0.storedSize)
+        }.max() ?? range.upperBound
         trailerLimit = (1 << 20) + (directoryEntries?.count ?? 0) * (ZipFormat.centralHeaderSize + 4096 + 512)
     }
 
@@ -301,8 +307,9 @@ public final class PackRangeReader {
             throw FormatError(.malformedArchive, "The archive's trailing records are far larger than its entries need.", field: nil)
         }
         let end = try CentralDirectory.parseEnd(trailer, tailOffset: trailerStart)
+        // Both are non-negative: the subtractions cannot overflow where a sum of declared sizes could.
         let start = end.directoryOffset - trailerStart
-        guard start >= 0, start + end.directorySize <= Int64(trailer.count) else {
+        guard start >= 0, start <= Int64(trailer.count), end.directorySize <= Int64(trailer.count) - start else {
             throw FormatError(.malformedArchive, "The end record puts the central directory at \(end.directoryOffset), where no entry's data can have ended.", field: nil)
         }
         let directory = Array(trailer[Int(start)..<Int(start + end.directorySize)])

@@ -199,6 +199,11 @@ public struct CatalogClient: Sendable {
     private func fetchManifest(version: Int, index: CatalogIndex) async throws(ResourceError) -> VersionManifest {
         let entry = index.version(version)
         let path = entry?.manifest ?? VersionManifest.manifestPath(forVersion: version)
+        // Checked here too, whatever index it came from: only a path inside the catalog becomes a URL.
+        if let problem = RelativePath.problem(inCatalogPath: path) {
+            throw ResourceError(.invalidCatalog, "catalog.json names the manifest of version \(version) '\(path)': \(problem). Rebuild the catalog with odrpack.",
+                                url: catalogURL)
+        }
         let url = CatalogLocation.url(of: path, in: catalogURL)
         if trust.requiresSignatures, entry?.sha256 == nil {
             throw ResourceError(.untrustedCatalog, "The signed catalog.json does not pin version \(version)'s manifest (sha256 and size); rebuild or re-sign it with a current odrpack.",
