@@ -223,6 +223,7 @@ struct ResourceStoreTests {
 
     @Test func packsOfAStoreFromBeforeUseCountsCountAsUsedOnce() throws {
         let directory = try TemporaryDirectory(prefix: "odr-store")
+        let id = String(repeating: "c", count: 64)
         do {
             // A store as the runtime left it before the use-count migration.
             let old = try DatabaseQueue(path: directory.url.appending(path: ResourceStore.databaseName).path)
@@ -230,15 +231,15 @@ struct ResourceStoreTests {
             try old.write { db in
                 try db.execute(sql: """
                     INSERT INTO pack (id, archiveBytes, installedBytes, installedAt, lastUsedAt, isInstalled)
-                    VALUES ('old', 10, 20, 1, 2, 0)
+                    VALUES ('\(id)', 10, 20, 1, 2, 0)
                     """)
             }
         }
         let store = try ResourceStore(directory: directory.url)
-        let pack = try #require(try store.pack(id: "old"))
+        let pack = try #require(try store.pack(id: id))
         #expect(pack.useCount == 1)
         #expect(pack.lastUsedAt == 2)
-        try store.markUsed(["old"], beginnings: ["old": 1])
-        #expect(try store.pack(id: "old")?.useCount == 2)
+        try store.markUsed([id], beginnings: [id: 1])
+        #expect(try store.pack(id: id)?.useCount == 2)
     }
 }
