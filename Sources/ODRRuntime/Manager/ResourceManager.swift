@@ -271,7 +271,7 @@ public final class ResourceManager: Sendable {
             return (snapshot, ids.filter { !state.installedIDs.contains($0) })
         }
         guard !missing.isEmpty else { return 0 }
-        return plannedDownloadBytes(of: missing, in: snapshot).values.reduce(0, +)
+        return plannedDownloadBytes(of: missing, in: snapshot).values.clampedSum()
     }
 
     /// Sets the preservation priority (0...1) of tags; it persists across launches. Packs whose

@@ -154,7 +154,10 @@ extension ResourceStore {
         }
         let now = clock()
         try write("store a catalog") { db in
-            let highest = try Int.fetchOne(db, sql: "SELECT highestSerial FROM catalog WHERE url = ?", arguments: [key]) ?? -1
+            // A damaged row counts as never fetched, as `followedCatalog(url:)` reads it; the
+            // trust kept per catalog id below still holds.
+            let highest = try Row.fetchOne(db, sql: "SELECT highestSerial FROM catalog WHERE url = ?", arguments: [key])
+                .flatMap { try? StoreRow.integer($0, "highestSerial", in: -1...StoreRow.maximumCount) }.map { Int($0) } ?? -1
             if highest > followed.highestSerial {
                 throw CatalogClient.rollbackError(serial: followed.highestSerial, highest: highest, url: followed.url)
             }

@@ -167,6 +167,38 @@ struct TamperedStoreTests {
         #expect(try reopened.verify().isEmpty)
     }
 
+    // MARK: Catalog rows
+
+    /// A damaged catalog row counts as never fetched and is replaced by the next check; a damaged
+    /// trust record is never reset silently: checks fail with `storage-failure` until a repair.
+    @Test func aDamagedCatalogRowIsReplacedAndADamagedTrustRecordWaitsForRepair() async throws {
+        let fixture = try CatalogFixture.game(bigBytes: 1000)
+        try await fixture.build()
+        let installed = try await Installed.make(tags: ["small"], fixture: fixture)
+        let store = try ResourceStore(directory: installed.store)
+        let client = CatalogClient(catalogURL: fixture.catalog, store: store, transport: try TransferEngine())
+        let serial = try fixture.index().serial
+
+        try installed.tamper("UPDATE catalog SET highestSerial = 1e30, checkedAt = 'never'")
+        #expect(try store.followedCatalog(url: fixture.catalog) == nil)
+        _ = try await client.refresh()
+        #expect(try store.followedCatalog(url: fixture.catalog)?.highestSerial == serial)
+
+        try installed.tamper("UPDATE catalogTrust SET highestSerial = 'many'")
+        do throws(ResourceError) {
+            _ = try await client.refresh()
+            Issue.record("a damaged trust record was trusted or reset")
+        } catch {
+            #expect(error.code == .storageFailure)
+            #expect(error.message.contains("--repair"))
+        }
+        let report = try await store.repairDamage()
+        #expect(report.removedDamagedRows.count == 1, "\(report)")
+        _ = try await client.refresh()
+        #expect(try store.catalogTrust(catalogID: fixture.index().id)?.highestSerial == serial)
+        #expect(try store.verify().isEmpty)
+    }
+
     // MARK: The way back from a damaged file
 
     @Test func verifyRepairBringsBackAFileChangedInPlace() async throws {
