@@ -295,20 +295,7 @@ struct TamperedStoreTests {
         try await withTestServer(root: fixture.catalog) { server in
             let (store, first, _) = try await InstallerTests.install(["small"], from: server.baseURL, store: root.appending("store"))
             let old = try #require(first.lookup.file(atPath: "small/notes.txt")).pack
-            // Version 2 changes notes.txt (a new pack); then the new pack is renamed to the old id.
-            try fixture.write("small/notes.txt", Data("new notes\n".utf8))
-            try await fixture.build()
-            let new = try #require(try fixture.manifest(2).files.first { $0.path == "small/notes.txt" }).pack
-            try #require(new != old)
-            try Self.republish(fixture, version: 2) { manifest in
-                let json = String(decoding: try manifest.encoded(), as: UTF8.self).replacingOccurrences(of: new, with: old)
-                manifest = try VersionManifest.decode(from: Data(json.utf8))
-            }
-            if serverHasTheNewArchive {
-                let packs = fixture.catalog.appending(path: "packs")
-                try FileManager.default.removeItem(at: packs.appending(path: "\(old).zip"))
-                try FileManager.default.copyItem(at: packs.appending(path: "\(new).zip"), to: packs.appending(path: "\(old).zip"))
-            }
+            try await Self.publishVersion2ReusingPackID(old, fixture: fixture, withItsArchive: serverHasTheNewArchive)
             let client = CatalogClient(catalogURL: server.baseURL, store: store, transport: try TransferEngine())
             let second = try await client.refresh()
             #expect(second.version == 2)
@@ -329,6 +316,46 @@ struct TamperedStoreTests {
                 #expect(throws: ResourceError.self) { try store.url(forResource: "small/notes.txt", in: second) }
             }
             #expect(try store.verify().isEmpty || !serverHasTheNewArchive)
+        }
+    }
+
+    /// The same through `odr`, as a player's machine runs it: the second fetch installs version 2's
+    /// pack under the reused id, and `odr path` serves its bytes.
+    @Test func odrFetchAndPathServeTheNewContentsOfAReusedPackID() async throws {
+        let fixture = try CatalogFixture.game(bigBytes: 1000)
+        try await fixture.build()
+        let root = try TemporaryDirectory(prefix: "odr-tampered")
+        try await withTestServer(root: fixture.catalog) { server in
+            let common = ["--catalog", server.baseURL.absoluteString, "--store", root.appending("store").path]
+            #expect(try await ODRExecutable.run(["fetch"] + common + ["small"]).status == 0)
+            let old = try #require(try fixture.manifest(1).files.first { $0.path == "small/notes.txt" }).pack
+            try await Self.publishVersion2ReusingPackID(old, fixture: fixture, withItsArchive: true)
+            let fetch = try await ODRExecutable.run(["fetch"] + common + ["small"])
+            #expect(fetch.status == 0, "\(fetch.stderr)")
+            let path = try await ODRExecutable.run(["path"] + common + ["small/notes.txt"])
+            #expect(path.status == 0, "\(path.stderr)")
+            let served = URL(filePath: path.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
+            #expect(try Data(contentsOf: served) == Data("new notes\n".utf8))
+            #expect(try await ODRExecutable.run(["verify", "--store", root.appending("store").path]).status == 0)
+        }
+    }
+
+    /// Builds version 2 with a changed `small/notes.txt` (a new pack), then renames that pack to
+    /// `old`, the id of version 1's pack, in the manifest; with `withItsArchive`, the server's
+    /// `packs/<old>.zip` becomes the new archive.
+    static func publishVersion2ReusingPackID(_ old: String, fixture: CatalogFixture, withItsArchive: Bool) async throws {
+        try fixture.write("small/notes.txt", Data("new notes\n".utf8))
+        try await fixture.build()
+        let new = try #require(try fixture.manifest(2).files.first { $0.path == "small/notes.txt" }).pack
+        try #require(new != old)
+        try republish(fixture, version: 2) { manifest in
+            let json = String(decoding: try manifest.encoded(), as: UTF8.self).replacingOccurrences(of: new, with: old)
+            manifest = try VersionManifest.decode(from: Data(json.utf8))
+        }
+        if withItsArchive {
+            let packs = fixture.catalog.appending(path: "packs")
+            try FileManager.default.removeItem(at: packs.appending(path: "\(old).zip"))
+            try FileManager.default.copyItem(at: packs.appending(path: "\(new).zip"), to: packs.appending(path: "\(old).zip"))
         }
     }
 
