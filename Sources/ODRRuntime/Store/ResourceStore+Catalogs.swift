@@ -221,7 +221,9 @@ extension ResourceStore {
     /// The versions, of every followed catalog, that include pack `id`.
     public func versions(includingPack id: String) throws(ResourceError) -> [Int] {
         try read("read pack versions") { db in
-            try Int.fetchAll(db, sql: "SELECT DISTINCT version FROM packVersion WHERE packID = ? ORDER BY version", arguments: [id])
+            // Version numbers start at 1; a row changed outside the runtime may say otherwise.
+            try Int.fetchAll(db, sql: "SELECT DISTINCT version FROM packVersion WHERE packID = ? AND typeof(version) = 'integer' AND version >= 1 ORDER BY version",
+                             arguments: [id])
         }
     }
 }
