@@ -62,7 +62,7 @@ struct StatusCommand: AsyncParsableCommand {
             let rows = Dictionary(uniqueKeysWithValues: try store.packs().map { ($0.id, $0) })
             let tags = snapshot.lookup.tags.map { tag in
                 Report.Tag(name: tag.name, state: store.state(ofTag: tag, installed: installed),
-                           downloadBytes: tag.packs.reduce(0) { $0 + (planned[$1] ?? 0) }, installedBytes: tag.installedBytes,
+                           downloadBytes: tag.packs.lazy.map { planned[$0] ?? 0 }.clampedSum(), installedBytes: tag.installedBytes,
                            preservationPriority: snapshot.preservationPriority(ofTag: tag.name, overrides: overrides),
                            packs: tag.packs)
             }

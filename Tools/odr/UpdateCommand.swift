@@ -62,8 +62,8 @@ struct UpdateCommand: AsyncParsableCommand {
                 .downloadBytes(of: download, in: current)
             let superseded = try store.packs().filter { $0.isInstalled && $0.isSuperseded }
             let report = Report(previousVersion: previous?.version, currentVersion: current.version, tags: kept,
-                                download: download.map(\.id), downloadBytes: download.reduce(0) { $0 + (planned[$1.id] ?? $1.archiveBytes) },
-                                superseded: superseded.map(\.id), supersededBytes: superseded.reduce(0) { $0 + $1.installedBytes })
+                                download: download.map(\.id), downloadBytes: download.lazy.map { planned[$0.id] ?? $0.archiveBytes }.clampedSum(),
+                                superseded: superseded.map(\.id), supersededBytes: superseded.lazy.map(\.installedBytes).clampedSum())
             if json { try printJSON(report); return }
             if let from = report.previousVersion, from != report.currentVersion {
                 print("new version: \(from) -> \(report.currentVersion)")

@@ -7,10 +7,21 @@ struct VerifyCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "verify",
         abstract: "Check every installed pack against its manifest and the database; exit 1 on any mismatch.",
-        discussion: "Example: odr verify --store ./store")
+        discussion: """
+            With --repair, packs with a problem are removed (marked not installed, their folders \
+            deleted, unless a request holds them), so that the next fetch of their tags installs \
+            them again; damaged database rows are deleted. Exit 0 when the store then verifies.
+
+            Examples:
+              odr verify --store ./store
+              odr verify --store ./store --repair
+            """)
 
     @Option(help: "The store directory.")
     var store: String
+
+    @Flag(help: "Remove what does not verify, so that the next fetch installs it again.")
+    var repair = false
 
     func run() async throws {
         try await reportingResourceErrors {
@@ -19,13 +30,23 @@ struct VerifyCommand: AsyncParsableCommand {
             for id in repaired.packsMarkedNotInstalled { print("repaired: pack \(id.prefix(12)) was incomplete; now not installed") }
             for id in repaired.removedPackFolders { print("repaired: removed uncommitted folder packs/\(id.prefix(12))") }
             for name in repaired.removedManifestFiles { print("repaired: removed unnamed manifest file manifests/\(name)") }
-            let problems = try store.verify()
-            let installed = try store.packs().filter(\.isInstalled)
+            for row in repaired.removedDamagedRows { print("repaired: removed \(row)") }
+            var problems = try store.verify()
             for problem in problems { print("mismatch: \(problem)") }
-            guard problems.isEmpty else {
-                throw ResourceError(.integrity, "\(problems.count) problem(s) in \(installed.count) installed pack(s). Fetch the affected tags again.")
+            if repair, !problems.isEmpty {
+                let report = try await store.repairDamage()
+                for row in report.removedDamagedRows { print("repaired: removed \(row)") }
+                for id in report.packsMarkedNotInstalled { print("repaired: pack \(id.prefix(12)) removed; fetch its tags again") }
+                for name in report.removedPackFolders { print("repaired: removed folder packs/\(name.prefix(64))") }
+                problems = try store.verify()
+                for problem in problems { print("still: \(problem)") }
             }
-            print("ok: \(installed.count) pack(s), \(byteText(installed.reduce(0) { $0 + $1.installedBytes })) verified")
+            let installed = try store.packs().filter(\.isInstalled)
+            guard problems.isEmpty else {
+                let what = repair ? "Packs that requests hold are left alone; end them and repair again." : "Run `odr verify --repair` to remove what is damaged, then fetch the affected tags again."
+                throw ResourceError(.integrity, "\(problems.count) problem(s) in \(installed.count) installed pack(s). \(what)")
+            }
+            print("ok: \(installed.count) pack(s), \(byteText(installed.lazy.map(\.installedBytes).clampedSum())) verified")
         }
     }
 }

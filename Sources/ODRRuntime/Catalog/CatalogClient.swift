@@ -75,15 +75,19 @@ public struct CatalogClient: Sendable {
         } else {
             index = try decodeIndex(sink.data)
         }
+        // Trust is kept per catalog id for the whole store: another URL of the same catalog has
+        // raised the serial and followed rotations for this one too.
+        let trusted = try store.catalogTrust(catalogID: index.id)
         // Checked before the serial, so an unsigned catalog with a huge serial cannot even raise it.
         var keySet: TrustedKeySet?
         if trust.requiresSignatures {
-            keySet = try trust.verify(index, stored: followed?.keySet, now: now, allowExpired: false, url: catalogURL)
+            keySet = try trust.verify(index, stored: trusted?.keySet ?? followed?.keySet, now: now, allowExpired: false, url: catalogURL)
+        }
+        let highest = max(trusted?.highestSerial ?? -1, followed?.highestSerial ?? -1)
+        guard index.serial >= highest else {
+            throw Self.rollbackError(serial: index.serial, highest: highest, url: catalogURL)
         }
         if let followed {
-            guard index.serial >= followed.highestSerial else {
-                throw Self.rollbackError(serial: index.serial, highest: followed.highestSerial, url: catalogURL)
-            }
             if let known = followed.index?.id, known != index.id {
                 throw ResourceError(.invalidCatalog, "The catalog at this URL changed its id from '\(known)' to '\(index.id)'. Use a new store for a different catalog.",
                                     url: catalogURL)
@@ -99,12 +103,13 @@ public struct CatalogClient: Sendable {
             fetched = manifest
         }
         let accepted = FollowedCatalog(url: catalogURL, distribution: distribution, validators: result.validators,
-                                       highestSerial: max(index.serial, followed?.highestSerial ?? -1),
+                                       highestSerial: max(index.serial, highest),
                                        index: index, currentVersion: version, keySet: keySet)
         // A manifest the store holds (with its pack rows) is not stored again: encoding a
         // 100,000-file manifest to JSON only to have the insert ignore it cost every check a second.
-        try store.commitCatalog(accepted, manifest: fetched)
-        return CatalogSnapshot(catalogURL: catalogURL, index: index, manifest: manifest, variants: variants)
+        let snapshot = CatalogSnapshot(catalogURL: catalogURL, index: index, manifest: manifest, variants: variants)
+        try store.commitCatalog(accepted, manifest: fetched.map { _ in snapshot.lookup })
+        return snapshot
     }
 
     /// The snapshot stored by the last successful ``refresh()``, else the bundled catalog's, else `nil`.

@@ -74,7 +74,8 @@ public struct PackInstaller: Sendable {
         var summary = InstallSummary()
         var pending: [PackRecord] = []
         for pack in packs {
-            if installed.contains(pack.id), FileManager.default.fileExists(atPath: store.packURL(id: pack.id).path) {
+            if installed.contains(pack.id), FileManager.default.fileExists(atPath: store.packURL(id: pack.id).path),
+               try store.isInstalled(pack.id, asIn: snapshot) {
                 summary.alreadyInstalled.append(pack.id)
             } else {
                 pending.append(pack)
@@ -142,10 +143,19 @@ public struct PackInstaller: Sendable {
     private func installOne(_ pack: PackRecord, snapshot: CatalogSnapshot, tracker: ProgressTracker) async throws(ResourceError) -> PackOutcome {
         let lock = try await FileLock.lock(store.lockPath(for: pack.id))
         defer { lock.unlock() }
-        let destination = store.packURL(id: pack.id)
+        let destination = try store.packFolder(id: pack.id)
         if try store.pack(id: pack.id)?.isInstalled == true, FileManager.default.fileExists(atPath: destination.path) {
-            tracker.finished(pack)
-            return PackOutcome(id: pack.id, kind: .alreadyInstalled)
+            if try store.isInstalled(pack.id, asIn: snapshot) {
+                tracker.finished(pack)
+                return PackOutcome(id: pack.id, kind: .alreadyInstalled)
+            }
+            // Installed with other contents than this version lists for the id (a catalog that
+            // reuses a pack id for other files): those bytes must not serve this version. Removed
+            // as a purge would, unless a request holds them.
+            guard try store.removeInstalledPackLocked(id: pack.id, event: .repair, reason: "installed with other contents than version \(snapshot.version) lists") else {
+                throw ResourceError(.integrity, "Pack \(pack.id.prefix(12)) is installed with other contents than version \(snapshot.version) lists, and a request holds it, so it cannot be installed again now. End the requests of the older version, then fetch again.",
+                                    url: snapshot.catalogURL)
+            }
         }
         // A folder without a committed row is what a crash between rename and commit leaves.
         ResourceStore.removeTree(destination)
@@ -381,8 +391,16 @@ public struct PackInstaller: Sendable {
                 throw ResourceError(.storageFailure, "Could not create the folder of '\(file.path)' in staging.",
                                     cause: StoreFailure(description: "\(error)"))
             }
-            if link(folder.appending(path: file.entry).path, target.path) != 0, errno != EEXIST {
-                throw StoreFailure.posix("link '\(file.path)' to '\(file.entry)'")
+            let entry = folder.appending(path: file.entry)
+            guard link(entry.path, target.path) != 0 else { continue }
+            guard errno == EEXIST else { throw StoreFailure.posix("link '\(file.path)' to '\(file.entry)'") }
+            // Already there: a link made by an earlier attempt (same inode) is fine. Anything else
+            // (another entry of the pack, a folder of a path below this one) would be served in
+            // place of the entry, so the pack is refused.
+            var existing = stat(), original = stat()
+            guard lstat(target.path, &existing) == 0, lstat(entry.path, &original) == 0,
+                  existing.st_mode & S_IFMT == S_IFREG, existing.st_ino == original.st_ino, existing.st_dev == original.st_dev else {
+                throw ResourceError(.invalidCatalog, "Pack \(pack.id.prefix(12)): the path '\(file.path)' (content of entry '\(file.entry)') is already taken by another entry or folder of the pack, so the manifest is inconsistent and the pack cannot be installed. Rebuild the catalog with a current odrpack.")
             }
         }
     }

@@ -56,7 +56,7 @@ extension ResourceManager {
                 } else {
                     gaugeState = .notDownloaded
                 }
-                let download = missing.reduce(Int64(0)) { $0 + (planned[$1] ?? snapshot.lookup.pack(id: $1)?.archiveBytes ?? 0) }
+                let download = missing.lazy.map { planned[$0] ?? snapshot.lookup.pack(id: $0)?.archiveBytes ?? 0 }.clampedSum()
                 return TagGauge(
                     name: tag.name, state: gaugeState, installedBytes: tag.installedBytes, downloadBytes: download,
                     preservationPriority: snapshot.preservationPriority(ofTag: tag.name, overrides: overrides))

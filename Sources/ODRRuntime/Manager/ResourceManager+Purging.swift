@@ -18,10 +18,10 @@ public struct PurgeProposal: Sendable, Equatable {
     public var bytesNeeded: Int64
     /// The packs chosen, in purge order.
     public var deletions: [Deletion]
-    /// The bytes the deletions free.
-    public var bytesFreed: Int64 { deletions.reduce(0) { $0 + $1.bytes } }
+    /// The bytes the deletions free (clamped to `Int64`'s range rather than overflowing).
+    public var bytesFreed: Int64 { deletions.lazy.map(\.bytes).clampedSum() }
     /// What is still missing when every pack not in use is not enough.
-    public var shortfall: Int64 { max(0, bytesNeeded - bytesFreed) }
+    public var shortfall: Int64 { max(0, bytesNeeded.clampedSubtracting(bytesFreed)) }
 }
 
 extension ResourceManager {
@@ -123,12 +123,13 @@ extension ResourceManager {
                 var budgetNeed: Int64 = 0, diskNeed: Int64 = 0, fitNeed: Int64 = 0
                 if let budget = configuration.cacheBudget {
                     let used = try store.usage().installedBytes
-                    budgetNeed = used + state.reservedBytes + installing - budget
+                    // Clamped: the sizes come from the database (checked) and the caller.
+                    budgetNeed = used.clampedAdding(state.reservedBytes).clampedAdding(installing).clampedSubtracting(budget)
                 }
                 if let free {
-                    let left = free - state.reservedBytes - installing - staging
-                    diskNeed = configuration.freeSpaceWatermark - left
-                    fitNeed = -left
+                    let left = free.clampedSubtracting(state.reservedBytes).clampedSubtracting(installing).clampedSubtracting(staging)
+                    diskNeed = configuration.freeSpaceWatermark.clampedSubtracting(left)
+                    fitNeed = Int64(0).clampedSubtracting(left)
                 }
                 if max(budgetNeed, diskNeed) <= 0, reserve { state.reservedBytes += installing }
                 return (budgetNeed, diskNeed, fitNeed)
@@ -139,17 +140,17 @@ extension ResourceManager {
             purged = PurgeProposal(bytesNeeded: need, deletions: (purged?.deletions ?? []) + done.deletions)
             let freed = done.bytesFreed
             guard freed < need else { continue }  // enough went; check again, others may have taken it
-            if let free, diskNeed > freed { hub.emit(.lowDiskSpace(freeBytes: free + freed), from: self) }
+            if let free, diskNeed > freed { hub.emit(.lowDiskSpace(freeBytes: free.clampedAdding(freed)), from: self) }
             guard failWhenShort else { return purged }
             if fitNeed > freed {
                 throw ResourceError(
                     .outOfSpace,
-                    "Not enough disk space for \(installing) more bytes even after purging every pack not in use (\(fitNeed - freed) bytes short). End requests you no longer need, or free disk space.")
+                    "Not enough disk space for \(installing) more bytes even after purging every pack not in use (\(fitNeed.clampedSubtracting(freed)) bytes short). End requests you no longer need, or free disk space.")
             }
             if budgetNeed > freed {
                 throw ResourceError(
                     .cacheBudgetExceeded,
-                    "Installing \(installing) more bytes would exceed the cache budget of \(configuration.cacheBudget ?? 0) bytes even after purging every pack not in use (\(budgetNeed - freed) bytes over); the disk has room. End requests you no longer need, or raise the cache budget.")
+                    "Installing \(installing) more bytes would exceed the cache budget of \(configuration.cacheBudget ?? 0) bytes even after purging every pack not in use (\(budgetNeed.clampedSubtracting(freed)) bytes over); the disk has room. End requests you no longer need, or raise the cache budget.")
             }
             // Below the watermark, but the bytes fit: install them anyway (lowDiskSpace was posted).
             if reserve { state.withLock { $0.reservedBytes += installing } }

@@ -95,10 +95,7 @@ extension ResourceManager {
     func installedURL(forResource path: String, amongPacks packs: Set<String>) -> URL? {
         guard let snapshot = state.withLock({ $0.snapshot }), let file = snapshot.lookup.file(atPath: path),
               packs.contains(file.pack) else { return nil }
-        let folder = store.packURL(id: file.pack)
-        let byPath = folder.appending(path: file.path)
-        if FileManager.default.fileExists(atPath: byPath.path) { return byPath }
-        let byEntry = folder.appending(path: file.entry)
-        return FileManager.default.fileExists(atPath: byEntry.path) ? byEntry : nil
+        // Never a folder, nor a name that holds another entry's content.
+        return (try? store.installedFile(file)) ?? nil
     }
 }

@@ -224,6 +224,8 @@ public final class ResourceManager: Sendable {
     /// Makes `snapshot` the current version, or keeps it pending while requests use the current one.
     func adopt(_ snapshot: CatalogSnapshot) throws(ResourceError) {
         let catalog = try LedgerCatalog(manifest: snapshot.lookup)
+        // Storing a version marks packs installed with other contents than it lists not installed.
+        let stored = try? store.installedPackIDs()
         let changed: Bool = state.withLock { state in
             if let current = state.snapshot, current.version == snapshot.version, current.catalogURL == snapshot.catalogURL {
                 return false
@@ -236,6 +238,7 @@ public final class ResourceManager: Sendable {
             ledger.inUseLimit = configuration.inUseLimit
             state.snapshot = snapshot
             state.ledger = ledger
+            if let stored { state.installedIDs = stored }
             state.installed = catalog.packIDs.map { state.installedIDs.contains($0) }
             return true
         }
@@ -268,7 +271,7 @@ public final class ResourceManager: Sendable {
             return (snapshot, ids.filter { !state.installedIDs.contains($0) })
         }
         guard !missing.isEmpty else { return 0 }
-        return plannedDownloadBytes(of: missing, in: snapshot).values.reduce(0, +)
+        return plannedDownloadBytes(of: missing, in: snapshot).values.clampedSum()
     }
 
     /// Sets the preservation priority (0...1) of tags; it persists across launches. Packs whose

@@ -28,15 +28,15 @@ public struct PurgePlan: Sendable, Equatable {
         self.deletions = deletions
     }
 
-    /// The bytes the deletions free.
-    public var bytesFreed: Int64 { deletions.reduce(0) { $0 + $1.bytes } }
+    /// The bytes the deletions free (clamped to `Int64`'s range rather than overflowing).
+    public var bytesFreed: Int64 { deletions.lazy.map(\.bytes).clampedSum() }
 
     /// The bytes still missing after every deletion: non-zero only when even deleting every pack not
     /// in use is not enough.
-    public var shortfall: Int64 { max(0, bytesNeeded - bytesFreed) }
+    public var shortfall: Int64 { max(0, bytesNeeded.clampedSubtracting(bytesFreed)) }
 
     /// The bytes freed beyond the need.
-    public var overPurgedBytes: Int64 { max(0, bytesFreed - bytesNeeded) }
+    public var overPurgedBytes: Int64 { max(0, bytesFreed.clampedSubtracting(bytesNeeded)) }
 
     /// The identifiers of the packs to delete, in order.
     public var ids: [Int] { deletions.map(\.id) }

@@ -158,7 +158,14 @@ public struct PurgePlanner: PurgePolicy, Equatable {
     ) -> PurgePlan {
         var deletions: [PurgePlan.Deletion] = []
         var remaining = bytesNeeded
-        var upcoming = remaining > 0 ? next() : nil
+        // A pack frees between 0 and 2^62 bytes: sizes outside that (a damaged store row, a
+        // caller's mistake) are clamped, so no difference or sum below can overflow.
+        func nextChecked() -> PurgeCandidate? {
+            guard var candidate = next() else { return nil }
+            candidate.bytes = min(max(candidate.bytes, 0), StoreRow.maximumBytes)
+            return candidate
+        }
+        var upcoming = remaining > 0 ? nextChecked() : nil
         func reason(_ candidate: PurgeCandidate) -> PurgeReason {
             if candidate.isSuperseded { .superseded }
             else if candidate.isUnchosenVariant { .variantNotChosen }
@@ -190,14 +197,14 @@ public struct PurgePlanner: PurgePolicy, Equatable {
                 }
                 position += 1
                 // Read no further than the plan needs.
-                upcoming = still > 0 ? next() : nil
+                upcoming = still > 0 ? nextChecked() : nil
             }
             if let positions = takenPositions {
                 var taken = Array(zip(positions, deletions[rankStart...]))
                 if still > 0, let finisher = smallestPassedOver {
                     // The finisher alone may cover what smaller packs were taken for: keep the
                     // most recent of those it makes unnecessary.
-                    var freed = remaining - still + finisher.candidate.bytes
+                    var freed = (remaining - still).clampedAdding(finisher.candidate.bytes)
                     for index in taken.indices.reversed() where freed - taken[index].1.bytes >= remaining {
                         freed -= taken[index].1.bytes
                         taken.remove(at: index)

@@ -9,7 +9,7 @@ public struct FollowedCatalog: Sendable {
     public var distribution: String
     /// The validators of the last `catalog.json` received, for a conditional request.
     public var validators: TransferValidators
-    /// The highest `serial` ever accepted; a lower one is refused.
+    /// The highest `serial` ever accepted of this catalog id, through any URL; a lower one is refused.
     public var highestSerial: Int
     /// The last accepted `catalog.json`.
     public var index: CatalogIndex?
@@ -33,4 +33,14 @@ public struct FollowedCatalog: Sendable {
         self.checkedAt = checkedAt
         self.keySet = keySet
     }
+}
+
+/// What a store trusts of one catalog id, for every URL that reaches it (see
+/// ``ResourceStore/catalogTrust(catalogID:)``).
+struct CatalogTrustState: Sendable, Equatable {
+    /// The highest `serial` accepted; a lower one is refused (`catalog-rollback`).
+    var highestSerial: Int
+    /// The key set its accepted `catalog.json` was signed with, after its rotations; `nil` for a
+    /// catalog accepted without trusted keys.
+    var keySet: TrustedKeySet?
 }

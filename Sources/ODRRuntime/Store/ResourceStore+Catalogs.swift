@@ -4,19 +4,70 @@ import ODRFormat
 
 extension ResourceStore {
     /// The catalog at `url` as the last successful check left it, or `nil` if it was never fetched.
+    ///
+    /// Its ``FollowedCatalog/highestSerial`` and ``FollowedCatalog/keySet`` are the store's trust in
+    /// its catalog id (see ``catalogTrust(catalogID:)``), whichever URL reached it. A row damaged
+    /// outside the runtime counts as never fetched: the next check replaces it, and the trust kept
+    /// per catalog id still refuses rollbacks and rotated-away keys.
+    ///
+    /// - Throws: `storage-failure` when the database cannot be read or the trust state is damaged.
     public func followedCatalog(url: URL) throws(ResourceError) -> FollowedCatalog? {
         let row = try read("read a followed catalog") { db in
             try Row.fetchOne(db, sql: "SELECT * FROM catalog WHERE url = ?", arguments: [CatalogLocation.key(url)])
         }
         guard let row else { return nil }
-        let data: Data? = row["indexJSON"]
-        let keySetData: Data? = row["keySetJSON"]
-        return FollowedCatalog(
-            url: CatalogLocation.base(url), distribution: row["distribution"],
-            validators: TransferValidators(entityTag: row["entityTag"], lastModified: row["lastModified"]),
-            highestSerial: row["highestSerial"], index: data.flatMap { try? CatalogIndex.decode(from: $0) },
-            currentVersion: row["currentVersion"], checkedAt: row["checkedAt"],
-            keySet: keySetData.flatMap { try? JSONDecoder().decode(TrustedKeySet.self, from: $0) })
+        var followed: FollowedCatalog
+        do throws(DamagedRow) {
+            let data = try? row.decode(Data?.self, forColumn: "indexJSON")
+            followed = FollowedCatalog(
+                url: CatalogLocation.base(url), distribution: try StoreRow.text(row, "distribution"),
+                validators: TransferValidators(entityTag: try StoreRow.optionalText(row, "entityTag"),
+                                               lastModified: try StoreRow.optionalText(row, "lastModified")),
+                highestSerial: Int(try StoreRow.integer(row, "highestSerial", in: -1...StoreRow.maximumCount)),
+                index: data.flatMap { $0 }.flatMap { try? CatalogIndex.decode(from: $0) },
+                currentVersion: try StoreRow.optionalInteger(row, "currentVersion", in: 1...StoreRow.maximumCount).map { Int($0) },
+                checkedAt: try StoreRow.optionalNumber(row, "checkedAt"),
+                keySet: Self.keySet(fromJSON: try? row.decode(Data?.self, forColumn: "keySetJSON")))
+        } catch {
+            return nil
+        }
+        if let id = followed.index?.id, let trusted = try catalogTrust(catalogID: id) {
+            followed.highestSerial = max(followed.highestSerial, trusted.highestSerial)
+            if let keySet = trusted.keySet, keySet.version >= followed.keySet?.version ?? Int.min { followed.keySet = keySet }
+        }
+        return followed
+    }
+
+    /// What the store trusts of catalog `catalogID`, for the whole store: the highest serial
+    /// accepted and the key set its rotations led to, whichever URL reached it (a CDN and its
+    /// origin, `localhost` and `127.0.0.1`), so that no second URL starts again from the
+    /// configured keys or an older serial.
+    ///
+    /// - Returns: `nil` when no catalog of that id was accepted.
+    /// - Throws: `storage-failure` when the row was damaged outside the runtime: trust is never
+    ///   reset silently; `odr verify --repair` forgets it, and the next check starts from the app's keys.
+    func catalogTrust(catalogID: String) throws(ResourceError) -> CatalogTrustState? {
+        let row = try read("read a catalog's trust") { db in
+            try Row.fetchOne(db, sql: "SELECT * FROM catalogTrust WHERE catalogID = ?", arguments: [catalogID])
+        }
+        guard let row else { return nil }
+        do throws(DamagedRow) {
+            return try Self.catalogTrust(from: row)
+        } catch {
+            throw ResourceError(.storageFailure, "The store's trust record of catalog '\(catalogID)' is damaged (\(error.problem)); the database was changed outside the runtime. Run `odr verify --repair`, which forgets it, then check the catalog again.")
+        }
+    }
+
+    static func catalogTrust(from row: Row) throws(DamagedRow) -> CatalogTrustState {
+        let json = try? row.decode(Data?.self, forColumn: "keySetJSON")
+        let keySet = Self.keySet(fromJSON: json)
+        if json.flatMap({ $0 }) != nil, keySet == nil { throw DamagedRow(problem: "keySetJSON is not a key set") }
+        return CatalogTrustState(highestSerial: Int(try StoreRow.integer(row, "highestSerial", in: -1...StoreRow.maximumCount)),
+                                 keySet: keySet)
+    }
+
+    static func keySet(fromJSON data: Data??) -> TrustedKeySet? {
+        data.flatMap { $0 }.flatMap { try? JSONDecoder().decode(TrustedKeySet.self, from: $0) }
     }
 
     /// The stored manifest of version `version` of the catalog at `catalogURL`.
@@ -80,8 +131,11 @@ extension ResourceStore {
     /// Stores an accepted `catalog.json` (and the manifest of the version it points at) in one transaction.
     ///
     /// Refuses an index whose serial is lower than the highest stored, even when another process
-    /// stored that one a moment ago.
-    func commitCatalog(_ followed: FollowedCatalog, manifest: VersionManifest?) throws(ResourceError) {
+    /// stored that one a moment ago. A pack the new manifest lists that is installed with other
+    /// entries than it lists for the id is marked not installed (with a `repair` event), so that
+    /// its bytes never serve this version and the next fetch installs the listed ones.
+    func commitCatalog(_ followed: FollowedCatalog, manifest lookup: ManifestIndex?) throws(ResourceError) {
+        let manifest = lookup?.manifest
         let key = CatalogLocation.key(followed.url)
         let indexData: Data?
         do { indexData = try followed.index?.encoded() } catch {
@@ -100,9 +154,34 @@ extension ResourceStore {
         }
         let now = clock()
         try write("store a catalog") { db in
-            let highest = try Int.fetchOne(db, sql: "SELECT highestSerial FROM catalog WHERE url = ?", arguments: [key]) ?? -1
+            // A damaged row counts as never fetched, as `followedCatalog(url:)` reads it; the
+            // trust kept per catalog id below still holds.
+            let highest = try Row.fetchOne(db, sql: "SELECT highestSerial FROM catalog WHERE url = ?", arguments: [key])
+                .flatMap { try? StoreRow.integer($0, "highestSerial", in: -1...StoreRow.maximumCount) }.map { Int($0) } ?? -1
             if highest > followed.highestSerial {
                 throw CatalogClient.rollbackError(serial: followed.highestSerial, highest: highest, url: followed.url)
+            }
+            if let id = followed.index?.id {
+                // Checked again in the transaction: another process, through any URL, may have
+                // accepted a higher serial or followed a rotation since this client read the trust.
+                let stored = try Row.fetchOne(db, sql: "SELECT * FROM catalogTrust WHERE catalogID = ?", arguments: [id])
+                    .map { row throws -> CatalogTrustState in
+                        do throws(DamagedRow) { return try Self.catalogTrust(from: row) } catch {
+                            throw ResourceError(.storageFailure, "The store's trust record of catalog '\(id)' is damaged (\(error.problem)). Run `odr verify --repair`, then check the catalog again.")
+                        }
+                    }
+                if let stored, stored.highestSerial > followed.highestSerial {
+                    throw CatalogClient.rollbackError(serial: followed.highestSerial, highest: stored.highestSerial, url: followed.url)
+                }
+                if let rotated = stored?.keySet, let signer = followed.keySet, rotated.version > signer.version {
+                    throw ResourceError(.untrustedCatalog, "catalog.json is signed with key set \(signer.version), but the store already follows key set \(rotated.version) of catalog '\(id)'; refusing the rotated-away keys.",
+                                        url: followed.url)
+                }
+                try db.execute(sql: """
+                    INSERT INTO catalogTrust (catalogID, highestSerial, keySetJSON) VALUES (?, ?, ?)
+                    ON CONFLICT(catalogID) DO UPDATE SET highestSerial = MAX(highestSerial, excluded.highestSerial),
+                        keySetJSON = COALESCE(excluded.keySetJSON, keySetJSON)
+                    """, arguments: [id, followed.highestSerial, keySetData])
             }
             try db.execute(sql: """
                 INSERT INTO catalog (url, distribution, catalogID, entityTag, lastModified, highestSerial, currentVersion, indexJSON, checkedAt, keySetJSON)
@@ -125,6 +204,15 @@ extension ResourceStore {
                     try db.execute(sql: "INSERT OR IGNORE INTO packVersion (packID, catalogURL, version) VALUES (?, ?, ?)",
                                    arguments: [pack.id, key, manifest.version])
                 }
+                if let lookup {
+                    let listed = Set(manifest.packs.map(\.id))
+                    for pack in try Self.packRows(db, installedOnly: true).packs where listed.contains(pack.id) {
+                        guard try !StoreSchema.recordedEntries(ofPack: pack.id, match: lookup.expectedEntries(inPack: pack.id), db) else { continue }
+                        try db.execute(sql: "UPDATE pack SET isInstalled = 0 WHERE id = ?", arguments: [pack.id])
+                        try Self.log(db, StoreEvent(time: now, kind: .repair, packID: pack.id, bytes: pack.installedBytes,
+                                                    reason: "installed with other contents than version \(manifest.version) lists"))
+                    }
+                }
             }
             try StoreSchema.updateSupersededFlags(db)
         }
@@ -133,7 +221,9 @@ extension ResourceStore {
     /// The versions, of every followed catalog, that include pack `id`.
     public func versions(includingPack id: String) throws(ResourceError) -> [Int] {
         try read("read pack versions") { db in
-            try Int.fetchAll(db, sql: "SELECT DISTINCT version FROM packVersion WHERE packID = ? ORDER BY version", arguments: [id])
+            // Version numbers start at 1; a row changed outside the runtime may say otherwise.
+            try Int.fetchAll(db, sql: "SELECT DISTINCT version FROM packVersion WHERE packID = ? AND typeof(version) = 'integer' AND version >= 1 ORDER BY version",
+                             arguments: [id])
         }
     }
 }

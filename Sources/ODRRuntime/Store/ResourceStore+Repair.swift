@@ -17,6 +17,9 @@ extension ResourceStore {
     /// - Folders in `packs/` without an installed row are deleted: a crash hit between rename and commit.
     /// - Installed rows whose folder is missing, or lacks an entry or has one of the wrong size, are
     ///   marked not installed (and the remains deleted), with a `repair` event.
+    /// - Pack rows that break the store's limits (see ``resetDamagedRows(database:locks:clock:)``)
+    ///   are deleted; names in `staging/` and `packs/` that are not pack ids are deleted without
+    ///   ever becoming a lock path.
     ///
     /// Anything whose pack lock another process holds is in use by that process and left alone.
     ///
@@ -44,6 +47,12 @@ extension ResourceStore {
         let itemNames = Set(stagingItems)
         for name in stagingItems {
             let id = String(name.prefix(while: { $0 != "." }))
+            // No installer stages anything but a pack id's items, so nobody works on this one.
+            guard HexDigest.isSHA256(id) else {
+                removeTree(staging.appending(path: name))
+                report.removedStagingItems.append(name)
+                continue
+            }
             guard let held = try lock(id) else { continue }
             defer { held.unlock() }
             // A pack being assembled: its verified entries, and the journal that places a cut one.
@@ -63,11 +72,11 @@ extension ResourceStore {
 
         report.removedManifestFiles = removeUnnamedManifestFiles(in: manifestsURL(in: directory), database: database)
 
+        report.removedDamagedRows = try resetDamagedRows(database: database, locks: locksURL(in: directory), clock: clock)
         let installed: [String: InstalledPack]
         do {
             installed = try database.read { db in
-                Dictionary(uniqueKeysWithValues: try Row.fetchAll(db, sql: "SELECT * FROM pack WHERE isInstalled")
-                    .map(pack(from:)).map { ($0.id, $0) })
+                Dictionary(try packRows(db, installedOnly: true).packs.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
             }
         } catch {
             throw StoreFailure.database("be read for repair", error)
@@ -75,6 +84,12 @@ extension ResourceStore {
         let packFolders = (try? fileManager.contentsOfDirectory(atPath: packs.path)) ?? []
         // Sorting only the few orphans, not a thousand installed names, keeps a clean open quick.
         for name in packFolders.filter({ installed[$0] == nil }).sorted() {
+            // Not a pack id: no installer made it, so it is removed without a lock.
+            guard HexDigest.isSHA256(name) else {
+                removeTree(packs.appending(path: name))
+                report.removedPackFolders.append(name)
+                continue
+            }
             guard let held = try lock(name) else { continue }
             defer { held.unlock() }
             // Re-read under the lock: another process may have committed it meanwhile.
@@ -98,6 +113,9 @@ extension ResourceStore {
             return report
         }
         let recorded: [String: [RecordedEntry]]
+        // Packs with a recorded entry that breaks the limits (a name that is not a clean relative
+        // path, a size out of range): their records cannot vouch for them, so they are not complete.
+        var untrusted = Set<String>()
         do {
             recorded = try database.read { db in
                 var result: [String: [RecordedEntry]] = [:]
@@ -105,7 +123,12 @@ extension ResourceStore {
                     SELECT e.packID, e.name, e.size FROM packEntry e JOIN pack p ON p.id = e.packID WHERE p.isInstalled
                     """)
                 while let row = try rows.next() {
-                    result[row[0], default: []].append(RecordedEntry(name: row[1], size: row[2]))
+                    guard let id = try? StoreRow.packID(row, "packID") else { continue }
+                    guard let name = try? StoreRow.entryName(row, "name"), let size = try? StoreRow.bytes(row, "size") else {
+                        untrusted.insert(id)
+                        continue
+                    }
+                    result[id, default: []].append(RecordedEntry(name: name, size: size))
                 }
                 return result
             }
@@ -129,10 +152,11 @@ extension ResourceStore {
             }
             // A complete pack needs nothing, so only an incomplete one is locked, then checked again:
             // another process may be installing or removing it right now.
-            guard !isComplete(folder, entries: entries) else { continue }
+            let trusted = !untrusted.contains(pack.id)
+            guard !trusted || !isComplete(folder, entries: entries) else { continue }
             guard let held = try lock(pack.id) else { continue }
             defer { held.unlock() }
-            guard !isComplete(folder, entries: entries) else { continue }
+            guard !trusted || !isComplete(folder, entries: entries) else { continue }
             backfill.removeAll { $0.id == pack.id }
             removeTree(folder)
             try markNotInstalled(pack, database: database, clock: clock)
@@ -146,6 +170,100 @@ extension ResourceStore {
             } catch {
                 throw StoreFailure.database("record the entries of installed packs", error)
             }
+        }
+        return report
+    }
+
+    /// Deletes the pack rows that break the store's limits (a value out of range or of another
+    /// type, an id that is not a pack id, a second row of one id): written outside the runtime, they
+    /// cannot say what is installed. The folder of such a pack then has no row, and is deleted as
+    /// any uncommitted folder is; the next fetch installs the pack again.
+    ///
+    /// - Returns: each deleted row, described.
+    static func resetDamagedRows(database: DatabasePool, locks: URL, clock: () -> Double) throws(ResourceError) -> [String] {
+        let damaged: [DamagedRow]
+        do {
+            damaged = try database.read { db in try packRows(db).damaged }
+        } catch {
+            throw StoreFailure.database("be read for repair", error)
+        }
+        var removed: [String] = []
+        for row in damaged {
+            // A valid id's row is changed only under its pack lock, as an install changes it.
+            let held = try row.id.flatMap { id throws(ResourceError) in
+                HexDigest.isSHA256(id) ? try FileLock.tryLock(locks.appending(path: "\(id).lock").path) : nil
+            }
+            defer { held?.unlock() }
+            if let id = row.id, HexDigest.isSHA256(id), held == nil { continue }
+            let now = clock()
+            do {
+                try database.write { db in
+                    // Every row of the id goes: the good one of a duplicate pair cannot be told apart.
+                    if let id = row.id {
+                        try db.execute(sql: "DELETE FROM pack WHERE id = ?", arguments: [id])
+                        try db.execute(sql: "DELETE FROM packEntry WHERE packID = ?", arguments: [id])
+                    } else {
+                        try db.execute(sql: "DELETE FROM pack WHERE typeof(id) != 'text'")
+                    }
+                    if let id = row.id, HexDigest.isSHA256(id) {
+                        try log(db, StoreEvent(time: now, kind: .repair, packID: id, bytes: 0, reason: "damaged database row: \(row.problem)"))
+                    }
+                }
+            } catch {
+                throw StoreFailure.database("remove a damaged row", error)
+            }
+            removed.append(row.storeProblem.description)
+        }
+        return removed
+    }
+
+    /// Puts right what ``verify()`` finds, so that the next fetch installs the damaged packs again:
+    /// the way back to a good store after a file was changed in place, a pack folder was damaged
+    /// or the database was changed outside the runtime (`odr verify --repair`).
+    ///
+    /// - Installed packs with a problem are removed (as a purge removes them, with a `repair`
+    ///   event): their rows say not installed, their folders go. A pack a request in any process
+    ///   holds is left alone (``verify()`` still reports it).
+    /// - Folders in `packs/` without an installed row are deleted.
+    /// - Pack rows that break the store's limits are deleted, and trust records of catalogs that
+    ///   do (the next check of such a catalog starts from the app's keys again).
+    ///
+    /// - Returns: what was done; ``StoreRepairReport/packsMarkedNotInstalled`` names the packs to fetch again.
+    /// - Throws: ``ResourceError`` `storage-failure` when the store cannot be read or changed.
+    public func repairDamage() async throws(ResourceError) -> StoreRepairReport {
+        var report = StoreRepairReport()
+        report.removedDamagedRows = try Self.resetDamagedRows(database: database, locks: Self.locksURL(in: directory), clock: clock)
+        let forgotten: [String] = try write("forget damaged trust records") { db in
+            var forgotten: [String] = []
+            for row in try Row.fetchAll(db, sql: "SELECT rowid AS rowNumber, catalogID, highestSerial, keySetJSON FROM catalogTrust") {
+                guard (try? Self.catalogTrust(from: row)) == nil else { continue }
+                try db.execute(sql: "DELETE FROM catalogTrust WHERE rowid = ?", arguments: [row["rowNumber"] as Int64?])
+                forgotten.append("trust record of catalog '\((try? StoreRow.text(row, "catalogID")) ?? "?")' (damaged)")
+            }
+            return forgotten
+        }
+        report.removedDamagedRows += forgotten
+        let installed = try installedPackIDs()
+        for id in Set(try verify().map(\.packID)).sorted() {
+            if installed.contains(id) {
+                if try await removeInstalledPack(id: id, event: .repair, reason: "damaged files (verify --repair)") {
+                    report.packsMarkedNotInstalled.append(id)
+                }
+                continue
+            }
+            // A folder in packs/ without an installed row: the problem's id is its name, one
+            // component of a folder listing (never a path of its own).
+            guard !id.isEmpty, !id.contains("/"), id != ".", id != "..",
+                  FileManager.default.fileExists(atPath: packsURL.appending(path: id).path) else { continue }
+            if HexDigest.isSHA256(id) {
+                guard let held = try FileLock.tryLock(lockPath(for: id)) else { continue }
+                defer { held.unlock() }
+                guard try pack(id: id)?.isInstalled != true else { continue }
+                Self.removeTree(packsURL.appending(path: id))
+            } else {
+                Self.removeTree(packsURL.appending(path: id))
+            }
+            report.removedPackFolders.append(id)
         }
         return report
     }
@@ -236,14 +354,21 @@ struct ManifestCache {
             fetchedAt = (try? database.read { db in
                 var times: [String: Double] = [:]
                 for row in try Row.fetchAll(db, sql: "SELECT catalogURL, version, fetchedAt FROM manifest") {
-                    times[Self.key(row[0], row[1])] = row[2]
+                    // A damaged row is not a manifest to read.
+                    guard let url = try? StoreRow.text(row, "catalogURL"), let time = try? StoreRow.number(row, "fetchedAt"),
+                          let version = try? StoreRow.integer(row, "version", in: 1...StoreRow.maximumCount) else { continue }
+                    times[Self.key(url, Int(version))] = time
                 }
                 return times
             }) ?? [:]
         }
         let candidates = (try? database.read { db in
             try Row.fetchAll(db, sql: "SELECT catalogURL, version FROM packVersion WHERE packID = ?", arguments: [id])
-                .map { (catalogURL: $0[0] as String, version: $0[1] as Int) }
+                .compactMap { row -> (catalogURL: String, version: Int)? in
+                    guard let url = try? StoreRow.text(row, "catalogURL"),
+                          let version = try? StoreRow.integer(row, "version", in: 1...StoreRow.maximumCount) else { return nil }
+                    return (url, Int(version))
+                }
         }) ?? []
         let newest = candidates
             .compactMap { candidate in fetchedAt?[Self.key(candidate.catalogURL, candidate.version)].map { (candidate, $0) } }

@@ -31,7 +31,12 @@ extension ResourceStore {
                     SELECT e.sha256, e.packID, e.name FROM packEntry e JOIN pack p ON p.id = e.packID
                     WHERE p.isInstalled AND e.sha256 IN (\(marks))
                     """, arguments: StatementArguments(chunk))
-                while let row = try cursor.next() { found.append((row[0], row[1], row[2])) }
+                while let row = try cursor.next() {
+                    // Only a pack id and a clean entry name become a path (the row may have been changed outside the runtime).
+                    guard let sha = try? StoreRow.text(row, "sha256"), let pack = try? StoreRow.packID(row, "packID"),
+                          let name = try? StoreRow.entryName(row, "name") else { continue }
+                    found.append((sha, pack, name))
+                }
             }
             return found
         }

@@ -15,6 +15,8 @@ extension ResourceStore {
         var problems: [StoreProblem] = []
         var manifests = ManifestCache(database: database, folder: manifestsURL)
         let installed = try packs().filter(\.isInstalled)
+        // Rows changed outside the runtime are trusted for nothing; ``repairDamage()`` removes them.
+        problems += try read("list packs") { db in try Self.packRows(db).damaged }.map(\.storeProblem)
         let ids = Set(installed.map(\.id))
         for name in ((try? FileManager.default.contentsOfDirectory(atPath: packsURL.path)) ?? []).sorted() where !ids.contains(name) {
             problems.append(StoreProblem(packID: name, message: "folder in packs/ without an installed row"))

@@ -95,7 +95,26 @@ public final class ResourceStore: Sendable {
     // MARK: - Layout
 
     /// The folder that holds an installed pack's files.
+    ///
+    /// Only for a pack id (64 lowercase hex digits, as a validated manifest or ``packs()`` gives):
+    /// the store itself builds every path it creates or removes with the checked ``packFolder(id:)``.
     public func packURL(id: String) -> URL { Self.packsURL(in: directory).appending(path: id, directoryHint: .isDirectory) }
+
+    /// ``packURL(id:)``, refusing anything that is not a pack id, so that no name read from the
+    /// database, a journal or a folder listing ever becomes a path outside `packs/`.
+    ///
+    /// - Throws: ``ResourceError`` `invalid-argument`.
+    func packFolder(id: String) throws(ResourceError) -> URL { packURL(id: try Self.checkedPackID(id)) }
+
+    /// `id` when it is a pack id (64 lowercase hex digits).
+    ///
+    /// - Throws: ``ResourceError`` `invalid-argument` otherwise; nothing is created or changed.
+    static func checkedPackID(_ id: String) throws(ResourceError) -> String {
+        guard HexDigest.isSHA256(id) else {
+            throw ResourceError(.invalidArgument, "'\(id.prefix(80))' is not a pack id (64 lowercase hex digits); nothing was changed. If it came from the store's database, the database was changed outside the runtime: run `odr verify --repair`.")
+        }
+        return id
+    }
     var packsURL: URL { Self.packsURL(in: directory) }
 
     /// Whether pack `id`'s folder exists. One `stat` of a path built from a string: this runs on
@@ -106,7 +125,10 @@ public final class ResourceStore: Sendable {
     }
     var stagingURL: URL { Self.stagingURL(in: directory) }
     var manifestsURL: URL { Self.manifestsURL(in: directory) }
-    func lockPath(for name: String) -> String { Self.locksURL(in: directory).appending(path: "\(name).lock").path }
+    /// The lock file of pack `id` (checked, see ``packFolder(id:)``).
+    func lockPath(for id: String) throws(ResourceError) -> String {
+        Self.locksURL(in: directory).appending(path: "\(try Self.checkedPackID(id)).lock").path
+    }
 
     static func packsURL(in directory: URL) -> URL { directory.appending(path: "packs", directoryHint: .isDirectory) }
     static func stagingURL(in directory: URL) -> URL { directory.appending(path: "staging", directoryHint: .isDirectory) }
@@ -129,20 +151,40 @@ public final class ResourceStore: Sendable {
     // MARK: - Packs
 
     /// Every pack the store has a row for, installed or not, ordered by row number.
+    ///
+    /// A row that breaks the store's limits (written outside the runtime) is left out: its pack
+    /// counts as not installed, ``verify()`` reports it and repair resets it.
     public func packs() throws(ResourceError) -> [InstalledPack] {
-        try read("list packs") { db in try Row.fetchAll(db, sql: "SELECT * FROM pack ORDER BY number").map(Self.pack(from:)) }
+        try read("list packs") { db in try Self.packRows(db).packs }
     }
 
-    /// The row of pack `id`, if the store has one.
+    /// The row of pack `id`, if the store has one it can trust (see ``packs()``).
     public func pack(id: String) throws(ResourceError) -> InstalledPack? {
         try read("read a pack") { db in
-            try Row.fetchOne(db, sql: "SELECT * FROM pack WHERE id = ?", arguments: [id]).map(Self.pack(from:))
+            try Row.fetchAll(db, sql: "SELECT * FROM pack WHERE id = ? ORDER BY number", arguments: [id]).first.flatMap { try? Self.pack(from: $0) }
         }
     }
 
-    /// The ids of the installed packs.
+    /// The ids of the installed packs (of rows it can trust, see ``packs()``).
     public func installedPackIDs() throws(ResourceError) -> Set<String> {
-        try read("list packs") { db in Set(try String.fetchAll(db, sql: "SELECT id FROM pack WHERE isInstalled")) }
+        try read("list packs") { db in Set(try Self.packRows(db, installedOnly: true).packs.map(\.id)) }
+    }
+
+    /// Every pack row, the damaged ones apart: a row with a value outside its limits, or a second
+    /// row of one id (the schema forbids it, but a database changed outside the runtime may not).
+    static func packRows(_ db: Database, installedOnly: Bool = false) throws -> (packs: [InstalledPack], damaged: [DamagedRow]) {
+        var packs: [InstalledPack] = [], damaged: [DamagedRow] = [], seen = Set<String>()
+        let rows = try Row.fetchCursor(db, sql: "SELECT * FROM pack \(installedOnly ? "WHERE isInstalled " : "")ORDER BY number")
+        while let row = try rows.next() {
+            do throws(DamagedRow) {
+                let pack = try pack(from: row)
+                guard seen.insert(pack.id).inserted else { throw DamagedRow(id: pack.id, problem: "a second row of this pack") }
+                packs.append(pack)
+            } catch {
+                damaged.append(error)
+            }
+        }
+        return (packs, damaged)
     }
 
     /// Records that requests used these packs now (their last-use time and use count order
@@ -155,7 +197,8 @@ public final class ResourceStore: Sendable {
     public func markUsed(_ ids: some Collection<String>, beginnings: [String: Int] = [:]) throws(ResourceError) {
         let now = clock()
         try write("record a use") { db in
-            let update = try db.cachedStatement(sql: "UPDATE pack SET lastUsedAt = ?, useCount = useCount + ? WHERE id = ?")
+            // Capped, so a count read from a damaged row cannot overflow into a REAL.
+            let update = try db.cachedStatement(sql: "UPDATE pack SET lastUsedAt = ?, useCount = MIN(useCount + ?, \(StoreRow.maximumCount)) WHERE id = ?")
             for id in Set(ids).union(beginnings.keys) {
                 try update.execute(arguments: [now, beginnings[id] ?? 0, id])
             }
@@ -172,7 +215,9 @@ public final class ResourceStore: Sendable {
                 VALUES (?, ?, ?, ?, ?, 1, 0)
                 ON CONFLICT(id) DO UPDATE SET archiveBytes = excluded.archiveBytes,
                     installedBytes = excluded.installedBytes, installedAt = excluded.installedAt,
-                    lastUsedAt = excluded.lastUsedAt, isInstalled = 1
+                    lastUsedAt = excluded.lastUsedAt, isInstalled = 1,
+                    useCount = CASE WHEN typeof(useCount) = 'integer' AND useCount BETWEEN 0 AND \(StoreRow.maximumCount)
+                                    THEN useCount ELSE 0 END
                 """, arguments: [pack.id, pack.archiveBytes, pack.installedBytes, now, now])
             try StoreSchema.recordEntries(entries, ofPack: pack.id, db)
             try StoreSchema.updateSupersededFlags(db)
@@ -189,23 +234,36 @@ public final class ResourceStore: Sendable {
     ///
     /// - Returns: `true` when the pack was deleted; `false` when it was not installed or is in use.
     @discardableResult
+    ///
+    /// - Throws: `invalid-argument` when `id` is not a pack id (nothing is touched).
     public func removePack(id: String, reason: PurgeReason) async throws(ResourceError) -> Bool {
+        try await removeInstalledPack(id: id, event: .purge, reason: reason.rawValue)
+    }
+
+    /// ``removePack(id:reason:)``, logging an event of `kind` (a purge, or a repair of a damaged pack).
+    func removeInstalledPack(id: String, event kind: StoreEvent.Kind, reason: String) async throws(ResourceError) -> Bool {
         let lock = try await FileLock.lock(lockPath(for: id))
         defer { lock.unlock() }
+        return try removeInstalledPackLocked(id: id, event: kind, reason: reason)
+    }
+
+    /// ``removeInstalledPack(id:event:reason:)`` for a caller that holds the pack's lock.
+    func removeInstalledPackLocked(id: String, event kind: StoreEvent.Kind, reason: String) throws(ResourceError) -> Bool {
         guard let row = try pack(id: id), row.isInstalled else { return false }
         // Held exclusively only across the rename and the row update, so a process beginning to
         // use the pack meanwhile waits that long at most, then finds it gone and installs it again.
         leases.unlinger(id)
         guard let lease = try FileLock.tryLock(leases.path(for: id)) else { return false }
         defer { lease.unlockAndRemove() }
+        let folder = try packFolder(id: id)
         let trash = stagingURL.appending(path: "\(id).removed-\(UUID().uuidString)")
-        if rename(packURL(id: id).path, trash.path) != 0, errno != ENOENT {
-            throw StoreFailure.posix("move '\(packURL(id: id).path)' out of packs/")
+        if rename(folder.path, trash.path) != 0, errno != ENOENT {
+            throw StoreFailure.posix("move '\(folder.path)' out of packs/")
         }
         let now = clock()
         try write("record a purge") { db in
             try db.execute(sql: "UPDATE pack SET isInstalled = 0 WHERE id = ?", arguments: [id])
-            try Self.log(db, StoreEvent(time: now, kind: .purge, packID: id, bytes: row.installedBytes, reason: reason.rawValue))
+            try Self.log(db, StoreEvent(time: now, kind: kind, packID: id, bytes: row.installedBytes, reason: reason))
         }
         lease.unlockAndRemove()
         Self.removeTree(trash)
@@ -233,18 +291,25 @@ public final class ResourceStore: Sendable {
             var result: [String: Double] = [:]
             for row in try Row.fetchAll(db, sql: "SELECT tag, priority FROM tagPriority WHERE catalogURL = ?",
                                         arguments: [CatalogLocation.key(catalogURL)]) {
-                result[row["tag"]] = row["priority"]
+                // A damaged row is left out: the manifest's priority stands.
+                guard let tag = try? StoreRow.text(row, "tag"), let priority = try? StoreRow.number(row, "priority") else { continue }
+                result[tag] = min(1, max(0, priority))
             }
             return result
         }
     }
 
-    /// The event log, oldest first.
+    /// The event log, oldest first; rows damaged outside the runtime are left out.
     public func events() throws(ResourceError) -> [StoreEvent] {
         try read("read the event log") { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM event ORDER BY number").map { row in
-                StoreEvent(time: row["time"], kind: StoreEvent.Kind(rawValue: row["kind"]), packID: row["packID"],
-                           bytes: row["bytes"], reason: row["reason"])
+            try Row.fetchAll(db, sql: "SELECT * FROM event ORDER BY number").compactMap { row -> StoreEvent? in
+                do throws(DamagedRow) {
+                    return StoreEvent(time: try StoreRow.number(row, "time"), kind: StoreEvent.Kind(rawValue: try StoreRow.text(row, "kind")),
+                                      packID: try StoreRow.text(row, "packID"), bytes: try StoreRow.bytes(row, "bytes"),
+                                      reason: try StoreRow.text(row, "reason"))
+                } catch {
+                    return nil
+                }
             }
         }
     }
@@ -252,17 +317,15 @@ public final class ResourceStore: Sendable {
     // MARK: - Space
 
     /// The bytes installed packs take, and the free space of the store's file system.
+    ///
+    /// Sums only rows it can trust (see ``packs()``), clamped instead of overflowing.
     public func usage() throws(ResourceError) -> StoreUsage {
-        let installed = try read("sum installed bytes") { db in
-            try Int64.fetchOne(db, sql: "SELECT COALESCE(SUM(installedBytes), 0) FROM pack WHERE isInstalled") ?? 0
-        }
-        let count = try read("count installed packs") { db in
-            try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM pack WHERE isInstalled") ?? 0
-        }
+        let installed = try read("sum installed bytes") { db in try Self.packRows(db, installedOnly: true).packs }
         var info = statvfs()
         guard statvfs(directory.path, &info) == 0 else { throw StoreFailure.posix("read the free space of '\(directory.path)'") }
-        return StoreUsage(installedBytes: installed, installedPacks: count,
-                          freeBytes: Int64(info.f_bavail) * Int64(info.f_frsize))
+        let free = Int64(clamping: info.f_bavail).multipliedReportingOverflow(by: Int64(clamping: info.f_frsize))
+        return StoreUsage(installedBytes: installed.lazy.map(\.installedBytes).clampedSum(), installedPacks: installed.count,
+                          freeBytes: free.overflow ? .max : free.partialValue)
     }
 
     // MARK: - Helpers
@@ -272,11 +335,19 @@ public final class ResourceStore: Sendable {
                        arguments: [event.time, event.kind.rawValue, event.packID, event.bytes, event.reason])
     }
 
-    static func pack(from row: Row) -> InstalledPack {
-        InstalledPack(number: row["number"], id: row["id"], archiveBytes: row["archiveBytes"],
-                      installedBytes: row["installedBytes"], installedAt: row["installedAt"],
-                      lastUsedAt: row["lastUsedAt"], isInstalled: row["isInstalled"], isSuperseded: row["isSuperseded"],
-                      useCount: row["useCount"])
+    /// A pack row, every value checked against its limits (sizes 0...2^62, finite times, a pack id).
+    static func pack(from row: Row) throws(DamagedRow) -> InstalledPack {
+        let id = try StoreRow.packID(row, "id")
+        do throws(DamagedRow) {
+            return InstalledPack(
+                number: Int(try StoreRow.integer(row, "number", in: 0...StoreRow.maximumCount)), id: id,
+                archiveBytes: try StoreRow.bytes(row, "archiveBytes"), installedBytes: try StoreRow.bytes(row, "installedBytes"),
+                installedAt: try StoreRow.number(row, "installedAt"), lastUsedAt: try StoreRow.number(row, "lastUsedAt"),
+                isInstalled: try StoreRow.flag(row, "isInstalled"), isSuperseded: try StoreRow.flag(row, "isSuperseded"),
+                useCount: Int(try StoreRow.integer(row, "useCount", in: 0...StoreRow.maximumCount)))
+        } catch {
+            throw DamagedRow(id: id, problem: error.problem)
+        }
     }
 
     /// Deletes a file or a folder tree; best effort (what remains is removed at the next open).

@@ -10,6 +10,9 @@ public struct StoreRepairReport: Sendable, Hashable, Codable {
     public var packsMarkedNotInstalled: [String] = []
     /// Files in `manifests/` that no stored manifest names (a failed or interrupted write), deleted.
     public var removedManifestFiles: [String] = []
+    /// Pack rows that broke the store's limits (changed outside the runtime), deleted, described;
+    /// their packs install again on the next fetch (docs/STORE.md, "Tampering with the store").
+    public var removedDamagedRows: [String] = []
     /// Whether every installed entry was checked (its size, without hashing). Opening a store that
     /// its last user closed cleanly checks only that each installed pack's folder exists; after a
     /// crash, or while another process has the store open, it checks every entry.
@@ -21,6 +24,6 @@ public struct StoreRepairReport: Sendable, Hashable, Codable {
     /// Whether the store was already clean.
     public var isEmpty: Bool {
         removedStagingItems.isEmpty && removedPackFolders.isEmpty && packsMarkedNotInstalled.isEmpty
-            && removedManifestFiles.isEmpty
+            && removedManifestFiles.isEmpty && removedDamagedRows.isEmpty
     }
 }

@@ -1,3 +1,4 @@
+import Foundation
 import GRDB
 import ODRFormat
 
@@ -118,6 +119,34 @@ enum StoreSchema {
             // count as used once.
             try db.execute(sql: "ALTER TABLE pack ADD COLUMN useCount INTEGER NOT NULL DEFAULT 1")
         }
+        migrator.registerMigration("v7") { db in
+            // Trust (the highest serial, the key set rotations led to) per catalog id for the whole
+            // store, rather than per URL: a second URL of the same catalog no longer starts again
+            // from the configured keys. Filled from every URL's row: the highest serial, and the
+            // key set of the highest version.
+            try db.execute(sql: """
+                CREATE TABLE catalogTrust (
+                    catalogID TEXT PRIMARY KEY NOT NULL,
+                    highestSerial INTEGER NOT NULL,
+                    keySetJSON BLOB
+                )
+                """)
+            var trust: [String: (serial: Int64, keySet: TrustedKeySet?, json: Data?)] = [:]
+            for row in try Row.fetchAll(db, sql: "SELECT catalogID, highestSerial, keySetJSON FROM catalog WHERE catalogID IS NOT NULL") {
+                guard let id = try? StoreRow.text(row, "catalogID"),
+                      let serial = try? StoreRow.integer(row, "highestSerial", in: -1...StoreRow.maximumCount) else { continue }
+                let json = (try? row.decode(Data?.self, forColumn: "keySetJSON")) ?? nil
+                let keySet = ResourceStore.keySet(fromJSON: json)
+                var entry = trust[id] ?? (serial, nil, nil)
+                entry.serial = max(entry.serial, serial)
+                if let keySet, keySet.version > entry.keySet?.version ?? Int.min { (entry.keySet, entry.json) = (keySet, json) }
+                trust[id] = entry
+            }
+            for (id, entry) in trust {
+                try db.execute(sql: "INSERT INTO catalogTrust (catalogID, highestSerial, keySetJSON) VALUES (?, ?, ?)",
+                               arguments: [id, entry.serial, entry.json])
+            }
+        }
         return migrator
     }
 
@@ -126,6 +155,25 @@ enum StoreSchema {
         try db.execute(sql: "DELETE FROM packEntry WHERE packID = ?", arguments: [id])
         let insert = try db.cachedStatement(sql: "INSERT OR REPLACE INTO packEntry (packID, name, size, sha256) VALUES (?, ?, ?, ?)")
         for entry in entries { try insert.execute(arguments: [id, entry.name, entry.size, entry.sha256]) }
+    }
+
+    /// Whether the entries recorded for pack `id` are `expected`: the same names with the same sizes
+    /// and SHA-256s. A pack id that another manifest lists with other contents is not installed for
+    /// this one. Entries recorded before migration `v4` have no SHA-256 and compare by name and size.
+    static func recordedEntries(ofPack id: String, match expected: [PackEntryExpectation], _ db: Database) throws -> Bool {
+        var recorded: [String: (size: Int64, sha256: String?)] = [:]
+        for row in try Row.fetchAll(db, sql: "SELECT name, size, sha256 FROM packEntry WHERE packID = ?", arguments: [id]) {
+            do throws(DamagedRow) {
+                recorded[try StoreRow.text(row, "name")] = (try StoreRow.bytes(row, "size"), try StoreRow.optionalText(row, "sha256"))
+            } catch {
+                return false
+            }
+        }
+        guard recorded.count == expected.count else { return false }
+        return expected.allSatisfy { entry in
+            guard let found = recorded[entry.name] else { return false }
+            return found.size == entry.size && (found.sha256 == nil || found.sha256 == entry.sha256)
+        }
     }
 
     /// Marks every pack that no followed catalog's current version lists as superseded.

@@ -297,6 +297,55 @@ struct SignedCatalogTests {
         }
     }
 
+    /// Trust is the store's, per catalog id: the same catalog reached through a second URL (a
+    /// mirror, `127.0.0.1` for `localhost`) does not start again from the configured keys or serial.
+    @Test func aSecondURLOfTheSameCatalogKeepsItsRotationAndSerial() async throws {
+        let world = try await World.make()
+        let next = SigningKey.generate()
+        let copies = try TemporaryDirectory(prefix: "odr-catalog-copies")
+        // The catalog before the rotation: signed by the old key, at a lower serial.
+        try FileManager.default.copyItem(at: world.root, to: copies.appending("before"))
+        try await withTestServer(root: world.root) { server in
+            let manager = try world.manager(url: server.baseURL)
+            try await manager.prepare()
+            try CatalogEditor(catalog: CatalogDirectory(root: world.root), signing: world.signing([next])).sign(rotatingFrom: [world.key])
+            try await world.publishNextVersion(signedBy: [next])
+            #expect(try await manager.checkForUpdates() == 2)
+            let current = try CatalogIndex.decode(from: Data(contentsOf: world.catalogFile))
+
+            // The rotated catalog with a lower serial, re-signed by the new key; and the old key
+            // signing a higher serial without the rotation.
+            try FileManager.default.copyItem(at: world.root, to: copies.appending("older"))
+            try FileManager.default.copyItem(at: world.root, to: copies.appending("forged"))
+            let expires = Date(timeIntervalSince1970: world.clock.now() + 86_400)
+            var older = current
+            older.serial -= 1
+            try older.signed(with: [next], expires: expires).encoded()
+                .write(to: copies.appending("older").appending(path: CatalogIndex.fileName))
+            var forged = current
+            forged.keyRotations = nil
+            forged.serial += 5
+            try forged.signed(with: [world.key], expires: expires).encoded()
+                .write(to: copies.appending("forged").appending(path: CatalogIndex.fileName))
+
+            for (copy, codes) in [("before", [ResourceError.Code.untrustedCatalog, .catalogRollback]),
+                                  ("forged", [.untrustedCatalog]), ("older", [.catalogRollback])] {
+                try await withTestServer(root: copies.appending(copy)) { mirror in
+                    let other = try world.manager(url: mirror.baseURL)
+                    do throws(ResourceError) {
+                        try await other.checkForUpdates()
+                        Issue.record("the copy '\(copy)' was accepted through a second URL")
+                    } catch {
+                        #expect(codes.contains(error.code), "\(copy): \(error)")
+                    }
+                    #expect(try other.store.followedCatalog(url: mirror.baseURL) == nil, "\(copy): nothing stored for the second URL")
+                }
+            }
+            #expect(try manager.store.followedCatalog(url: server.baseURL)?.highestSerial == current.serial)
+            #expect(try manager.store.verify().isEmpty)
+        }
+    }
+
     @Test func aThresholdAboveTheNumberOfKeysIsRefusedWhenTheManagerOpens() async throws {
         let world = try await World.make()
         #expect { try world.manager(url: URL(string: "http://127.0.0.1:9/")!, threshold: 2) } throws: { error in

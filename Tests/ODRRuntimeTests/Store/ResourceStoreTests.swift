@@ -223,6 +223,7 @@ struct ResourceStoreTests {
 
     @Test func packsOfAStoreFromBeforeUseCountsCountAsUsedOnce() throws {
         let directory = try TemporaryDirectory(prefix: "odr-store")
+        let id = String(repeating: "c", count: 64)
         do {
             // A store as the runtime left it before the use-count migration.
             let old = try DatabaseQueue(path: directory.url.appending(path: ResourceStore.databaseName).path)
@@ -230,15 +231,38 @@ struct ResourceStoreTests {
             try old.write { db in
                 try db.execute(sql: """
                     INSERT INTO pack (id, archiveBytes, installedBytes, installedAt, lastUsedAt, isInstalled)
-                    VALUES ('old', 10, 20, 1, 2, 0)
+                    VALUES ('\(id)', 10, 20, 1, 2, 0)
                     """)
             }
         }
         let store = try ResourceStore(directory: directory.url)
-        let pack = try #require(try store.pack(id: "old"))
+        let pack = try #require(try store.pack(id: id))
         #expect(pack.useCount == 1)
         #expect(pack.lastUsedAt == 2)
-        try store.markUsed(["old"], beginnings: ["old": 1])
-        #expect(try store.pack(id: "old")?.useCount == 2)
+        try store.markUsed([id], beginnings: [id: 1])
+        #expect(try store.pack(id: id)?.useCount == 2)
+    }
+
+    /// Migration v7 gathers the trust of every URL of a catalog into one record per catalog id:
+    /// the highest serial, and the key set of the highest version.
+    @Test func trustOfAStoreFromBeforeV7IsKeptPerCatalogID() throws {
+        let directory = try TemporaryDirectory(prefix: "odr-store")
+        let key = try SigningKey(seed: Data(0..<32)).publicKey
+        let rotated = try JSONEncoder().encode(try TrustedKeySet(version: 2, keys: [key], threshold: 1))
+        let first = try JSONEncoder().encode(try TrustedKeySet(version: 1, keys: [key], threshold: 1))
+        do {
+            let old = try DatabaseQueue(path: directory.url.appending(path: ResourceStore.databaseName).path)
+            try StoreSchema.migrator.migrate(old, upTo: "v6")
+            try old.write { db in
+                for (url, serial, keySet) in [("http://a/", 7, rotated), ("http://b/", 9, first)] {
+                    try db.execute(sql: "INSERT INTO catalog (url, distribution, catalogID, highestSerial, keySetJSON) VALUES (?, 'live', 'game', ?, ?)",
+                                   arguments: [url, serial, keySet])
+                }
+            }
+        }
+        let store = try ResourceStore(directory: directory.url)
+        let trust = try #require(try store.catalogTrust(catalogID: "game"))
+        #expect(trust.highestSerial == 9)
+        #expect(trust.keySet?.version == 2)
     }
 }
