@@ -19,9 +19,9 @@ public struct PurgeProposal: Sendable, Equatable {
     /// The packs chosen, in purge order.
     public var deletions: [Deletion]
     /// The bytes the deletions free.
-    public var bytesFreed: Int64 { deletions.reduce(0) { $0 + $1.bytes } }
+    public var bytesFreed: Int64 { ClampedBytes.total(deletions.lazy.map(\.bytes)) }
     /// What is still missing when every pack not in use is not enough.
-    public var shortfall: Int64 { max(0, bytesNeeded - bytesFreed) }
+    public var shortfall: Int64 { max(0, ClampedBytes.difference(bytesNeeded, bytesFreed)) }
 }
 
 extension ResourceManager {
@@ -33,6 +33,10 @@ extension ResourceManager {
     /// Packs in use are never candidates: those requests of this manager hold, those being
     /// downloaded, and those a request in another process (or another manager) on the same store
     /// holds, which its lease tells (see ``ResourceStore/isPackInUse(id:)``).
+    ///
+    /// What interrupted downloads left in `staging/` goes before any installed pack, oldest first
+    /// (``PurgeReason/staleStaging``), but never a download in progress: not one of this manager's,
+    /// and not one whose pack lock another process holds.
     public func purgePlan(bytes: Int64) throws(ResourceError) -> PurgeProposal {
         lastUse.flush()
         let installed = try store.packs().filter(\.isInstalled)
@@ -54,10 +58,24 @@ extension ResourceManager {
                 useCount: pack.useCount,
                 isUnchosenVariant: record != nil && snapshot?.lookup.isChosen(packID: pack.id) == false)
         }
-        let plan = configuration.purgePlanner.plan(candidates.filter { !$0.isInUse }, bytesNeeded: bytes, now: configuration.clock.now())
+        var staging: [PurgeProposal.Deletion] = [], stagingBytes: Int64 = 0
+        for item in staleStaging(downloading: downloading) where stagingBytes < bytes {
+            staging.append(.init(packID: item.packID, bytes: item.bytes, reason: .staleStaging))
+            stagingBytes = ClampedBytes.total([stagingBytes, item.bytes])
+        }
+        let rest = bytes > stagingBytes ? bytes - stagingBytes : 0
+        let plan = configuration.purgePlanner.plan(candidates.filter { !$0.isInUse }, bytesNeeded: rest, now: configuration.clock.now())
         return PurgeProposal(
             bytesNeeded: bytes,
-            deletions: plan.deletions.map { .init(packID: installed[$0.id].id, bytes: $0.bytes, reason: $0.reason) })
+            deletions: staging + plan.deletions.map { .init(packID: installed[$0.id].id, bytes: $0.bytes, reason: $0.reason) })
+    }
+
+    /// What `staging/` holds of packs no download works on, oldest first: not this manager's
+    /// downloads, nor packs whose lock another process holds (a download in progress there).
+    private func staleStaging(downloading: Set<String>) -> [ResourceStore.StagedPack] {
+        store.stagedPacks()
+            .filter { $0.bytes > 0 && !downloading.contains($0.packID) && !FileLock.isHeld(store.lockPath(for: $0.packID)) }
+            .sorted { ($0.modifiedAt, $0.packID) < ($1.modifiedAt, $1.packID) }
     }
 
     /// Deletes packs no request uses until `bytes` are freed (or nothing more can go); each purge
@@ -72,6 +90,14 @@ extension ResourceManager {
         let proposal = try purgePlan(bytes: bytes)
         var done = PurgeProposal(bytesNeeded: bytes, deletions: [])
         for deletion in proposal.deletions {
+            if deletion.reason == .staleStaging {
+                // A download of the pack may have started since the plan was made.
+                guard state.withLock({ $0.downloads[deletion.packID] == nil }),
+                      let freed = try store.removeStaging(ofPack: deletion.packID) else { continue }
+                done.deletions.append(.init(packID: deletion.packID, bytes: freed, reason: deletion.reason))
+                hub.emit(.packPurged(id: deletion.packID, bytes: freed, reason: deletion.reason), from: self)
+                continue
+            }
             // A request may have begun using the pack since the plan was made.
             let stillFree = state.withLock { state in
                 guard let ledger = state.ledger, let index = ledger.catalog.pack(id: deletion.packID) else { return true }
@@ -117,20 +143,25 @@ extension ResourceManager {
         var purged: PurgeProposal?
         for _ in 0..<3 {
             let free = configuration.diskSpace.freeBytes(at: store.directory)
+            // Walked before taking the lock, which requests beginning and ending wait for.
+            let staged = configuration.cacheBudget == nil ? [] : store.stagedPacks()
             // Read usage, decide and reserve in one step: an install that finishes meanwhile
             // moves its bytes from reserved to used, and must be counted once, not zero times.
             let (budgetNeed, diskNeed, fitNeed) = try state.withLock { state throws(ResourceError) -> (Int64, Int64, Int64) in
                 var budgetNeed: Int64 = 0, diskNeed: Int64 = 0, fitNeed: Int64 = 0
                 if let budget = configuration.cacheBudget {
-                    let used = try store.usage().installedBytes
-                    budgetNeed = used + state.reservedBytes + installing - budget
+                    // Staging counts: an interrupted download's bytes are on disk all the same.
+                    let downloading = state.downloads
+                    let stagedBytes = ClampedBytes.total(staged.filter { downloading[$0.packID] == nil }.map(\.bytes))
+                    let used = try store.installedUsage().bytes
+                    budgetNeed = ClampedBytes.total([used, stagedBytes, state.reservedBytes, installing, ClampedBytes.difference(0, budget)])
                 }
                 if let free {
-                    let left = free - state.reservedBytes - installing - staging
-                    diskNeed = configuration.freeSpaceWatermark - left
-                    fitNeed = -left
+                    let left = ClampedBytes.difference(free, ClampedBytes.total([state.reservedBytes, installing, staging]))
+                    diskNeed = ClampedBytes.difference(configuration.freeSpaceWatermark, left)
+                    fitNeed = ClampedBytes.difference(0, left)
                 }
-                if max(budgetNeed, diskNeed) <= 0, reserve { state.reservedBytes += installing }
+                if max(budgetNeed, diskNeed) <= 0, reserve { state.reservedBytes = ClampedBytes.total([state.reservedBytes, installing]) }
                 return (budgetNeed, diskNeed, fitNeed)
             }
             let need = max(budgetNeed, diskNeed)
@@ -139,29 +170,29 @@ extension ResourceManager {
             purged = PurgeProposal(bytesNeeded: need, deletions: (purged?.deletions ?? []) + done.deletions)
             let freed = done.bytesFreed
             guard freed < need else { continue }  // enough went; check again, others may have taken it
-            if let free, diskNeed > freed { hub.emit(.lowDiskSpace(freeBytes: free + freed), from: self) }
+            if let free, diskNeed > freed { hub.emit(.lowDiskSpace(freeBytes: ClampedBytes.total([free, freed])), from: self) }
             guard failWhenShort else { return purged }
             if fitNeed > freed {
                 throw ResourceError(
                     .outOfSpace,
-                    "Not enough disk space for \(installing) more bytes even after purging every pack not in use (\(fitNeed - freed) bytes short). End requests you no longer need, or free disk space.")
+                    "Not enough disk space for \(installing) more bytes even after purging every pack not in use (\(ClampedBytes.difference(fitNeed, freed)) bytes short). End requests you no longer need, or free disk space.")
             }
             if budgetNeed > freed {
                 throw ResourceError(
                     .cacheBudgetExceeded,
-                    "Installing \(installing) more bytes would exceed the cache budget of \(configuration.cacheBudget ?? 0) bytes even after purging every pack not in use (\(budgetNeed - freed) bytes over); the disk has room. End requests you no longer need, or raise the cache budget.")
+                    "Installing \(installing) more bytes would exceed the cache budget of \(configuration.cacheBudget ?? 0) bytes even after purging every pack not in use (\(ClampedBytes.difference(budgetNeed, freed)) bytes over); the disk has room. End requests you no longer need, or raise the cache budget.")
             }
             // Below the watermark, but the bytes fit: install them anyway (lowDiskSpace was posted).
-            if reserve { state.withLock { $0.reservedBytes += installing } }
+            if reserve { state.withLock { $0.reservedBytes = ClampedBytes.total([$0.reservedBytes, installing]) } }
             return purged
         }
         // Others kept taking the room freed for this install; proceed and let the next check catch up.
-        if reserve { state.withLock { $0.reservedBytes += installing } }
+        if reserve { state.withLock { $0.reservedBytes = ClampedBytes.total([$0.reservedBytes, installing]) } }
         return purged
     }
 
     /// Returns bytes promised by ``makeRoom(installing:staging:reserve:failWhenShort:)``.
     func releaseReservation(_ bytes: Int64) {
-        state.withLock { $0.reservedBytes = max(0, $0.reservedBytes - bytes) }
+        state.withLock { $0.reservedBytes = max(0, ClampedBytes.difference($0.reservedBytes, bytes)) }
     }
 }

@@ -318,18 +318,26 @@ public final class ResourceStore: Sendable {
 
     // MARK: - Space
 
-    /// The bytes installed packs take, and the free space of the store's file system.
+    /// The bytes installed packs take, the bytes in `staging/`, and the free space of the store's file system.
     public func usage() throws(ResourceError) -> StoreUsage {
+        let (installed, count) = try installedUsage()
+        var info = statvfs()
+        guard statvfs(directory.path, &info) == 0 else { throw StoreFailure.posix("read the free space of '\(directory.path)'") }
+        let staging = ClampedBytes.total(stagedPacks().map(\.bytes))
+        let (free, overflow) = UInt64(info.f_bavail).multipliedReportingOverflow(by: UInt64(info.f_frsize))
+        return StoreUsage(installedBytes: installed, installedPacks: count, stagingBytes: staging,
+                          freeBytes: overflow ? .max : Int64(clamping: free))
+    }
+
+    /// The bytes installed packs take, and how many they are (from their rows).
+    func installedUsage() throws(ResourceError) -> (bytes: Int64, packs: Int) {
         let installed = try read("sum installed bytes") { db in
             try Int64.fetchOne(db, sql: "SELECT COALESCE(SUM(installedBytes), 0) FROM pack WHERE isInstalled") ?? 0
         }
         let count = try read("count installed packs") { db in
             try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM pack WHERE isInstalled") ?? 0
         }
-        var info = statvfs()
-        guard statvfs(directory.path, &info) == 0 else { throw StoreFailure.posix("read the free space of '\(directory.path)'") }
-        return StoreUsage(installedBytes: installed, installedPacks: count,
-                          freeBytes: Int64(info.f_bavail) * Int64(info.f_frsize))
+        return (installed, count)
     }
 
     // MARK: - Helpers
