@@ -41,6 +41,8 @@ struct StatusCommand: AsyncParsableCommand {
             var variant: String
             /// Whether the pack is of a variant the device does not choose (listed when installed).
             var notChosen: Bool
+            /// Bytes of the pack in `staging/`: a download in progress or interrupted.
+            var stagingBytes: Int64 = 0
         }
         var catalog: Catalog
         var tags: [Tag]
@@ -78,6 +80,8 @@ struct StatusCommand: AsyncParsableCommand {
                 packs.append(Report.Pack(id: row.id, state: store.state(ofPack: row.id, installed: installed), archiveBytes: row.archiveBytes, installedBytes: row.installedBytes,
                                          tags: [], superseded: true, lastUsedAt: row.lastUsedAt, variant: "", notChosen: false))
             }
+            let staged = Dictionary(uniqueKeysWithValues: store.stagedPacks().map { ($0.packID, $0.bytes) })
+            for index in packs.indices { packs[index].stagingBytes = staged[packs[index].id] ?? 0 }
             let report = Report(
                 catalog: .init(url: snapshot.catalogURL.absoluteString, id: snapshot.index.id, serial: snapshot.index.serial,
                                distribution: options.distribution, version: snapshot.version),
@@ -98,8 +102,9 @@ struct StatusCommand: AsyncParsableCommand {
         for pack in report.packs {
             var tags = pack.superseded ? "superseded" : pack.tags.joined(separator: ",")
             if !pack.variant.isEmpty { tags += " [\(pack.variant)\(pack.notChosen ? ", not chosen" : "")]" }
-            print("  \(pack.id.prefix(12))  \(pack.state.rawValue.padding(toLength: 15, withPad: " ", startingAt: 0)) \(byteText(pack.installedBytes))  \(tags)")
+            let staged = pack.stagingBytes > 0 ? " (\(byteText(pack.stagingBytes)) staged)" : ""
+            print("  \(pack.id.prefix(12))  \(pack.state.rawValue.padding(toLength: 15, withPad: " ", startingAt: 0)) \(byteText(pack.installedBytes))\(staged)  \(tags)")
         }
-        print("store: \(byteText(report.store.installedBytes)) in \(report.store.installedPacks) pack(s); \(byteText(report.store.freeBytes)) free")
+        print("store: \(byteText(report.store.installedBytes)) in \(report.store.installedPacks) pack(s), \(byteText(report.store.stagingBytes)) in staging; \(byteText(report.store.freeBytes)) free")
     }
 }

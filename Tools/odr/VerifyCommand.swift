@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import ODRFormat
 import ODRRuntime
 
 /// `odr verify`: checks every installed byte.

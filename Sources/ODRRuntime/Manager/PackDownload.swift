@@ -50,6 +50,9 @@ final class PackDownload: Sendable {
     /// Bytes received so far.
     var received: Int64 { state.withLock { $0.received } }
 
+    /// Whether the last request left before the work finished (the work is being cancelled).
+    var isAbandoned: Bool { state.withLock { $0.abandoned } }
+
     /// Whether the work has ended, well or not.
     var isFinished: Bool { state.withLock { $0.result != nil } }
 

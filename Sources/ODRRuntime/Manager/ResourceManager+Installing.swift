@@ -254,6 +254,7 @@ extension ResourceManager {
                 }
             }
         } catch let error as ResourceError {
+            if error.code == .outOfSpace { await discardStaging(of: missing) }
             throw error
         } catch {
             throw ResourceError(.cancelled, "The fetch was cancelled before its packs were installed.")
@@ -268,5 +269,24 @@ extension ResourceManager {
             }
         }
         return FetchReport(install: summary, purged: purged.withLock { $0 })
+    }
+
+    /// After a fetch ran out of space: deletes what `staging/` holds of its packs that are not
+    /// installed, not only of the one that failed, since the disk is full. A pack another request
+    /// of this manager still waits for, or another process is downloading (its lock is held),
+    /// keeps its staging; this fetch's own abandoned downloads are waited for first.
+    private func discardStaging(of ids: [String]) async {
+        for id in ids {
+            let download = state.withLock { state -> PackDownload?? in
+                if state.installedIDs.contains(id) { return .none }
+                return .some(state.downloads[id])
+            }
+            guard case let .some(running) = download else { continue }
+            if let running {
+                guard running.isAbandoned || running.isFinished else { continue }
+                await running.finished()
+            }
+            _ = try? store.removeStaging(ofPack: id)
+        }
     }
 }

@@ -33,6 +33,10 @@ extension ResourceManager {
     /// Packs in use are never candidates: those requests of this manager hold, those being
     /// downloaded, and those a request in another process (or another manager) on the same store
     /// holds, which its lease tells (see ``ResourceStore/isPackInUse(id:)``).
+    ///
+    /// What interrupted downloads left in `staging/` goes before any installed pack, oldest first
+    /// (``PurgeReason/staleStaging``), but never a download in progress: not one of this manager's,
+    /// and not one whose pack lock another process holds.
     public func purgePlan(bytes: Int64) throws(ResourceError) -> PurgeProposal {
         lastUse.flush()
         let installed = try store.packs().filter(\.isInstalled)
@@ -54,10 +58,27 @@ extension ResourceManager {
                 useCount: pack.useCount,
                 isUnchosenVariant: record != nil && snapshot?.lookup.isChosen(packID: pack.id) == false)
         }
-        let plan = configuration.purgePlanner.plan(candidates.filter { !$0.isInUse }, bytesNeeded: bytes, now: configuration.clock.now())
+        var staging: [PurgeProposal.Deletion] = [], stagingBytes: Int64 = 0
+        for item in staleStaging(downloading: downloading) where stagingBytes < bytes {
+            staging.append(.init(packID: item.packID, bytes: item.bytes, reason: .staleStaging))
+            stagingBytes = [stagingBytes, item.bytes].clampedSum()
+        }
+        let rest = bytes > stagingBytes ? bytes - stagingBytes : 0
+        let plan = configuration.purgePlanner.plan(candidates.filter { !$0.isInUse }, bytesNeeded: rest, now: configuration.clock.now())
         return PurgeProposal(
             bytesNeeded: bytes,
-            deletions: plan.deletions.map { .init(packID: installed[$0.id].id, bytes: $0.bytes, reason: $0.reason) })
+            deletions: staging + plan.deletions.map { .init(packID: installed[$0.id].id, bytes: $0.bytes, reason: $0.reason) })
+    }
+
+    /// What `staging/` holds of packs no download works on, oldest first: not this manager's
+    /// downloads, nor packs whose lock another process holds (a download in progress there).
+    private func staleStaging(downloading: Set<String>) -> [ResourceStore.StagedPack] {
+        store.stagedPacks()
+            .filter { staged in
+                guard staged.bytes > 0, !downloading.contains(staged.packID), let lock = try? store.lockPath(for: staged.packID) else { return false }
+                return !FileLock.isHeld(lock)
+            }
+            .sorted { ($0.modifiedAt, $0.packID) < ($1.modifiedAt, $1.packID) }
     }
 
     /// Deletes packs no request uses until `bytes` are freed (or nothing more can go); each purge
@@ -72,6 +93,14 @@ extension ResourceManager {
         let proposal = try purgePlan(bytes: bytes)
         var done = PurgeProposal(bytesNeeded: bytes, deletions: [])
         for deletion in proposal.deletions {
+            if deletion.reason == .staleStaging {
+                // A download of the pack may have started since the plan was made.
+                guard state.withLock({ $0.downloads[deletion.packID] == nil }),
+                      let freed = try store.removeStaging(ofPack: deletion.packID) else { continue }
+                done.deletions.append(.init(packID: deletion.packID, bytes: freed, reason: deletion.reason))
+                hub.emit(.packPurged(id: deletion.packID, bytes: freed, reason: deletion.reason), from: self)
+                continue
+            }
             // A request may have begun using the pack since the plan was made.
             let stillFree = state.withLock { state in
                 guard let ledger = state.ledger, let index = ledger.catalog.pack(id: deletion.packID) else { return true }
@@ -117,21 +146,25 @@ extension ResourceManager {
         var purged: PurgeProposal?
         for _ in 0..<3 {
             let free = configuration.diskSpace.freeBytes(at: store.directory)
+            // Walked before taking the lock, which requests beginning and ending wait for.
+            let staged = configuration.cacheBudget == nil ? [] : store.stagedPacks()
             // Read usage, decide and reserve in one step: an install that finishes meanwhile
             // moves its bytes from reserved to used, and must be counted once, not zero times.
             let (budgetNeed, diskNeed, fitNeed) = try state.withLock { state throws(ResourceError) -> (Int64, Int64, Int64) in
                 var budgetNeed: Int64 = 0, diskNeed: Int64 = 0, fitNeed: Int64 = 0
                 if let budget = configuration.cacheBudget {
-                    let used = try store.usage().installedBytes
-                    // Clamped: the sizes come from the database (checked) and the caller.
-                    budgetNeed = used.clampedAdding(state.reservedBytes).clampedAdding(installing).clampedSubtracting(budget)
+                    // Staging counts: an interrupted download's bytes are on disk all the same.
+                    let downloading = state.downloads
+                    let stagedBytes = staged.filter { downloading[$0.packID] == nil }.map(\.bytes).clampedSum()
+                    let used = try store.installedUsage().bytes
+                    budgetNeed = [used, stagedBytes, state.reservedBytes, installing, Int64(0).clampedSubtracting(budget)].clampedSum()
                 }
                 if let free {
-                    let left = free.clampedSubtracting(state.reservedBytes).clampedSubtracting(installing).clampedSubtracting(staging)
+                    let left = free.clampedSubtracting([state.reservedBytes, installing, staging].clampedSum())
                     diskNeed = configuration.freeSpaceWatermark.clampedSubtracting(left)
                     fitNeed = Int64(0).clampedSubtracting(left)
                 }
-                if max(budgetNeed, diskNeed) <= 0, reserve { state.reservedBytes += installing }
+                if max(budgetNeed, diskNeed) <= 0, reserve { state.reservedBytes = [state.reservedBytes, installing].clampedSum() }
                 return (budgetNeed, diskNeed, fitNeed)
             }
             let need = max(budgetNeed, diskNeed)
@@ -140,7 +173,7 @@ extension ResourceManager {
             purged = PurgeProposal(bytesNeeded: need, deletions: (purged?.deletions ?? []) + done.deletions)
             let freed = done.bytesFreed
             guard freed < need else { continue }  // enough went; check again, others may have taken it
-            if let free, diskNeed > freed { hub.emit(.lowDiskSpace(freeBytes: free.clampedAdding(freed)), from: self) }
+            if let free, diskNeed > freed { hub.emit(.lowDiskSpace(freeBytes: [free, freed].clampedSum()), from: self) }
             guard failWhenShort else { return purged }
             if fitNeed > freed {
                 throw ResourceError(
@@ -153,16 +186,16 @@ extension ResourceManager {
                     "Installing \(installing) more bytes would exceed the cache budget of \(configuration.cacheBudget ?? 0) bytes even after purging every pack not in use (\(budgetNeed.clampedSubtracting(freed)) bytes over); the disk has room. End requests you no longer need, or raise the cache budget.")
             }
             // Below the watermark, but the bytes fit: install them anyway (lowDiskSpace was posted).
-            if reserve { state.withLock { $0.reservedBytes += installing } }
+            if reserve { state.withLock { $0.reservedBytes = [$0.reservedBytes, installing].clampedSum() } }
             return purged
         }
         // Others kept taking the room freed for this install; proceed and let the next check catch up.
-        if reserve { state.withLock { $0.reservedBytes += installing } }
+        if reserve { state.withLock { $0.reservedBytes = [$0.reservedBytes, installing].clampedSum() } }
         return purged
     }
 
     /// Returns bytes promised by ``makeRoom(installing:staging:reserve:failWhenShort:)``.
     func releaseReservation(_ bytes: Int64) {
-        state.withLock { $0.reservedBytes = max(0, $0.reservedBytes - bytes) }
+        state.withLock { $0.reservedBytes = max(0, $0.reservedBytes.clampedSubtracting(bytes)) }
     }
 }

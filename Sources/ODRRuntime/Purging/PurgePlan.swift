@@ -1,3 +1,5 @@
+import ODRFormat
+
 /// What a purge policy decided: the packs to delete, why, and whether that frees enough.
 public struct PurgePlan: Sendable, Equatable {
     /// One pack to delete.

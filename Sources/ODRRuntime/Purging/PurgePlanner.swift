@@ -1,4 +1,5 @@
 import Foundation
+import ODRFormat
 
 /// The runtime's purge policy: superseded packs first, then the packs that have gone unused the
 /// longest, with preservation priority and frequent use slowing how fast a pack ages, without

@@ -23,4 +23,7 @@ public struct PurgeReason: RawRepresentable, Hashable, Sendable, CustomStringCon
     /// It was chosen over older packs of the same rank because it frees enough without freeing far
     /// more than needed.
     public static let closestFit = PurgeReason(rawValue: "closest-fit")
+    /// Not an installed pack: what an interrupted download left in `staging/`, reclaimed (oldest
+    /// first, before any installed pack) while no download of that pack is in progress.
+    public static let staleStaging = PurgeReason(rawValue: "stale-staging")
 }

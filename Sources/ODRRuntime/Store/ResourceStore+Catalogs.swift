@@ -79,7 +79,7 @@ extension ResourceStore {
             throw ResourceError(.invalidCatalog, "The stored manifest of version \(version) is damaged; check the catalog again online.",
                                 url: catalogURL, cause: error)
         } catch {
-            throw StoreFailure.database("read a manifest", error)
+            throw StoreFailure.database("read a manifest", error, directory: directory)
         }
     }
 

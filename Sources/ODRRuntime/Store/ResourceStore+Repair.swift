@@ -24,9 +24,11 @@ extension ResourceStore {
     /// Anything whose pack lock another process holds is in use by that process and left alone.
     ///
     /// With `checkEveryEntry` false (the store was closed cleanly, see ``StoreSession``) an installed
-    /// pack is only checked to have its folder. Call with the store lock held.
+    /// pack is only checked to have its folder. With `canWrite` false (the database was opened
+    /// read-only on a full disk) only files are deleted: rows are left for a later open to fix.
+    /// Call with the store lock held.
     static func repair(directory: URL, database: DatabasePool, clock: () -> Double,
-                       checkEveryEntry: Bool) throws(ResourceError) -> StoreRepairReport {
+                       checkEveryEntry: Bool, canWrite: Bool = true) throws(ResourceError) -> StoreRepairReport {
         var report = StoreRepairReport()
         report.checkedEveryEntry = checkEveryEntry
         let fileManager = FileManager.default
@@ -79,7 +81,7 @@ extension ResourceStore {
                 Dictionary(try packRows(db, installedOnly: true).packs.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
             }
         } catch {
-            throw StoreFailure.database("be read for repair", error)
+            throw StoreFailure.database("be read for repair", error, directory: directory)
         }
         let packFolders = (try? fileManager.contentsOfDirectory(atPath: packs.path)) ?? []
         // Sorting only the few orphans, not a thousand installed names, keeps a clean open quick.
@@ -106,8 +108,8 @@ extension ResourceStore {
             for pack in installed.values.filter({ !present.contains($0.id) }).sorted(by: { $0.number < $1.number }) {
                 guard let held = try lock(pack.id) else { continue }
                 defer { held.unlock() }
-                guard !FileManager.default.fileExists(atPath: packs.appending(path: pack.id).path) else { continue }
-                try markNotInstalled(pack, database: database, clock: clock)
+                guard canWrite, !FileManager.default.fileExists(atPath: packs.appending(path: pack.id).path) else { continue }
+                try markNotInstalled(pack, database: database, directory: directory, clock: clock)
                 report.packsMarkedNotInstalled.append(pack.id)
             }
             return report
@@ -133,7 +135,7 @@ extension ResourceStore {
                 return result
             }
         } catch {
-            throw StoreFailure.database("be read for repair", error)
+            throw StoreFailure.database("be read for repair", error, directory: directory)
         }
         // Packs installed before the store recorded entries are checked against their manifest once,
         // and their entries recorded then.
@@ -154,21 +156,21 @@ extension ResourceStore {
             // another process may be installing or removing it right now.
             let trusted = !untrusted.contains(pack.id)
             guard !trusted || !isComplete(folder, entries: entries) else { continue }
-            guard let held = try lock(pack.id) else { continue }
+            guard canWrite, let held = try lock(pack.id) else { continue }
             defer { held.unlock() }
             guard !trusted || !isComplete(folder, entries: entries) else { continue }
             backfill.removeAll { $0.id == pack.id }
             removeTree(folder)
-            try markNotInstalled(pack, database: database, clock: clock)
+            try markNotInstalled(pack, database: database, directory: directory, clock: clock)
             report.packsMarkedNotInstalled.append(pack.id)
         }
-        if !backfill.isEmpty {
+        if !backfill.isEmpty, canWrite {
             do {
                 try database.write { db in
                     for pack in backfill { try StoreSchema.recordEntries(pack.entries, ofPack: pack.id, db) }
                 }
             } catch {
-                throw StoreFailure.database("record the entries of installed packs", error)
+                throw StoreFailure.database("record the entries of installed packs", error, directory: directory)
             }
         }
         return report
@@ -277,7 +279,7 @@ extension ResourceStore {
         }) ?? true
     }
 
-    private static func markNotInstalled(_ pack: InstalledPack, database: DatabasePool, clock: () -> Double) throws(ResourceError) {
+    private static func markNotInstalled(_ pack: InstalledPack, database: DatabasePool, directory: URL, clock: () -> Double) throws(ResourceError) {
         let now = clock()
         do {
             try database.write { db in
@@ -286,7 +288,7 @@ extension ResourceStore {
                                        reason: "files missing or incomplete"))
             }
         } catch {
-            throw StoreFailure.database("record a repair", error)
+            throw StoreFailure.database("record a repair", error, directory: directory)
         }
     }
 

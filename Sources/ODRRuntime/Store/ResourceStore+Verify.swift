@@ -11,6 +11,12 @@ extension ResourceStore {
     /// each shared path's link, and nothing extra; and that no pack folder lacks a row.
     ///
     /// Reads every installed byte; meant for `odr verify` and support, not for every launch.
+    ///
+    /// Safe while other processes fetch and purge: each pack is checked under a lease (as a request
+    /// holds it), so no purge removes it meanwhile, and after its row is read again; a pack purged
+    /// or installed since the list was read is not a problem, nor is a folder in `packs/` whose
+    /// pack another process is installing (its lock is held) or whose row was committed meanwhile.
+    /// While verify holds a pack's lease, a purge in any process skips that pack as in use.
     public func verify() throws(ResourceError) -> [StoreProblem] {
         var problems: [StoreProblem] = []
         var manifests = ManifestCache(database: database, folder: manifestsURL)
@@ -19,9 +25,15 @@ extension ResourceStore {
         problems += try read("list packs") { db in try Self.packRows(db).damaged }.map(\.storeProblem)
         let ids = Set(installed.map(\.id))
         for name in ((try? FileManager.default.contentsOfDirectory(atPath: packsURL.path)) ?? []).sorted() where !ids.contains(name) {
+            guard try isOrphanFolder(name) else { continue }
             problems.append(StoreProblem(packID: name, message: "folder in packs/ without an installed row"))
         }
-        for pack in installed {
+        for listed in installed {
+            // Shared, as a request's lease: a purge in any process now leaves the pack alone.
+            let lease = try FileLock.lockShared(leases.path(for: listed.id))
+            defer { lease.unlock() }
+            // Purged between the list and the lease: gone on purpose, not missing.
+            guard let pack = try pack(id: listed.id), pack.isInstalled else { continue }
             guard let manifest = manifests.manifest(containingPack: pack.id) else {
                 problems.append(StoreProblem(packID: pack.id, message: "no stored manifest lists this pack"))
                 continue
@@ -60,5 +72,21 @@ extension ResourceStore {
             }
         }
         return problems
+    }
+
+    /// Whether `name`, a folder in `packs/` without an installed row when the rows were read, is
+    /// still one: not when its row was committed since, nor while another process installs or
+    /// removes that pack (it holds the pack's lock; the folder is between rename and commit).
+    private func isOrphanFolder(_ name: String) throws(ResourceError) -> Bool {
+        if try pack(id: name)?.isInstalled == true { return false }
+        let lock: FileLock?
+        do {
+            guard let held = try FileLock.tryLock(lockPath(for: name)) else { return false }
+            lock = held
+        } catch {
+            lock = nil  // a name no lock file can have (too long, say): no pack's, so nobody installs it
+        }
+        defer { lock?.unlock() }
+        return try pack(id: name)?.isInstalled != true && packFolderExists(id: name)
     }
 }

@@ -21,9 +21,11 @@ import ODRFormat
 /// ```
 ///
 /// Opening a store migrates its database and repairs what a crash left behind (see
-/// ``repairReport``). Several `ResourceStore` values, in one process or several, may share a
+/// ``repairReport``), under `locks/store.lock`, so processes creating one store at once each
+/// migrate it once. Several `ResourceStore` values, in one process or several, may share a
 /// directory: SQLite's locking serializes the database, and a per-pack file lock serializes the
-/// installation and removal of each pack.
+/// installation and removal of each pack. On a full disk the store still opens for reading (see
+/// ``init(directory:synchronousWrites:clock:)``).
 ///
 /// ```swift
 /// let store = try ResourceStore(directory: appSupport.appending(path: "odr"))
@@ -38,6 +40,8 @@ public final class ResourceStore: Sendable {
     /// loss cannot leave a recorded pack with missing bytes. On by default.
     public let synchronousWrites: Bool
     let database: DatabasePool
+    /// Whether the database was opened read-only because the disk was full (see ``init(directory:synchronousWrites:clock:)``).
+    let isReadOnly: Bool
     let clock: @Sendable () -> Double
     /// Held while the store is open; tells the next opener whether everyone closed it cleanly.
     private let session: StoreSession
@@ -54,6 +58,10 @@ public final class ResourceStore: Sendable {
     /// - Parameters:
     ///   - synchronousWrites: see ``synchronousWrites``.
     ///   - clock: seconds since 1970; tests inject their own.
+    /// Opening writes nothing to a database whose migrations all ran. When the disk is too full for
+    /// SQLite to open the database for writing, it is opened read-only: reads work, and every write
+    /// (an install, a purge, a use time) fails with `out-of-space`.
+    ///
     /// - Throws: ``ResourceError`` with `storage-failure` (or `out-of-space`) when the directory or
     ///   the database cannot be created or read.
     public init(
@@ -66,30 +74,71 @@ public final class ResourceStore: Sendable {
         self.clock = clock
         for folder in [self.directory, Self.packsURL(in: self.directory), Self.stagingURL(in: self.directory),
                        Self.locksURL(in: self.directory), Self.manifestsURL(in: self.directory)] {
-            do {
-                try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-            } catch {
-                throw ResourceError(.storageFailure, "Could not create the store directory '\(folder.path)'. Check its permissions.",
-                                    cause: StoreFailure(description: "\(error)"))
-            }
-        }
-        var configuration = Configuration()
-        configuration.busyMode = .timeout(30)
-        configuration.label = "odr-store"
-        do {
-            database = try DatabasePool(path: self.directory.appending(path: Self.databaseName).path, configuration: configuration)
-            try StoreSchema.migrator.migrate(database)
-        } catch {
-            throw StoreFailure.database("be opened at '\(self.directory.path)'", error)
+            try Self.createFolder(folder)
         }
         leases = PackLeases.shared(locks: Self.locksURL(in: self.directory))
         let packsPath = Self.packsURL(in: self.directory).path
         packsPathPrefix = packsPath.hasSuffix("/") ? packsPath : packsPath + "/"
+        // Creating the database and migrating it happen under the store lock: GRDB's migrator reads
+        // which migrations ran before its transaction, so two processes opening a new store at once
+        // would otherwise both run `v1` ("table catalog already exists") or `v3` twice.
         let storeLock = try FileLock.lockBlocking(Self.storeLockPath(in: Self.locksURL(in: self.directory)))
         defer { storeLock.unlock() }
-        session = try StoreSession(locks: Self.locksURL(in: self.directory), writesMarker: synchronousWrites)
+        (database, isReadOnly) = try Self.openDatabase(at: self.directory)
+        session = try StoreSession(locks: Self.locksURL(in: self.directory), writesMarker: synchronousWrites && !isReadOnly)
         repairReport = try Self.repair(directory: self.directory, database: database, clock: clock,
-                                       checkEveryEntry: !session.openedAfterCleanClose)
+                                       checkEveryEntry: !session.openedAfterCleanClose, canWrite: !isReadOnly)
+    }
+
+    /// Creates `folder` (and its parents) unless it exists; another process creating it at the
+    /// same moment is not an error.
+    private static func createFolder(_ folder: URL) throws(ResourceError) {
+        do {
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        } catch {
+            var isFolder: ObjCBool = false
+            if FileManager.default.fileExists(atPath: folder.path, isDirectory: &isFolder), isFolder.boolValue { return }
+            // The system call again, for its errno: a full disk is `out-of-space`.
+            if mkdir(folder.path, 0o755) != 0, errno == ENOSPC || errno == EDQUOT { throw StoreFailure.posix("create '\(folder.path)'") }
+            throw ResourceError(.storageFailure, "Could not create the store directory '\(folder.path)'. Check its permissions.",
+                                cause: StoreFailure(description: "\(error)"))
+        }
+    }
+
+    /// Opens the database and migrates it; call with the store lock held.
+    ///
+    /// A store whose migrations all ran is only read here, so opening writes nothing to the
+    /// database. When the file system is full (SQLite cannot even set up its 32 KiB shared-memory
+    /// index), the database file is opened read-only and immutable instead: reading commands
+    /// (`status`, `path`, `verify`, `log`) still work, and writes fail with `out-of-space`.
+    ///
+    /// - Returns: the pool, and whether it is read-only.
+    private static func openDatabase(at directory: URL) throws(ResourceError) -> (DatabasePool, Bool) {
+        let path = directory.appending(path: databaseName).path
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(30)
+        configuration.label = "odr-store"
+        do {
+            let database = try DatabasePool(path: path, configuration: configuration)
+            if try !database.read({ db in try StoreSchema.migrator.hasCompletedMigrations(db) }) {
+                try StoreSchema.migrator.migrate(database)
+            }
+            return (database, false)
+        } catch {
+            let failure = StoreFailure.database("be opened at '\(directory.path)'", error, directory: directory)
+            guard failure.code == .outOfSpace, FileManager.default.fileExists(atPath: path) else { throw failure }
+            // Read-only and without locks or the shared-memory index (`immutable=1`), which is what
+            // needs the space: sound while the disk is full, since then no process can commit.
+            configuration.readonly = true
+            guard let encoded = path.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) else { throw failure }
+            do {
+                let database = try DatabasePool(path: "file:\(encoded)?immutable=1", configuration: configuration)
+                guard try database.read({ db in try StoreSchema.migrator.hasCompletedMigrations(db) }) else { throw failure }
+                return (database, true)
+            } catch {
+                throw failure
+            }
+        }
     }
 
     // MARK: - Layout
@@ -141,11 +190,18 @@ public final class ResourceStore: Sendable {
     // MARK: - Database access
 
     func read<T>(_ operation: String, _ body: (Database) throws -> T) throws(ResourceError) -> T {
-        do { return try database.read(body) } catch { throw StoreFailure.database(operation, error) }
+        do { return try database.read(body) } catch { throw StoreFailure.database(operation, error, directory: directory) }
     }
 
     func write<T>(_ operation: String, _ body: (Database) throws -> T) throws(ResourceError) -> T {
-        do { return try database.write(body) } catch { throw StoreFailure.database(operation, error) }
+        try requireWritable(operation)
+        do { return try database.write(body) } catch { throw StoreFailure.database(operation, error, directory: directory) }
+    }
+
+    /// Throws `out-of-space` when the store was opened read-only on a full disk.
+    private func requireWritable(_ operation: String) throws(ResourceError) {
+        guard isReadOnly else { return }
+        throw ResourceError(.outOfSpace, "The store's database could not \(operation): its disk was full when the store was opened, so the store is open read-only. Free some space on that disk, then try again.")
     }
 
     // MARK: - Packs
@@ -233,15 +289,15 @@ public final class ResourceStore: Sendable {
     /// of it (the rest is cleaned up when the store opens).
     ///
     /// - Returns: `true` when the pack was deleted; `false` when it was not installed or is in use.
-    @discardableResult
-    ///
     /// - Throws: `invalid-argument` when `id` is not a pack id (nothing is touched).
+    @discardableResult
     public func removePack(id: String, reason: PurgeReason) async throws(ResourceError) -> Bool {
         try await removeInstalledPack(id: id, event: .purge, reason: reason.rawValue)
     }
 
     /// ``removePack(id:reason:)``, logging an event of `kind` (a purge, or a repair of a damaged pack).
     func removeInstalledPack(id: String, event kind: StoreEvent.Kind, reason: String) async throws(ResourceError) -> Bool {
+        try requireWritable("record a purge")  // before the folder leaves packs/
         let lock = try await FileLock.lock(lockPath(for: id))
         defer { lock.unlock() }
         return try removeInstalledPackLocked(id: id, event: kind, reason: reason)
@@ -261,9 +317,19 @@ public final class ResourceStore: Sendable {
             throw StoreFailure.posix("move '\(folder.path)' out of packs/")
         }
         let now = clock()
-        try write("record a purge") { db in
-            try db.execute(sql: "UPDATE pack SET isInstalled = 0 WHERE id = ?", arguments: [id])
-            try Self.log(db, StoreEvent(time: now, kind: kind, packID: id, bytes: row.installedBytes, reason: reason))
+        func record() throws(ResourceError) {
+            try write("record a purge") { db in
+                try db.execute(sql: "UPDATE pack SET isInstalled = 0 WHERE id = ?", arguments: [id])
+                try Self.log(db, StoreEvent(time: now, kind: kind, packID: id, bytes: row.installedBytes, reason: reason))
+            }
+        }
+        do {
+            try record()
+        } catch where error.code == .outOfSpace {
+            // A disk too full for the database to grow: the files are out of packs/ already, and
+            // deleting them makes the room to record that.
+            Self.removeTree(trash)
+            try record()
         }
         lease.unlockAndRemove()
         Self.removeTree(trash)
@@ -316,16 +382,23 @@ public final class ResourceStore: Sendable {
 
     // MARK: - Space
 
-    /// The bytes installed packs take, and the free space of the store's file system.
+    /// The bytes installed packs take, the bytes in `staging/`, and the free space of the store's file system.
     ///
     /// Sums only rows it can trust (see ``packs()``), clamped instead of overflowing.
     public func usage() throws(ResourceError) -> StoreUsage {
-        let installed = try read("sum installed bytes") { db in try Self.packRows(db, installedOnly: true).packs }
+        let (installed, count) = try installedUsage()
         var info = statvfs()
         guard statvfs(directory.path, &info) == 0 else { throw StoreFailure.posix("read the free space of '\(directory.path)'") }
-        let free = Int64(clamping: info.f_bavail).multipliedReportingOverflow(by: Int64(clamping: info.f_frsize))
-        return StoreUsage(installedBytes: installed.lazy.map(\.installedBytes).clampedSum(), installedPacks: installed.count,
-                          freeBytes: free.overflow ? .max : free.partialValue)
+        let staging = stagedPacks().lazy.map(\.bytes).clampedSum()
+        let (free, overflow) = UInt64(info.f_bavail).multipliedReportingOverflow(by: UInt64(info.f_frsize))
+        return StoreUsage(installedBytes: installed, installedPacks: count, stagingBytes: staging,
+                          freeBytes: overflow ? .max : Int64(clamping: free))
+    }
+
+    /// The bytes installed packs take (clamped), and how many they are, from the rows it can trust.
+    func installedUsage() throws(ResourceError) -> (bytes: Int64, packs: Int) {
+        let installed = try read("sum installed bytes") { db in try Self.packRows(db, installedOnly: true).packs }
+        return (installed.lazy.map(\.installedBytes).clampedSum(), installed.count)
     }
 
     // MARK: - Helpers
