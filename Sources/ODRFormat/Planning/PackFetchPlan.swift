@@ -65,6 +65,11 @@ public struct PackFetchPlan: Sendable {
     /// Entries whose bytes travel.
     public var fetchedEntries: Int { fetches.reduce(0) { $0 + $1.targets.count } }
 
+    /// Bytes of cut entries that the fetches continue rather than fetch again.
+    public var resumedBytes: Int64 {
+        fetches.reduce(0) { total, fetch in fetch.targets.reduce(total) { $0 + ($1.resume?.heldBytes ?? 0) } }
+    }
+
     /// Plans the install of a pack.
     ///
     /// - Parameters:
@@ -90,14 +95,8 @@ public struct PackFetchPlan: Sendable {
                 plan.reused.append(entry)
             } else {
                 let end = index + 1 < sorted.count ? sorted[index + 1].headerOffset : archiveBytes
-                // A resume is trusted only when its restart point can lie inside the entry's data:
-                // a journal that says otherwise (damaged, or about another archive) restarts the
-                // entry from its header instead of asking for an empty or misplaced range.
-                let earliestData = entry.headerOffset + 30 + Int64(entry.name.utf8.count)
                 if let resume = partial[entry.name], entry.method == .stored, policy.usesRanges,
-                   resume.dataOffset >= earliestData, resume.heldBytes > 0, resume.heldBytes < entry.storedSize,
-                   resume.dataOffset + entry.storedSize <= end {
-                    let start = resume.dataOffset + resume.heldBytes
+                   let start = resumeStart(of: entry, at: resume, spanEnd: end) {
                     spans.append((start..<end, PackRangeReader.Target(entry: entry, resume: resume)))
                 } else {
                     spans.append((entry.headerOffset..<max(entry.headerOffset, end), PackRangeReader.Target(entry: entry)))
@@ -105,7 +104,7 @@ public struct PackFetchPlan: Sendable {
             }
         }
         guard !spans.isEmpty else { return plan }
-        let everything = 0..<archiveBytes
+        let everything = 0..<max(0, archiveBytes)
         let wholeArchive = Fetch(range: everything, targets: spans.map { PackRangeReader.Target(entry: $0.target.entry) },
                                  isWholeArchive: true)
         guard policy.usesRanges, spans.count < sorted.count || spans.contains(where: { $0.target.resume != nil }) else {
@@ -135,9 +134,31 @@ public struct PackFetchPlan: Sendable {
             fetches[smallest].range = fetches[smallest].range.lowerBound..<next.range.upperBound
             fetches[smallest].targets += next.targets
         }
-        let rangesCost = fetches.reduce(Int64(0)) { $0 + Int64($1.range.count) + policy.requestCostBytes }
-        let wholeCost = archiveBytes + policy.requestCostBytes
-        plan.fetches = wholeCost <= rangesCost ? [wholeArchive] : fetches
+        // Saturating: a huge configured request cost only means "fewer requests".
+        let rangesCost = fetches.reduce(Int64(0)) { total, fetch in
+            let (withRange, overflow) = total.addingReportingOverflow(Int64(fetch.range.count))
+            let (withCost, overflow2) = withRange.addingReportingOverflow(policy.requestCostBytes)
+            return overflow || overflow2 ? .max : withCost
+        }
+        let (wholeCost, overflow) = archiveBytes.addingReportingOverflow(policy.requestCostBytes)
+        plan.fetches = overflow || wholeCost > rangesCost ? fetches : [wholeArchive]
         return plan
+    }
+
+    /// Where a resumed entry's missing bytes start, or `nil` when the resume cannot be trusted.
+    ///
+    /// The resume comes from the staging journal and the partial file's size, outside input: it is
+    /// used only when its data offset lies after the entry's local header (30 bytes and the name)
+    /// and leaves room for the whole entry before `spanEnd` (the next entry's header or the archive's
+    /// end), and when it holds some but not all of the entry's bytes. Otherwise (damaged, or about
+    /// another archive) the entry restarts from its header. Every sum is checked.
+    static func resumeStart(of entry: PackEntryExpectation, at resume: PackRangeReader.Resume, spanEnd: Int64) -> Int64? {
+        let (headerEnd, overflow) = entry.headerOffset.addingReportingOverflow(30 + Int64(entry.name.utf8.count))
+        let (latestData, underflow) = spanEnd.subtractingReportingOverflow(entry.storedSize)
+        guard !overflow, !underflow, entry.headerOffset >= 0, entry.storedSize > 0,
+              resume.dataOffset >= headerEnd, resume.dataOffset <= latestData,
+              resume.heldBytes > 0, resume.heldBytes < entry.storedSize else { return nil }
+        // dataOffset + heldBytes < dataOffset + storedSize <= spanEnd: no overflow.
+        return resume.dataOffset + resume.heldBytes
     }
 }

@@ -208,7 +208,6 @@ public struct PackInstaller: Sendable {
             let staged = StagedEntries.look(in: folder, entries: entries, journal: journal, hashing: true,
                                             flush: store.synchronousWrites)
             var complete = staged.complete
-            outcome.resumed = staged.heldBytes
             outcome.reusedFiles = 0
             outcome.reused = 0
             if reusesInstalledFiles {
@@ -223,6 +222,8 @@ public struct PackInstaller: Sendable {
             }
             let plan = PackFetchPlan.make(entries: entries, archiveBytes: pack.archiveBytes, complete: complete,
                                         partial: staged.partial, policy: policy)
+            // Partial entries count only when the plan continues them (their journal line fit).
+            outcome.resumed = staged.completeBytes + plan.resumedBytes
             tracker.plan(pack, bytes: plan.fetchBytes)
             // Whatever a fetch writes afresh must not meet a stale partial file.
             for fetch in plan.fetches {
@@ -516,8 +517,8 @@ struct StagedEntries {
     var complete: Set<String> = []
     /// Stored entries cut in the middle whose data offset the journal knows.
     var partial: [String: PackRangeReader.Resume] = [:]
-    /// Archive bytes these hold.
-    var heldBytes: Int64 = 0
+    /// Archive bytes the complete entries hold.
+    var completeBytes: Int64 = 0
 
     /// Looks at the folder; anything else there for an entry (a cut deflated entry, a cut entry the
     /// journal does not place, something that is not a regular file) is removed when `hashing`
@@ -534,7 +535,7 @@ struct StagedEntries {
             let isFile = info.st_mode & S_IFMT == S_IFREG
             if isFile, info.st_mode & 0o222 == 0, size == entry.size {
                 staged.complete.insert(entry.name)
-                staged.heldBytes += entry.storedSize
+                staged.completeBytes += entry.storedSize
                 continue
             }
             // Full size but not yet read-only: the process stopped between writing the entry's last
@@ -544,7 +545,7 @@ struct StagedEntries {
                 if !hashing || (try? StreamingSHA256.ofFile(atPath: path).finalize()) == entry.sha256 {
                     if hashing { Self.markVerified(path, flush: flush) }
                     staged.complete.insert(entry.name)
-                    staged.heldBytes += entry.storedSize
+                    staged.completeBytes += entry.storedSize
                     continue
                 }
             }
@@ -557,7 +558,6 @@ struct StagedEntries {
                 // manifest's digest together with them, so a damaged prefix fails that check.
                 if let hash = try? StreamingSHA256.ofFile(atPath: path, bytes: size) {
                     staged.partial[entry.name] = PackRangeReader.Resume(dataOffset: offset, heldBytes: size, heldHash: hash)
-                    staged.heldBytes += size
                     continue
                 }
             }
