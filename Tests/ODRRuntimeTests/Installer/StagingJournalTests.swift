@@ -87,11 +87,52 @@ struct StagingJournalTests {
         #expect(StagingJournal.DataLine(Substring(line)) == expected)
     }
 
+    /// A deflated entry's kept archive bytes (`.odr-parts`): continued when they are right; refused
+    /// with `integrity` when one byte is wrong, after which the next fetch takes the entry whole.
+    @Test(arguments: [false, true])
+    func aCutDeflatedEntryContinuesFromItsKeptBytesOnlyWhenTheyAreRight(damaged: Bool) async throws {
+        let fixture = try CatalogFixture(rules: #"{ "catalogID": "parts", "tags": { "level": { "include": ["level"] } } }"#)
+        let contents = Data(deterministicBytes(count: 2 << 20, seed: 2202).map { $0 & 0x0F })
+        try fixture.write("level/map.bin", contents)
+        try await fixture.build()
+        let directory = try TemporaryDirectory(prefix: "odr-store")
+        try await withTestServer(root: fixture.catalog) { server in
+            let store = try ResourceStore(directory: directory.url)
+            let (snapshot, pack) = try await Self.snapshot(store: store, server: server)
+            let entry = try #require(snapshot.lookup.expectedEntries(inPack: pack.id).first)
+            #expect(entry.method == .deflate)
+            var kept = try Data(contentsOf: fixture.catalog.appending(path: pack.archivePath))[Int(entry.headerOffset)...].prefix(300_000)
+            if damaged { kept[kept.startIndex + 200_000] ^= 0xFF }
+            let part = directory.appending("staging/\(pack.id).d/.odr-parts/\(entry.headerOffset)")
+            try FileManager.default.createDirectory(at: part.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try kept.write(to: part)
+
+            let installer = PackInstaller(store: store, transport: try TransferEngine())
+            if damaged {
+                let error = await #expect(throws: ResourceError.self) { try await installer.install([pack], from: snapshot) }
+                #expect(error?.code == .integrity)
+                #expect(!FileManager.default.fileExists(atPath: part.path))
+                #expect(try store.pack(id: pack.id)?.isInstalled != true)
+            }
+            server.clearRequests()
+            let summary = try await installer.install([pack], from: snapshot)
+            #expect(summary.resumedBytes == (damaged ? 0 : 300_000))
+            await server.waitUntilIdle()
+            let ranges = server.requests().filter { $0.path.hasPrefix("/packs/") }.map(\.range)
+            #expect(ranges == [damaged ? nil : "bytes=\(entry.headerOffset + 300_000)-\(pack.archiveBytes - 1)"], "\(ranges)")
+            #expect(try Data(contentsOf: store.url(forResource: "level/map.bin", in: snapshot)) == contents)
+            #expect(try store.verify().isEmpty)
+            #expect(directory.allFiles().filter { $0.hasPrefix("staging/") || $0.contains(".odr-parts") }.isEmpty)
+        }
+    }
+
     // MARK: Helpers
 
     static func snapshot(store: ResourceStore, server: CatalogServer) async throws -> (CatalogSnapshot, PackRecord) {
         let snapshot = try await CatalogClient(catalogURL: server.baseURL, store: store, transport: TransferEngine()).refresh()
-        return (snapshot, try #require(snapshot.packs(forTags: ["level"]).first))
+        let packs = try snapshot.packs(forTags: ["level"])
+        #expect(packs.count == 1)
+        return (snapshot, try #require(packs.first))
     }
 
     /// Leaves what an interrupted attempt would: the first ``heldBytes`` of ``cut`` in staging, and `journal`.
