@@ -26,7 +26,8 @@ extension TransferEngine {
         public var maximumHeaderBytes: Int
         /// Redirects followed per request.
         public var maximumRedirects: Int
-        /// Body bytes held between the network and a slow sink before the transfer pauses.
+        /// Body bytes held between the network and a slow sink before the transfer pauses; also
+        /// what a killed process loses beyond the socket buffers. Default 256 KiB, at least 64 KiB.
         public var bufferLimit: Int
         /// Headers sent with every request; a request's own headers win.
         public var headers: [String: String]
@@ -37,7 +38,7 @@ extension TransferEngine {
         public var nonUrgentBandwidthWhileUrgent: NonUrgentBandwidth = .paused
 
         /// The engine's defaults: 4 transfers, standard retries, 15 s to connect, a stall below 1 KiB/s
-        /// for 30 s, at most 45 s without a byte over all attempts, 64 KiB of response headers.
+        /// for 30 s, at most 45 s without a byte over all attempts, 64 KiB of response headers, 256 KiB buffered.
         public init(
             maximumConcurrentTransfers: Int = 4,
             retryPolicy: RetryPolicy = .standard,
@@ -47,7 +48,7 @@ extension TransferEngine {
             progressTimeout: Double = 45,
             maximumHeaderBytes: Int = 64 << 10,
             maximumRedirects: Int = 10,
-            bufferLimit: Int = 1 << 20,
+            bufferLimit: Int = 256 << 10,
             headers: [String: String] = [:],
             userAgent: String = "swift-odr/1"
         ) {

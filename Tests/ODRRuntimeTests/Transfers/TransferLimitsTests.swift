@@ -55,6 +55,7 @@ struct TransferLimitsTests {
         #expect(defaults.lowSpeedTime == 30)
         #expect(defaults.progressTimeout == 45)
         #expect(defaults.maximumHeaderBytes == 64 << 10)
+        #expect(defaults.bufferLimit == 256 << 10)
         #expect(defaults.retryPolicy == .standard)
         // The last attempt's timeouts are cut to what is left (curl counts whole seconds, so up to
         // one more), and no retry starts past the progress timeout: a silent server fails by then.
