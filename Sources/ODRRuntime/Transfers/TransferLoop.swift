@@ -235,7 +235,8 @@ final class TransferLoop {
         try easy.set(CURLOPT_NOSIGNAL, true)
         try easy.set(CURLOPT_TCP_KEEPALIVE, true)
         // Both timeouts end within what is left of the progress timeout (at least a second each).
-        let left = max(1, configuration.progressTimeout - session.secondsWithoutProgress)
+        // Clamped to a day so that no configured value can overflow the conversion to an integer.
+        let left = min(86_400, max(1, configuration.progressTimeout - session.secondsWithoutProgress))
         let connect = configuration.connectTimeout.isFinite ? max(0.001, min(configuration.connectTimeout, left)) : left
         try easy.set(CURLOPT_CONNECTTIMEOUT_MS, Int(connect * 1000))
         try easy.set(CURLOPT_LOW_SPEED_LIMIT, configuration.lowSpeedLimit)
