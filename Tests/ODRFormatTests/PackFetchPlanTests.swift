@@ -119,6 +119,50 @@ struct PackFetchPlanTests {
         #expect(plan.fetches[0].targets.allSatisfy { $0.resume == nil })
     }
 
+    /// Offsets near `Int64.max` (a crafted journal) restart the entry; they never trap.
+    @Test(arguments: [Int64.max, Int64.max - 10, Int64.min, -1])
+    func aResumeOffsetAtTheEdgeOfInt64RestartsTheEntry(dataOffset: Int64) {
+        let (entries, archive) = Self.entries(4)
+        let resume = PackRangeReader.Resume(dataOffset: dataOffset, heldBytes: 1000, heldHash: StreamingSHA256())
+        let plan = PackFetchPlan.make(entries: entries, archiveBytes: archive, complete: ["f0", "f1"], partial: ["f2": resume])
+        #expect(plan.fetches.first?.range.lowerBound == entries[2].headerOffset)
+        #expect(plan.resumedBytes == 0)
+    }
+
+    /// `count` deflated entries otherwise like ``entries(_:size:)``.
+    static func deflatedEntries(_ count: Int) -> (entries: [PackEntryExpectation], archiveBytes: Int64) {
+        let (stored, archive) = entries(count)
+        return (stored.map { entry in
+            var entry = entry
+            entry.method = .deflate
+            entry.size *= 2
+            return entry
+        }, archive)
+    }
+
+    @Test func aCutDeflatedEntryContinuesAfterItsHeldPrefix() {
+        let (entries, archive) = Self.deflatedEntries(4)
+        let plan = PackFetchPlan.make(entries: entries, archiveBytes: archive, complete: ["f0", "f1"], heldPrefixes: ["f2": 300_000])
+        #expect(plan.fetches.count == 1)
+        #expect(plan.fetches[0].range == (entries[2].headerOffset + 300_000)..<archive)
+        #expect(plan.fetches[0].heldPrefix == 300_000)
+        #expect(plan.fetches[0].targets.map(\.entry.name) == ["f2", "f3"])
+        #expect(plan.resumedBytes == 300_000)
+    }
+
+    /// A prefix that is empty, as long as the entry's span or longer, or in the way of a cheap merge
+    /// is not used: the entry's bytes come from its header.
+    @Test(arguments: [Int64(0), -5, 64 + (1 << 20), .max, 1000] as [Int64])
+    func anUnusablePrefixFetchesTheEntryFromItsHeader(prefix: Int64) {
+        let (entries, archive) = Self.deflatedEntries(4)
+        // f1 missing too: a prefix of 1,000 bytes is a gap cheaper than a request, so the ranges merge.
+        let plan = PackFetchPlan.make(entries: entries, archiveBytes: archive, complete: ["f0"], heldPrefixes: ["f2": prefix])
+        #expect(plan.fetches.count == 1)
+        #expect(plan.fetches[0].range.lowerBound == entries[1].headerOffset)
+        #expect(plan.fetches[0].heldPrefix == 0)
+        #expect(plan.resumedBytes == 0)
+    }
+
     @Test func nothingMissingIsNoRequest() {
         let (entries, archive) = Self.entries(3)
         let plan = PackFetchPlan.make(entries: entries, archiveBytes: archive, held: Set(entries.map(\.sha256)))

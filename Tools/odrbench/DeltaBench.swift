@@ -10,7 +10,8 @@ import ODRRuntime
 /// 1. Full download of v1 (with `curl -o` of the pack for reference).
 /// 2. One file changed (v2): at most 1.1 MiB downloaded.
 /// 3. A tenth of the files changed (v3): at most 1.15x their stored bytes, at most 60 requests.
-/// 4. Resume after SIGKILL: at most the missing bytes plus 1 MiB downloaded.
+/// 4. Resume after SIGKILL: at most the missing bytes plus 1 MiB downloaded; the bytes the kill
+///    lost (sent twice by the server) next to those `curl -C -` loses under the same kill.
 /// 5. Peak memory of every `odr fetch` under 64 MiB.
 struct DeltaBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -31,7 +32,12 @@ struct DeltaBench: AsyncParsableCommand {
             4. resume: a fresh single-pack catalog of --resume-mib MiB, once as 1 MiB files and once \
             as one file, fetched with ODR_CRASH_AT=download (odr kills itself with SIGKILL once \
             half of the pack arrived); the bytes left in STORE/staging/<id>.d are summed, then \
-            the fetch runs again; target: downloaded <= archive bytes - bytes on disk + 1 MiB.
+            the fetch runs again; target: downloaded <= archive bytes - bytes on disk + 1 MiB. The \
+            bytes the kill lost (pack bytes the server sent over both fetches, minus the archive) \
+            are printed next to those of `curl` killed with SIGKILL once half of the pack is on disk \
+            and resumed with `curl -C -`. Both are mostly the bytes in flight when the process died \
+            (socket buffers on both ends, a few MiB on loopback), so one run's pair is noisy: odr \
+            itself keeps every byte its installer received (downloaded - missing is about 0).
 
             Updates print their wall time next to the full download's. Times are the best of --runs \
             (each run starts from an empty store, with odr's default durability; a `sync` precedes each \
@@ -157,12 +163,18 @@ struct DeltaBench: AsyncParsableCommand {
         let store = workspace.appending(path: "store-\(layout.name)")
         defer { try? FileManager.default.removeItem(at: store) }
         try ChildProcess.syncFileSystems()
+        let packPath = "/\(layout.name)/packs/\(pack.id).zip"
+        let crashMark = client.server.logMark
         let crashed = try client.crashingFetch(catalog: "\(layout.name)/", store: store)
+        let crashedSent = client.server.requests(since: crashMark).filter { $0.target == packPath }.reduce(0) { $0 + $1.bytes }
         let onDisk = DiskUsage.bytes(under: store.appending(path: "staging/\(pack.id).d"))
         try ChildProcess.syncFileSystems()
         let resumed = try client.fetch(catalog: "\(layout.name)/", distribution: "live", store: store)
         let missing = pack.bytes - onDisk
         let excess = resumed.summary.downloadedBytes - missing
+        let odrLost = crashedSent + resumed.packRequests.reduce(0) { $0 + $1.bytes } - pack.bytes
+        let curlLost = try curlLoss(url: client.server.url(for: "\(layout.name)/packs/\(pack.id).zip"), path: packPath,
+                                    bytes: pack.bytes, server: client.server, workspace: workspace)
         let row = { (title: String, value: String) in print(BenchFormat.row(title, value, indent: 4, width: 29)) }
         print("  \(layout.label), pack of \(BenchFormat.mib(pack.bytes)):")
         row("killed fetch", "exit status \(crashed.status)\(crashed.status == 128 + SIGKILL ? " (SIGKILL)" : ""), \(BenchFormat.seconds(crashed.seconds));"
@@ -172,7 +184,27 @@ struct DeltaBench: AsyncParsableCommand {
             + " \(BenchFormat.seconds(resumed.seconds)); \(Self.exact(resumed.summary.resumedBytes)) reported resumed")
         row("downloaded - missing", "\(excess) bytes (target <= 1048576)")
         row("server log", resumed.servedText)
+        row("lost to the kill", "odr \(Self.exact(odrLost)), curl -C - \(Self.exact(curlLost)) (bytes in flight, mostly socket buffers)")
         row("odr fetch peak memory", "\(BenchFormat.mib(max(crashed.peakMemory, resumed.peakMemory))) (target < 64 MiB)")
+    }
+
+    /// What `curl` loses to the same kill: killed with SIGKILL once half of the pack is on disk, then
+    /// resumed with `curl -C -`; the pack bytes the server sent over both, minus the pack.
+    private func curlLoss(url: URL, path: String, bytes: Int64, server: CatalogServerProcess, workspace: URL) throws -> Int64 {
+        let output = workspace.appending(path: "curl-resume.zip")
+        defer { try? FileManager.default.removeItem(at: output) }
+        try ChildProcess.syncFileSystems()
+        let mark = server.logMark
+        let killed = Process()
+        killed.executableURL = URL(filePath: "/usr/bin/curl")
+        killed.arguments = ["-s", "-f", url.absoluteString, "-o", output.path]
+        try killed.run()
+        while killed.isRunning, DiskUsage.bytes(under: output) * 2 < bytes { usleep(200) }
+        kill(killed.processIdentifier, SIGKILL)
+        killed.waitUntilExit()
+        _ = try ChildProcess.measure(["/usr/bin/curl", "-s", "-f", "-C", "-", url.absoluteString, "-o", output.path]).succeeded()
+        guard DiskUsage.bytes(under: output) == bytes else { throw ValidationFailure("curl -C - did not complete \(path)") }
+        return server.requests(since: mark).filter { $0.target == path }.reduce(0) { $0 + $1.bytes } - bytes
     }
 
     /// The pack archive of a catalog that has exactly one.

@@ -50,6 +50,10 @@ public struct PackFetchPlan: Sendable {
         public var targets: [PackRangeReader.Target]
         /// A plain GET of the whole archive rather than a `Range` request.
         public var isWholeArchive: Bool
+        /// Archive bytes just before ``range`` that the client holds already: the first bytes, from
+        /// its local header on, of the first target, a deflated entry an earlier attempt cut. The
+        /// reader takes them from the client's copy, then the downloaded range. 0 when none.
+        public var heldPrefix: Int64 = 0
     }
 
     /// Entries complete and verified from an earlier attempt.
@@ -65,6 +69,11 @@ public struct PackFetchPlan: Sendable {
     /// Entries whose bytes travel.
     public var fetchedEntries: Int { fetches.reduce(0) { $0 + $1.targets.count } }
 
+    /// Bytes of cut entries that the fetches continue rather than fetch again.
+    public var resumedBytes: Int64 {
+        fetches.reduce(0) { total, fetch in fetch.targets.reduce(total + fetch.heldPrefix) { $0 + ($1.resume?.heldBytes ?? 0) } }
+    }
+
     /// Plans the install of a pack.
     ///
     /// - Parameters:
@@ -72,17 +81,20 @@ public struct PackFetchPlan: Sendable {
     ///   - archiveBytes: the archive's size.
     ///   - complete: names of entries complete in staging.
     ///   - partial: stored entries cut in the middle in staging, by name, with what they hold.
+    ///   - heldPrefixes: deflated entries cut in the middle, by name, with how many archive bytes
+    ///     from their local header on the client holds (used only when fewer than the entry's span).
     ///   - held: SHA-256 digests of contents the client holds already (installed files).
     ///   - policy: when ranges are used and how they merge.
     public static func make(
         entries: [PackEntryExpectation], archiveBytes: Int64, complete: Set<String> = [],
-        partial: [String: PackRangeReader.Resume] = [:], held: Set<String> = [], policy: RangePolicy = RangePolicy()
+        partial: [String: PackRangeReader.Resume] = [:], heldPrefixes: [String: Int64] = [:], held: Set<String> = [],
+        policy: RangePolicy = RangePolicy()
     ) -> PackFetchPlan {
         let sorted = entries.sorted { $0.headerOffset < $1.headerOffset }
         var plan = PackFetchPlan()
         // Each missing entry's span: its local header through the byte before the next entry's
         // header (or the archive's end, which brings the central directory along for the last one).
-        var spans: [(range: Range<Int64>, target: PackRangeReader.Target)] = []
+        var spans: [(range: Range<Int64>, target: PackRangeReader.Target, prefix: Int64)] = []
         for (index, entry) in sorted.enumerated() {
             if complete.contains(entry.name) {
                 plan.kept.append(entry)
@@ -90,37 +102,35 @@ public struct PackFetchPlan: Sendable {
                 plan.reused.append(entry)
             } else {
                 let end = index + 1 < sorted.count ? sorted[index + 1].headerOffset : archiveBytes
-                // A resume is trusted only when its restart point can lie inside the entry's data:
-                // a journal that says otherwise (damaged, or about another archive) restarts the
-                // entry from its header instead of asking for an empty or misplaced range.
-                let earliestData = entry.headerOffset + 30 + Int64(entry.name.utf8.count)
                 if let resume = partial[entry.name], entry.method == .stored, policy.usesRanges,
-                   resume.dataOffset >= earliestData, resume.heldBytes > 0, resume.heldBytes < entry.storedSize,
-                   resume.dataOffset + entry.storedSize <= end {
-                    let start = resume.dataOffset + resume.heldBytes
-                    spans.append((start..<end, PackRangeReader.Target(entry: entry, resume: resume)))
+                   let start = resumeStart(of: entry, at: resume, spanEnd: end) {
+                    spans.append((start..<end, PackRangeReader.Target(entry: entry, resume: resume), 0))
+                } else if let prefix = heldPrefixes[entry.name], entry.method != .stored, policy.usesRanges,
+                          entry.headerOffset >= 0, end > entry.headerOffset, prefix > 0, prefix < end - entry.headerOffset {
+                    spans.append(((entry.headerOffset + prefix)..<end, PackRangeReader.Target(entry: entry), prefix))
                 } else {
-                    spans.append((entry.headerOffset..<max(entry.headerOffset, end), PackRangeReader.Target(entry: entry)))
+                    spans.append((entry.headerOffset..<max(entry.headerOffset, end), PackRangeReader.Target(entry: entry), 0))
                 }
             }
         }
         guard !spans.isEmpty else { return plan }
-        let everything = 0..<archiveBytes
+        let everything = 0..<max(0, archiveBytes)
         let wholeArchive = Fetch(range: everything, targets: spans.map { PackRangeReader.Target(entry: $0.target.entry) },
                                  isWholeArchive: true)
-        guard policy.usesRanges, spans.count < sorted.count || spans.contains(where: { $0.target.resume != nil }) else {
+        guard policy.usesRanges, spans.count < sorted.count || spans.contains(where: { $0.target.resume != nil || $0.prefix > 0 }) else {
             plan.fetches = [wholeArchive]
             return plan
         }
 
-        // Merge neighbours whose gap costs less than a request.
+        // Merge neighbours whose gap costs less than a request (a held prefix in the gap is then
+        // downloaded again: it is at most that cost).
         var fetches: [Fetch] = []
         for span in spans {
             if let last = fetches.last, span.range.lowerBound - last.range.upperBound <= policy.requestCostBytes {
                 fetches[fetches.count - 1].range = last.range.lowerBound..<max(last.range.upperBound, span.range.upperBound)
                 fetches[fetches.count - 1].targets.append(span.target)
             } else {
-                fetches.append(Fetch(range: span.range, targets: [span.target], isWholeArchive: false))
+                fetches.append(Fetch(range: span.range, targets: [span.target], isWholeArchive: false, heldPrefix: span.prefix))
             }
         }
         // Too many requests: close the smallest gaps first.
@@ -135,9 +145,31 @@ public struct PackFetchPlan: Sendable {
             fetches[smallest].range = fetches[smallest].range.lowerBound..<next.range.upperBound
             fetches[smallest].targets += next.targets
         }
-        let rangesCost = fetches.reduce(Int64(0)) { $0 + Int64($1.range.count) + policy.requestCostBytes }
-        let wholeCost = archiveBytes + policy.requestCostBytes
-        plan.fetches = wholeCost <= rangesCost ? [wholeArchive] : fetches
+        // Saturating: a huge configured request cost only means "fewer requests".
+        let rangesCost = fetches.reduce(Int64(0)) { total, fetch in
+            let (withRange, overflow) = total.addingReportingOverflow(Int64(fetch.range.count))
+            let (withCost, overflow2) = withRange.addingReportingOverflow(policy.requestCostBytes)
+            return overflow || overflow2 ? .max : withCost
+        }
+        let (wholeCost, overflow) = archiveBytes.addingReportingOverflow(policy.requestCostBytes)
+        plan.fetches = overflow || wholeCost > rangesCost ? fetches : [wholeArchive]
         return plan
+    }
+
+    /// Where a resumed entry's missing bytes start, or `nil` when the resume cannot be trusted.
+    ///
+    /// The resume comes from the staging journal and the partial file's size, outside input: it is
+    /// used only when its data offset lies after the entry's local header (30 bytes and the name)
+    /// and leaves room for the whole entry before `spanEnd` (the next entry's header or the archive's
+    /// end), and when it holds some but not all of the entry's bytes. Otherwise (damaged, or about
+    /// another archive) the entry restarts from its header. Every sum is checked.
+    static func resumeStart(of entry: PackEntryExpectation, at resume: PackRangeReader.Resume, spanEnd: Int64) -> Int64? {
+        let (headerEnd, overflow) = entry.headerOffset.addingReportingOverflow(30 + Int64(entry.name.utf8.count))
+        let (latestData, underflow) = spanEnd.subtractingReportingOverflow(entry.storedSize)
+        guard !overflow, !underflow, entry.headerOffset >= 0, entry.storedSize > 0,
+              resume.dataOffset >= headerEnd, resume.dataOffset <= latestData,
+              resume.heldBytes > 0, resume.heldBytes < entry.storedSize else { return nil }
+        // dataOffset + heldBytes < dataOffset + storedSize <= spanEnd: no overflow.
+        return resume.dataOffset + resume.heldBytes
     }
 }

@@ -98,6 +98,12 @@ public final class DirectoryExtractor: PackRangeSink {
         self.current = nil
     }
 
+    /// Hands the current entry's buffered bytes to the file system (no `fsync`), so that a process
+    /// killed now keeps them in the partial file for a later ``resumeEntry(_:heldBytes:)``.
+    public func flushCurrentEntry() throws {
+        try current?.file.flush()
+    }
+
     /// Closes and deletes the partial file of the current entry (one that failed verification),
     /// keeping the completed ones.
     public func removeCurrentEntry() {

@@ -13,7 +13,10 @@ import ODRFormat
 /// A retry within the same transfer continues where the bytes stopped (the reader's state is intact);
 /// a response that starts over (offset 0) first removes what this sink wrote. When the transfer
 /// fails, completed entries stay for a later attempt, and so does a cut entry unless its bytes were
-/// wrong (`integrity`).
+/// wrong (`integrity`). So that a killed process keeps what it received, the entry being written is
+/// handed to the file system after every write, and a deflated entry's archive bytes are kept as
+/// they arrive (``CutEntryParts``); a fetch that starts with such held bytes (`heldPrefix`) runs them
+/// through the reader before the downloaded range.
 ///
 /// `@unchecked Sendable`: the engine calls a sink's methods one at a time, in order, from one task
 /// (``TransferSink``'s contract), and the installer reads the state only after the transfer ended.
@@ -28,6 +31,10 @@ final class EntryRangeSink: TransferSink, @unchecked Sendable {
     let journal: StagingJournal
     let syncFiles: Bool
     let source: URL
+    /// Archive bytes before `range` taken from the first target's part (`PackFetchPlan.Fetch.heldPrefix`).
+    let heldPrefix: Int64
+    private let parts: CutEntryParts?
+    private let partWriter: CutEntryPartWriter?
     /// Called with the number of new bytes each time some arrive.
     private let received: @Sendable (Int64) -> Void
     private var reader: PackRangeReader?
@@ -39,9 +46,14 @@ final class EntryRangeSink: TransferSink, @unchecked Sendable {
     private(set) var formatFailure: ResourceError?
 
     init(packID: String, fetch: PackFetchPlan.Fetch, allEntries: [PackEntryExpectation], folder: URL, journal: StagingJournal,
-         syncFiles: Bool, source: URL, received: @escaping @Sendable (Int64) -> Void) {
+         parts: CutEntryParts?, syncFiles: Bool, source: URL, received: @escaping @Sendable (Int64) -> Void) {
         self.packID = packID
         range = fetch.range
+        heldPrefix = parts == nil ? 0 : fetch.heldPrefix
+        self.parts = parts
+        // A whole local archive needs no parts: it is read again at no cost.
+        partWriter = parts.flatMap { source.isFileURL ? nil
+            : CutEntryPartWriter(parts: $0, targets: fetch.targets, rangeEnd: fetch.range.upperBound, heldPrefix: fetch.heldPrefix) }
         targets = fetch.targets
         isWholeArchive = fetch.isWholeArchive
         self.allEntries = allEntries
@@ -61,20 +73,52 @@ final class EntryRangeSink: TransferSink, @unchecked Sendable {
         }
         // First response, or the body starts over: drop what an earlier response of this sink wrote.
         extractor?.removeWritten()
-        let extractor = try wrap { try JournalingExtractor(folder: folder, syncFiles: syncFiles, journal: journal) }
+        partWriter?.restart()
+        let extractor = try wrap { try JournalingExtractor(folder: folder, syncFiles: syncFiles, journal: journal, parts: partWriter) }
         self.extractor = extractor
         // A whole archive brings its central directory along: check it as a full read would.
-        reader = try wrap {
-            try PackRangeReader(range: range, targets: targets, sink: extractor, checkingDirectoryOf: isWholeArchive ? allEntries : nil)
+        let reader = try wrap {
+            try PackRangeReader(range: (range.lowerBound - heldPrefix)..<range.upperBound, targets: targets, sink: extractor,
+                                checkingDirectoryOf: isWholeArchive ? allEntries : nil)
         }
+        self.reader = reader
         consumed = 0
+        if heldPrefix > 0 { try feedHeldPrefix(to: reader) }
     }
 
     func write(_ bytes: Data) async throws {
-        guard let reader else { throw ResourceError(.storageFailure, "Pack bytes arrived before the response began.", url: source) }
-        try wrap { try reader.consume(bytes) }
+        guard let reader, let extractor else { throw ResourceError(.storageFailure, "Pack bytes arrived before the response began.", url: source) }
+        // Kept before they are unpacked: a process killed from here on still has them.
+        partWriter?.append(bytes, at: range.lowerBound + consumed)
+        try wrap {
+            try reader.consume(bytes)
+            try extractor.base.flushCurrentEntry()
+        }
         consumed += Int64(bytes.count)
         received(Int64(bytes.count))
+    }
+
+    /// Runs the first target's kept bytes (its part) through the reader, as if they had just arrived.
+    private func feedHeldPrefix(to reader: PackRangeReader) throws(ResourceError) {
+        guard let parts, let first = targets.first?.entry else { return }
+        let path = parts.path(of: first)
+        let descriptor = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard descriptor >= 0 else { throw StoreFailure.posix("open '\(path)'") }
+        defer { Glibc.close(descriptor) }
+        var remaining = heldPrefix
+        var chunk = [UInt8](repeating: 0, count: 256 << 10)
+        while remaining > 0 {
+            let wanted = Int(min(Int64(chunk.count), remaining))
+            let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, wanted) }
+            if count < 0, errno == EINTR { continue }
+            guard count > 0 else {
+                // The part lost bytes since the plan was made: the entry starts over next time.
+                unlink(path)
+                throw ResourceError(.storageFailure, "The kept bytes of '\(first.name)' in staging are shorter than planned; try again.", url: source)
+            }
+            try wrap { try reader.consume(Data(chunk[..<count])) }
+            remaining -= Int64(count)
+        }
     }
 
     func finish() async throws {
@@ -89,6 +133,7 @@ final class EntryRangeSink: TransferSink, @unchecked Sendable {
 
     /// Closes the entry being written: kept for a later resume, or removed when its bytes were wrong.
     func close(keepingCurrentEntry: Bool) {
+        partWriter?.close(keeping: keepingCurrentEntry)
         guard let extractor else { return }
         if keepingCurrentEntry { extractor.base.closeKeepingExtracted() } else { extractor.base.removeCurrentEntry() }
     }
@@ -108,12 +153,15 @@ final class EntryRangeSink: TransferSink, @unchecked Sendable {
 final class JournalingExtractor: PackRangeSink {
     let base: DirectoryExtractor
     let journal: StagingJournal
+    /// Told when an entry is verified, so its kept archive bytes go.
+    let parts: CutEntryPartWriter?
     /// Entries this extractor began or resumed, so a response that starts over can remove them.
     private var written: [String] = []
 
-    init(folder: URL, syncFiles: Bool, journal: StagingJournal) throws {
+    init(folder: URL, syncFiles: Bool, journal: StagingJournal, parts: CutEntryPartWriter?) throws {
         base = try DirectoryExtractor(destination: folder, syncFiles: syncFiles)
         self.journal = journal
+        self.parts = parts
     }
 
     func entryDataStarts(_ entry: PackEntryExpectation, at dataOffset: Int64) throws {
@@ -134,7 +182,10 @@ final class JournalingExtractor: PackRangeSink {
 
     func writeEntryData(_ bytes: UnsafeRawBufferPointer) throws { try base.writeEntryData(bytes) }
 
-    func endEntry(_ entry: PackEntryExpectation) throws { try base.endEntry(entry) }
+    func endEntry(_ entry: PackEntryExpectation) throws {
+        try base.endEntry(entry)
+        parts?.finished(entry)
+    }
 
     /// Removes every entry file this extractor wrote (complete or not).
     func removeWritten() {

@@ -15,7 +15,7 @@ import ODRFormat
 ///   it (copied where linking is not possible) after hashing the link, so nothing travels;
 /// - the rest arrive as byte ranges of the archive (neighbours merged, see `RangePolicy` (ODRFormat)), or as
 ///   one plain GET of the whole archive when that costs less. An entry cut in the middle continues
-///   from its last byte on disk.
+///   from its last byte on disk (a deflated one from its kept archive bytes, see `CutEntryParts`).
 ///
 /// Every byte that becomes a file streams once from the network into its entry's file in
 /// `staging/<id>.d/`: inflated when deflated, hashed against the manifest, its local header checked.
@@ -122,7 +122,8 @@ public struct PackInstaller: Sendable {
             }
             let entries = snapshot.lookup.expectedEntries(inPack: pack.id)
             let staged = StagedEntries.look(in: stagingFolder(of: pack), entries: entries,
-                                            journal: StagingJournal(url: journalURL(of: pack)), hashing: false)
+                                            journal: StagingJournal(url: journalURL(of: pack)),
+                                            parts: parts(of: pack, in: snapshot.lookup), hashing: false)
             pending.append((pack, entries, staged))
             result[pack.id] = pack.archiveBytes
         }
@@ -134,7 +135,7 @@ public struct PackInstaller: Sendable {
             // Packs not installed have no files among these, so none is offered its own.
             result[item.pack.id] = PackFetchPlan.make(
                 entries: item.entries, archiveBytes: item.pack.archiveBytes, complete: item.staged.complete,
-                partial: item.staged.partial, held: reusable, policy: policy(for: source(of: item.pack, in: snapshot).url)
+                partial: item.staged.partial, heldPrefixes: item.staged.heldPrefixes, held: reusable, policy: policy(for: source(of: item.pack, in: snapshot).url)
             ).fetchBytes
         }
         return result
@@ -165,20 +166,25 @@ public struct PackInstaller: Sendable {
         let journal = StagingJournal(url: journalURL(of: pack))
         let entries = snapshot.lookup.expectedEntries(inPack: pack.id)
         var outcome = PackOutcome(id: pack.id, kind: isBundled ? .fromBundle : .downloaded)
+        let parts = parts(of: pack, in: snapshot.lookup)
         do {
-            try await assemble(pack, entries: entries, from: source, into: folder, journal: journal,
+            try await assemble(pack, entries: entries, from: source, into: folder, journal: journal, parts: parts,
                                policy: policy(for: source), tracker: tracker, outcome: &outcome)
         } catch {
             // A full disk leaves nothing. Otherwise (network, cancel, a refused entry) verified
             // entries stay for the next attempt, which fetches only the rest; with none, nothing stays.
-            let staged = StagedEntries.look(in: folder, entries: entries, journal: journal, hashing: false)
-            if error.code == .outOfSpace || staged.complete.isEmpty && staged.partial.isEmpty { discardStaging(of: pack) }
+            let staged = StagedEntries.look(in: folder, entries: entries, journal: journal, parts: parts, hashing: false)
+            if error.code == .outOfSpace || staged.complete.isEmpty && staged.partial.isEmpty && staged.heldPrefixes.isEmpty {
+                discardStaging(of: pack)
+            }
             throw error
         }
         if isBundled { outcome.downloaded = 0 }
         outcome.report = InstallSummary.PackReport(
             id: pack.id, archiveBytes: pack.archiveBytes, downloadedBytes: outcome.downloaded, entries: entries.count,
             fetchedEntries: outcome.fetchedFiles, reusedEntries: outcome.reusedFiles)
+        // Every entry is verified: kept archive bytes have no use left, and must not move into packs/.
+        parts?.removeAll()
         do throws(ResourceError) {
             try linkSharedFiles(of: pack, in: snapshot.lookup, at: folder)
             CrashPoint.unpack.reached()
@@ -206,7 +212,7 @@ public struct PackInstaller: Sendable {
     /// Fills `folder` with every entry of the pack, verified: kept, reused, then fetched.
     private func assemble(
         _ pack: PackRecord, entries: [PackEntryExpectation], from source: URL, into folder: URL, journal: StagingJournal,
-        policy initialPolicy: RangePolicy, tracker: ProgressTracker, outcome: inout PackOutcome
+        parts: CutEntryParts?, policy initialPolicy: RangePolicy, tracker: ProgressTracker, outcome: inout PackOutcome
     ) async throws(ResourceError) {
         var policy = initialPolicy
         while true {
@@ -215,10 +221,9 @@ public struct PackInstaller: Sendable {
             } catch {
                 throw ResourceError(.storageFailure, "Could not create '\(folder.path)'.", cause: StoreFailure(description: "\(error)"))
             }
-            let staged = StagedEntries.look(in: folder, entries: entries, journal: journal, hashing: true,
+            let staged = StagedEntries.look(in: folder, entries: entries, journal: journal, parts: parts, hashing: true,
                                             flush: store.synchronousWrites)
             var complete = staged.complete
-            outcome.resumed = staged.heldBytes
             outcome.reusedFiles = 0
             outcome.reused = 0
             if reusesInstalledFiles {
@@ -232,7 +237,9 @@ public struct PackInstaller: Sendable {
                 }
             }
             let plan = PackFetchPlan.make(entries: entries, archiveBytes: pack.archiveBytes, complete: complete,
-                                        partial: staged.partial, policy: policy)
+                                        partial: staged.partial, heldPrefixes: staged.heldPrefixes, policy: policy)
+            // Partial entries count only when the plan continues them (their journal line fit).
+            outcome.resumed = staged.completeBytes + plan.resumedBytes
             tracker.plan(pack, bytes: plan.fetchBytes)
             // Whatever a fetch writes afresh must not meet a stale partial file.
             for fetch in plan.fetches {
@@ -242,7 +249,7 @@ public struct PackInstaller: Sendable {
             }
             do {
                 let fetched = try await fetch(plan.fetches, of: pack, entries: entries, from: source, into: folder,
-                                              journal: journal, tracker: tracker)
+                                              journal: journal, parts: parts, tracker: tracker)
                 outcome.downloaded = fetched
                 outcome.requests = plan.fetches.count
                 outcome.fetchedFiles = plan.fetchedEntries
@@ -272,7 +279,7 @@ public struct PackInstaller: Sendable {
     /// Runs the plan's requests, a few at a time; returns the bytes downloaded.
     private func fetch(
         _ fetches: [PackFetchPlan.Fetch], of pack: PackRecord, entries: [PackEntryExpectation], from source: URL, into folder: URL,
-        journal: StagingJournal, tracker: ProgressTracker
+        journal: StagingJournal, parts: CutEntryParts?, tracker: ProgressTracker
     ) async throws(ResourceError) -> Int64 {
         guard !fetches.isEmpty else { return 0 }
         let syncFiles = store.synchronousWrites
@@ -280,7 +287,7 @@ public struct PackInstaller: Sendable {
         let transport = self.transport
         let one: @Sendable (PackFetchPlan.Fetch) async throws(ResourceError) -> Int64 = { fetch throws(ResourceError) in
             let sink = EntryRangeSink(packID: pack.id, fetch: fetch, allEntries: entries, folder: folder, journal: journal,
-                                      syncFiles: syncFiles, source: source, received: { tracker.received($0, of: pack) })
+                                      parts: parts, syncFiles: syncFiles, source: source, received: { tracker.received($0, of: pack) })
             var request = TransferRequest(url: source, priority: priority)
             if fetch.isWholeArchive {
                 request.expectedSize = pack.archiveBytes
@@ -375,6 +382,10 @@ public struct PackInstaller: Sendable {
     }
 
     private func journalURL(of pack: PackRecord) -> URL { store.stagingURL.appending(path: "\(pack.id).journal") }
+
+    private func parts(of pack: PackRecord, in lookup: ManifestIndex) -> CutEntryParts? {
+        CutEntryParts(stagingFolder: stagingFolder(of: pack), paths: lookup.files(inPack: pack.id).lazy.flatMap { [$0.path, $0.entry] })
+    }
 
     private func discardStaging(of pack: PackRecord) {
         ResourceStore.removeTree(stagingFolder(of: pack))
@@ -534,14 +545,17 @@ struct StagedEntries {
     var complete: Set<String> = []
     /// Stored entries cut in the middle whose data offset the journal knows.
     var partial: [String: PackRangeReader.Resume] = [:]
-    /// Archive bytes these hold.
-    var heldBytes: Int64 = 0
+    /// Deflated entries cut in the middle whose archive bytes a part holds (``CutEntryParts``), by name.
+    var heldPrefixes: [String: Int64] = [:]
+    /// Archive bytes the complete entries hold.
+    var completeBytes: Int64 = 0
 
     /// Looks at the folder; anything else there for an entry (a cut deflated entry, a cut entry the
     /// journal does not place, something that is not a regular file) is removed when `hashing`
-    /// (the install itself), and merely not counted otherwise (a size estimate).
-    static func look(in folder: URL, entries: [PackEntryExpectation], journal: StagingJournal, hashing: Bool,
-                     flush: Bool = false) -> StagedEntries {
+    /// (the install itself), and merely not counted otherwise (a size estimate). A cut deflated
+    /// entry's kept archive bytes (`parts`) are reported in ``heldPrefixes`` instead.
+    static func look(in folder: URL, entries: [PackEntryExpectation], journal: StagingJournal, parts: CutEntryParts?,
+                     hashing: Bool, flush: Bool = false) -> StagedEntries {
         var staged = StagedEntries()
         guard access(folder.path, F_OK) == 0 else { return staged }
         for entry in entries {
@@ -552,7 +566,7 @@ struct StagedEntries {
             let isFile = info.st_mode & S_IFMT == S_IFREG
             if isFile, info.st_mode & 0o222 == 0, size == entry.size {
                 staged.complete.insert(entry.name)
-                staged.heldBytes += entry.storedSize
+                staged.completeBytes += entry.storedSize
                 continue
             }
             // Full size but not yet read-only: the process stopped between writing the entry's last
@@ -562,7 +576,7 @@ struct StagedEntries {
                 if !hashing || (try? StreamingSHA256.ofFile(atPath: path).finalize()) == entry.sha256 {
                     if hashing { Self.markVerified(path, flush: flush) }
                     staged.complete.insert(entry.name)
-                    staged.heldBytes += entry.storedSize
+                    staged.completeBytes += entry.storedSize
                     continue
                 }
             }
@@ -575,11 +589,16 @@ struct StagedEntries {
                 // manifest's digest together with them, so a damaged prefix fails that check.
                 if let hash = try? StreamingSHA256.ofFile(atPath: path, bytes: size) {
                     staged.partial[entry.name] = PackRangeReader.Resume(dataOffset: offset, heldBytes: size, heldHash: hash)
-                    staged.heldBytes += size
                     continue
                 }
             }
             if hashing { ResourceStore.removeTree(URL(filePath: path)) }
+        }
+        // A deflated entry's file cannot be continued, but its kept archive bytes can be run again.
+        if let parts {
+            for entry in entries where entry.method != .stored && !staged.complete.contains(entry.name) {
+                if let held = parts.heldBytes(of: entry) { staged.heldPrefixes[entry.name] = held }
+            }
         }
         return staged
     }

@@ -21,29 +21,80 @@ import ODRFormat
 /// flushed before it was made read-only when the store writes synchronously. The journal is never
 /// flushed: losing it costs only bytes (a cut entry restarts from its header), never correctness,
 /// since a resumed entry's held bytes are hashed again before the rest is appended.
+///
+/// The file is outside input like any other (a crash mid-line, a damaged disk, someone's editor):
+/// each line is parsed into a ``DataLine`` or validators, and a line that does not parse (a negative
+/// or non-decimal offset, a name that is not a clean relative path, validators that could not be
+/// sent as a header) is ignored, so its entry is fetched again from its header. Offsets are checked
+/// against the entry's place in the archive where the plan uses them (`PackFetchPlan` (ODRFormat)).
+/// A journal larger than ``maximumBytes`` is ignored whole.
 final class StagingJournal: Sendable {
     let url: URL
     private let state = Locked(State())
+
+    /// Far more than one line per entry of the largest pack needs.
+    static let maximumBytes = 32 << 20
 
     private struct State {
         var dataOffsets: [String: Int64] = [:]
         var validators = TransferValidators()
     }
 
+    /// One `data <offset> <name>` line: where entry `name`'s data starts in the archive.
+    struct DataLine: Equatable {
+        var dataOffset: Int64
+        var name: String
+
+        /// Parses a line (without its newline); `nil` unless the offset is a non-negative decimal
+        /// that fits in 64 bits and the name a clean relative path.
+        init?(_ line: Substring) {
+            guard line.hasPrefix("data ") else { return nil }
+            let fields = line.dropFirst(5).split(separator: " ", maxSplits: 1, omittingEmptySubsequences: false)
+            guard fields.count == 2, !fields[0].isEmpty, fields[0].utf8.allSatisfy({ (0x30...0x39).contains($0) }),
+                  let offset = Int64(fields[0]) else { return nil }
+            let name = String(fields[1])
+            guard RelativePath.isClean(name) else { return nil }
+            self.init(dataOffset: offset, name: name)
+        }
+
+        init(dataOffset: Int64, name: String) {
+            self.dataOffset = dataOffset
+            self.name = name
+        }
+    }
+
     init(url: URL) {
         self.url = url
-        guard let text = try? String(contentsOf: url, encoding: .utf8) else { return }
+        guard let text = Self.readText(url) else { return }
         state.withLock { state in
             for line in text.split(separator: "\n") {
-                if line.hasPrefix("data ") {
-                    let fields = line.dropFirst(5).split(separator: " ", maxSplits: 1)
-                    if fields.count == 2, let offset = Int64(fields[0]) { state.dataOffsets[String(fields[1])] = offset }
+                if let data = DataLine(line) {
+                    state.dataOffsets[data.name] = data.dataOffset
                 } else if line.hasPrefix("validators "),
-                          let decoded = try? JSONDecoder().decode(TransferValidators.self, from: Data(line.dropFirst(11).utf8)) {
+                          let decoded = try? JSONDecoder().decode(TransferValidators.self, from: Data(line.dropFirst(11).utf8)),
+                          decoded.isSendable {
                     state.validators = decoded
                 }
             }
         }
+    }
+
+    /// The journal's text, or `nil` when it is missing, not a regular file, or too large to be one.
+    private static func readText(_ url: URL) -> String? {
+        let descriptor = open(url.path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        guard descriptor >= 0 else { return nil }
+        defer { close(descriptor) }
+        var info = stat()
+        guard fstat(descriptor, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_size <= maximumBytes else { return nil }
+        var bytes = [UInt8](repeating: 0, count: Int(info.st_size))
+        var filled = 0
+        while filled < bytes.count {
+            let count = bytes[filled...].withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            if count < 0, errno == EINTR { continue }
+            guard count > 0 else { break }
+            filled += count
+        }
+        return String(decoding: bytes[..<filled], as: UTF8.self)
     }
 
     /// The validators of the archive the staged bytes came from (empty when unknown).
@@ -63,8 +114,9 @@ final class StagingJournal: Sendable {
         try append("validators \(String(decoding: json, as: UTF8.self))\n")
     }
 
-    /// Records where an entry's data starts.
+    /// Records where an entry's data starts (a name that could not be read back is not recorded).
     func recordDataOffset(_ offset: Int64, of name: String) throws(ResourceError) {
+        guard offset >= 0, RelativePath.isClean(name) else { return }
         state.withLock { $0.dataOffsets[name] = offset }
         try append("data \(offset) \(name)\n")
     }

@@ -5,16 +5,29 @@ extension TransferEngine {
         public var maximumConcurrentTransfers: Int
         /// Retries of transient failures.
         public var retryPolicy: RetryPolicy
-        /// Seconds to wait for a connection before the attempt fails with a timeout.
+        /// Seconds to wait for a connection before the attempt fails with a timeout (`CURLOPT_CONNECTTIMEOUT`).
         public var connectTimeout: Double
-        /// A transfer slower than this many bytes per second for ``lowSpeedTime`` seconds has stalled:
+        /// An exchange slower than this many bytes per second for ``lowSpeedTime`` seconds has stalled:
         /// the attempt fails and is retried (continuing where it stopped). Paused transfers are exempt.
+        /// `CURLOPT_LOW_SPEED_LIMIT`; the default, 1 KiB/s, lets a slow mobile link go on (a retry
+        /// continues where a dip below it stopped) and bounds a server that trickles bytes to hold
+        /// the client (slow retrieval) to the retry budget.
         public var lowSpeedLimit: Int
-        /// Seconds below ``lowSpeedLimit`` that count as a stall.
+        /// Seconds below ``lowSpeedLimit`` that count as a stall (`CURLOPT_LOW_SPEED_TIME`).
         public var lowSpeedTime: Int
+        /// Seconds a transfer may go without receiving a byte, over all its attempts and the waits
+        /// between them: past it the transfer fails with `timed-out` rather than retry again. Each
+        /// attempt's connect and stall timeouts are shortened to what is left of it, so a server that
+        /// accepts connections and then sends nothing fails the transfer within this time. Time
+        /// spent paused (by the caller, a full buffer or an urgent transfer) does not count.
+        public var progressTimeout: Double
+        /// The most bytes of one response's headers (status line included); a server that sends
+        /// more fails the attempt with `unexpected-response`, unretried. At least 4 KiB.
+        public var maximumHeaderBytes: Int
         /// Redirects followed per request.
         public var maximumRedirects: Int
-        /// Body bytes held between the network and a slow sink before the transfer pauses.
+        /// Body bytes held between the network and a slow sink before the transfer pauses; also
+        /// what a killed process loses beyond the socket buffers. Default 256 KiB, at least 64 KiB.
         public var bufferLimit: Int
         /// Headers sent with every request; a request's own headers win.
         public var headers: [String: String]
@@ -24,15 +37,18 @@ extension TransferEngine {
         /// ``NonUrgentBandwidth/paused``: they pause until no urgent transfer runs).
         public var nonUrgentBandwidthWhileUrgent: NonUrgentBandwidth = .paused
 
-        /// The engine's defaults: 4 transfers, standard retries, 15 s to connect, a stall below 1 KiB/s for 30 s.
+        /// The engine's defaults: 4 transfers, standard retries, 15 s to connect, a stall below 1 KiB/s
+        /// for 30 s, at most 45 s without a byte over all attempts, 64 KiB of response headers, 256 KiB buffered.
         public init(
             maximumConcurrentTransfers: Int = 4,
             retryPolicy: RetryPolicy = .standard,
             connectTimeout: Double = 15,
             lowSpeedLimit: Int = 1024,
             lowSpeedTime: Int = 30,
+            progressTimeout: Double = 45,
+            maximumHeaderBytes: Int = 64 << 10,
             maximumRedirects: Int = 10,
-            bufferLimit: Int = 1 << 20,
+            bufferLimit: Int = 256 << 10,
             headers: [String: String] = [:],
             userAgent: String = "swift-odr/1"
         ) {
@@ -41,6 +57,8 @@ extension TransferEngine {
             self.connectTimeout = connectTimeout
             self.lowSpeedLimit = max(0, lowSpeedLimit)
             self.lowSpeedTime = max(0, lowSpeedTime)
+            self.progressTimeout = progressTimeout.isFinite ? max(1, progressTimeout) : 45
+            self.maximumHeaderBytes = max(4 << 10, maximumHeaderBytes)
             self.maximumRedirects = max(0, maximumRedirects)
             self.bufferLimit = max(64 * 1024, bufferLimit)
             self.headers = headers

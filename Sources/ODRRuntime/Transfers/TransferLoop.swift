@@ -71,7 +71,7 @@ final class TransferLoop {
             operation.deliver(.failed(problem))
             return
         }
-        let session = TransferSession(operation: operation)
+        let session = TransferSession(operation: operation, maximumHeaderBytes: configuration.maximumHeaderBytes)
         let control = operation.control
         session.userPaused = control.userPaused
         sessions[operation.sequence] = session
@@ -87,6 +87,8 @@ final class TransferLoop {
             operation.deliver(.failed(Self.cancelledError(operation)))
             return
         }
+        // Time paused by the caller is not the server's silence.
+        if session.userPaused, !control.userPaused { session.lastProgress = .now }
         session.userPaused = control.userPaused
         if queue.contains(sequence: operation.sequence) {
             queue.setPriority(control.priority, sequence: operation.sequence)
@@ -163,6 +165,7 @@ final class TransferLoop {
             guard shouldPause != session.curlPaused else { continue }
             // Continuing may deliver held data through the write callback, which may pause again.
             session.curlPaused = shouldPause
+            if !shouldPause { session.lastProgress = now }
             do {
                 try easy.setPaused(shouldPause)
             } catch {
@@ -202,6 +205,11 @@ final class TransferLoop {
     // MARK: Attempts
 
     private func start(_ session: TransferSession) {
+        // Waiting for a slot past the retry's due time is not the server's silence either.
+        if let due = session.notBefore, let last = session.lastProgress {
+            let waited = due.duration(to: .now)
+            if waited > .zero { session.lastProgress = last.advanced(by: waited) }
+        }
         do {
             let easy = try CurlEasy()
             session.beginAttempt(with: easy)
@@ -226,9 +234,14 @@ final class TransferLoop {
         try easy.set(CURLOPT_SSL_VERIFYHOST, 2)
         try easy.set(CURLOPT_NOSIGNAL, true)
         try easy.set(CURLOPT_TCP_KEEPALIVE, true)
-        try easy.set(CURLOPT_CONNECTTIMEOUT_MS, Int(configuration.connectTimeout * 1000))
+        // Both timeouts end within what is left of the progress timeout (at least a second each).
+        // Clamped to a day so that no configured value can overflow the conversion to an integer.
+        let left = min(86_400, max(1, configuration.progressTimeout - session.secondsWithoutProgress))
+        let connect = configuration.connectTimeout.isFinite ? max(0.001, min(configuration.connectTimeout, left)) : left
+        try easy.set(CURLOPT_CONNECTTIMEOUT_MS, Int(connect * 1000))
         try easy.set(CURLOPT_LOW_SPEED_LIMIT, configuration.lowSpeedLimit)
-        try easy.set(CURLOPT_LOW_SPEED_TIME, configuration.lowSpeedTime)
+        let stallWindow = configuration.lowSpeedTime == 0 ? 0 : min(configuration.lowSpeedTime, Int(left.rounded(.up)))
+        try easy.set(CURLOPT_LOW_SPEED_TIME, stallWindow)
         try easy.set(CURLOPT_USERAGENT, configuration.userAgent)
         try easy.set(CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS)
         if request.url.scheme == "https" {
@@ -254,6 +267,16 @@ final class TransferLoop {
         if operation.isStopped {
             drop(session)
             operation.deliver(.failed(Self.cancelledError(operation)))
+            return
+        }
+        if let refusal = session.headerRefusal {
+            fail(session, refusal)
+            return
+        }
+        if code == CURLE_OUT_OF_MEMORY, session.accepting == nil {
+            // libcurl refuses one header line over its own cap (100 KiB in 7.88) as out of memory,
+            // before the header callback sees it: the server's headers, not this process, are at fault.
+            fail(session, session.oversizedHeaders())
             return
         }
         if let refusal = session.rangeRefusal {
@@ -314,6 +337,11 @@ final class TransferLoop {
             return
         }
         let delay = immediately ? 0 : configuration.retryPolicy.delay(after: session.attempts, using: &random)
+        // No byte for the whole progress timeout: another attempt would only prolong the wait.
+        guard session.secondsWithoutProgress + delay < configuration.progressTimeout else {
+            fail(session, failure.error)
+            return
+        }
         session.notBefore = ContinuousClock.now.advanced(by: .milliseconds(Int(delay * 1000)))
         queue.insert(session, sequence: session.sequence, priority: session.operation.control.priority)
     }
@@ -363,6 +391,7 @@ private let transferWriteCallback: ccurl_data_callback = { buffer, size, count, 
 private let transferHeaderCallback: ccurl_data_callback = { buffer, size, count, context in
     guard let buffer, let context else { return 0 }
     let session = Unmanaged<TransferSession>.fromOpaque(context).takeUnretainedValue()
-    session.receiveHeader(UnsafeRawBufferPointer(start: buffer, count: size * count))
-    return size * count
+    // A count other than the line's aborts the exchange (CURLE_WRITE_ERROR); the loop reports why.
+    return session.receiveHeader(UnsafeRawBufferPointer(start: buffer, count: size * count))
+        ? size * count : 0
 }

@@ -101,9 +101,19 @@ public struct TransferValidators: Sendable, Hashable, Codable {
     /// Whether neither validator is present.
     public var isEmpty: Bool { entityTag == nil && lastModified == nil }
 
-    /// The value for `If-Range`: a strong ETag, else the date. Weak ETags cannot guard a range.
+    /// The value for `If-Range`: a strong ETag, else the date. Weak ETags cannot guard a range, and
+    /// a value that could not be sent as one header line (read back from a damaged file) guards nothing.
     var ifRangeValue: String? {
-        if let entityTag, !entityTag.hasPrefix("W/") { return entityTag }
-        return lastModified
+        if let entityTag, !entityTag.hasPrefix("W/"), Self.isFieldValue(entityTag) { return entityTag }
+        return lastModified.flatMap { Self.isFieldValue($0) ? $0 : nil }
+    }
+
+    /// Whether both validators could be sent as header values.
+    var isSendable: Bool { [entityTag, lastModified].allSatisfy { $0.map(Self.isFieldValue) ?? true } }
+
+    /// A header field value: 1 to 1,024 visible ASCII characters, spaces or tabs (no CR or LF, which
+    /// would start another header).
+    static func isFieldValue(_ value: String) -> Bool {
+        !value.isEmpty && value.utf8.count <= 1024 && value.utf8.allSatisfy { $0 == 0x09 || (0x20...0x7E).contains($0) }
     }
 }

@@ -24,6 +24,9 @@ final class TransferSession {
     var notBefore: ContinuousClock.Instant?
     /// The caller's pause, mirrored by the loop so scanning the queue takes no locks.
     var userPaused = false
+    /// When the transfer last made progress: its first attempt began, a byte arrived, or the loop
+    /// continued it after a pause. ``TransferEngine/Configuration/progressTimeout`` counts from here.
+    var lastProgress: ContinuousClock.Instant?
 
     // The current attempt.
     var easy: CurlEasy?
@@ -38,6 +41,10 @@ final class TransferSession {
     var rangeRefusal: ResourceError?
     /// Whether curl has this exchange paused (by us or by the write callback).
     var curlPaused = false
+    /// Header bytes of the current response (a status line starts a new response).
+    var headerBytes = 0
+    /// The response's headers exceeded the cap; the attempt is aborted and fails with this, unretried.
+    var headerRefusal: ResourceError?
     /// The rate this transfer is held to while an urgent one runs (``NonUrgentBandwidth/limited(bytesPerSecond:)``).
     var rateLimit: RateLimit?
     /// When the average is back at the limit; the exchange stays paused until then.
@@ -50,8 +57,12 @@ final class TransferSession {
         var bytesPerSecond: Int64
     }
 
-    init(operation: TransferOperation) {
+    /// The cap on one response's header bytes (the engine's configuration).
+    let maximumHeaderBytes: Int
+
+    init(operation: TransferOperation, maximumHeaderBytes: Int) {
         self.operation = operation
+        self.maximumHeaderBytes = maximumHeaderBytes
         isFile = operation.request.url.isFileURL
         range = operation.request.byteRange
         received = operation.initialResumePoint?.offset ?? 0
@@ -62,6 +73,13 @@ final class TransferSession {
 
     var sequence: UInt64 { operation.sequence }
 
+    /// Seconds since ``lastProgress`` (0 before the first attempt).
+    var secondsWithoutProgress: Double {
+        guard let lastProgress else { return 0 }
+        let elapsed = lastProgress.duration(to: .now).components
+        return Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18
+    }
+
     /// Starts a new attempt: resets per-attempt state and decides where the body should start.
     func beginAttempt(with easy: CurlEasy) {
         attempts += 1
@@ -71,6 +89,9 @@ final class TransferSession {
         restartFromZero = false
         rangeRefusal = nil
         curlPaused = false
+        headerBytes = 0
+        headerRefusal = nil
+        if lastProgress == nil { lastProgress = .now }
         requestedOffset = (!isFile && received > 0 && validators.ifRangeValue != nil) ? received : 0
     }
 
@@ -88,8 +109,8 @@ final class TransferSession {
         }
         // Held bytes are a partial copy: a 304 for them would say nothing about the rest.
         if requestedOffset == 0, let conditional = operation.request.conditional {
-            if let tag = conditional.entityTag { lines.append("If-None-Match: \(tag)") }
-            if let date = conditional.lastModified { lines.append("If-Modified-Since: \(date)") }
+            if let tag = conditional.entityTag, TransferValidators.isFieldValue(tag) { lines.append("If-None-Match: \(tag)") }
+            if let date = conditional.lastModified, TransferValidators.isFieldValue(date) { lines.append("If-Modified-Since: \(date)") }
         }
         // Ask for the raw bytes: the hash covers the body exactly as stored.
         lines.append("Accept-Encoding: identity")
@@ -114,6 +135,7 @@ final class TransferSession {
         switch operation.offer(bytes) {
         case .accepted:
             received += Int64(bytes.count)
+            lastProgress = .now
             return bytes.count
         case .full:
             curlPaused = true
@@ -193,9 +215,29 @@ final class TransferSession {
                              url: operation.request.url)
     }
 
-    /// One header line from curl's header callback.
-    func receiveHeader(_ bytes: UnsafeRawBufferPointer) {
+    /// One header line from curl's header callback; `false` when the response's headers exceed
+    /// ``maximumHeaderBytes`` (the attempt must then be aborted, and fails with ``headerRefusal``).
+    func receiveHeader(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        lastProgress = .now
+        if bytes.starts(with: "HTTP/".utf8) { headerBytes = 0 }
+        headerBytes += bytes.count
+        guard headerBytes <= maximumHeaderBytes else {
+            headerRefusal = oversizedHeaders()
+            return false
+        }
         let line = String(decoding: bytes, as: UTF8.self)
         headers.take(line: Substring(line))
+        return true
+    }
+
+    /// The error for a response whose headers are larger than ``maximumHeaderBytes`` (or than curl
+    /// accepts for one line), naming the server.
+    func oversizedHeaders() -> ResourceError {
+        let limit = maximumHeaderBytes
+        let url = operation.request.url
+        let server = (url.host ?? url.absoluteString) + (url.port.map { ":\($0)" } ?? "")
+        return ResourceError(.unexpectedResponse,
+                             "The server \(server) sent response headers larger than \(limit >> 10) KiB, more than any valid response needs; the transfer was stopped. Check the server or proxy at that address.",
+                             url: url)
     }
 }
