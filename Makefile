@@ -9,7 +9,7 @@ PREFIX ?= /usr/local
 CONFIG ?= release
 DEMO_DIR ?= .build/demo
 
-.PHONY: all build test demo bench deps clean install
+.PHONY: all build test demo bench deps clean install fuzz fuzz-build fuzz-seeds
 
 all: build
 
@@ -64,6 +64,43 @@ install: deps
 	version="$$(sed -n 's/^#define ODR_VERSION "\(.*\)"/\1/p' Sources/CODR/include/odr.h)"; \
 	sed -e "s|@PREFIX@|$$prefix|" -e "s|@VERSION@|$$version|" scripts/odr.pc.in > "$$prefix/lib/pkgconfig/odr.pc"; \
 	echo "installed libodr $$version into $$prefix (PKG_CONFIG_PATH=$$prefix/lib/pkgconfig)"
+
+# Fuzzing (CONTRIBUTING.md, "Fuzzing"): `make fuzz` builds one libFuzzer executable per reader of
+# untrusted bytes (Fuzz/Targets/, added to the package only when ODR_FUZZ=1) with address
+# sanitizer, then runs each for FUZZ_SECONDS from the seed corpus Fuzz/Corpus/<target>/. New
+# inputs go to $(FUZZ_DIR)/corpus/<target>/, crashes and timeouts to $(FUZZ_DIR)/crashes/<target>/.
+# `make fuzz FUZZ_TARGETS=journal FUZZ_SECONDS=600` runs one target longer.
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS ?= pack-stream pack-range central-directory manifest-json manifest-compact catalog journal tag-rules response-headers
+FUZZ_DIR ?= .build-fuzz
+FUZZ_BUILD := ODR_FUZZ=1 $(SWIFT) build -c release --scratch-path $(FUZZ_DIR) -Xswiftc -sanitize=fuzzer,address
+
+fuzz-build: deps
+	@for t in $(FUZZ_TARGETS); do \
+	  $(FUZZ_BUILD) --product fuzz-$$t || exit 1; \
+	done
+
+fuzz: fuzz-build
+	@bin="$$($(FUZZ_BUILD) --show-bin-path)"; failed=""; \
+	for t in $(FUZZ_TARGETS); do \
+	  mkdir -p "$(FUZZ_DIR)/corpus/$$t" "$(FUZZ_DIR)/crashes/$$t" "$(FUZZ_DIR)/logs"; \
+	  log="$(FUZZ_DIR)/logs/$$t.log"; \
+	  echo "fuzz-$$t: $(FUZZ_SECONDS) s (log $$log)"; \
+	  "$$bin/fuzz-$$t" -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+	    -artifact_prefix="$(FUZZ_DIR)/crashes/$$t/" "$(FUZZ_DIR)/corpus/$$t" "Fuzz/Corpus/$$t" > "$$log" 2>&1 \
+	    || failed="$$failed $$t"; \
+	  sed -n 's/^stat::\(number_of_executed_units\|average_exec_per_sec\|new_units_added\|peak_rss_mb\): */  \1 /p' "$$log"; \
+	done; \
+	echo "new inputs: $(FUZZ_DIR)/corpus/<target>/; crashes and timeouts: $(FUZZ_DIR)/crashes/<target>/"; \
+	if [ -n "$$failed" ]; then \
+	  echo "FAILED:$$failed. Reproduce: $$bin/fuzz-TARGET FILE; then copy FILE to Fuzz/Regressions/TARGET/"; \
+	  ls -l $(foreach t,$(FUZZ_TARGETS),$(FUZZ_DIR)/crashes/$(t)/) 2>/dev/null; exit 1; \
+	fi
+
+# Rewrites the seed corpus Fuzz/Corpus/ from catalogs the builder makes now (FuzzRegressionTests).
+fuzz-seeds: deps
+	rm -rf Fuzz/Corpus
+	ODR_FUZZ_WRITE_SEEDS="$(CURDIR)/Fuzz/Corpus" $(SWIFT) test --filter "FuzzRegressionTests/writeSeedCorpus"
 
 bench: deps
 	$(SWIFT) run -c release odrbench

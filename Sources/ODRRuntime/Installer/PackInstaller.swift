@@ -499,7 +499,7 @@ private final class ProgressTracker: Sendable {
 }
 
 /// What `staging/<id>.d/` already holds of a pack's entries from an earlier attempt.
-struct StagedEntries {
+package struct StagedEntries {
     /// Flushes (when asked) and makes read-only a staged file whose content was just checked.
     private static func markVerified(_ path: String, flush: Bool) {
         if flush {
@@ -513,16 +513,16 @@ struct StagedEntries {
     }
 
     /// Entries complete and verified: read-only files of their full size.
-    var complete: Set<String> = []
+    package var complete: Set<String> = []
     /// Stored entries cut in the middle whose data offset the journal knows.
-    var partial: [String: PackRangeReader.Resume] = [:]
+    package var partial: [String: PackRangeReader.Resume] = [:]
     /// Archive bytes these hold.
     var heldBytes: Int64 = 0
 
     /// Looks at the folder; anything else there for an entry (a cut deflated entry, a cut entry the
     /// journal does not place, something that is not a regular file) is removed when `hashing`
     /// (the install itself), and merely not counted otherwise (a size estimate).
-    static func look(in folder: URL, entries: [PackEntryExpectation], journal: StagingJournal, hashing: Bool,
+    package static func look(in folder: URL, entries: [PackEntryExpectation], journal: StagingJournal, hashing: Bool,
                      flush: Bool = false) -> StagedEntries {
         var staged = StagedEntries()
         guard access(folder.path, F_OK) == 0 else { return staged }

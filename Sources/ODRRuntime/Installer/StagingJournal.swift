@@ -21,7 +21,7 @@ import ODRFormat
 /// flushed before it was made read-only when the store writes synchronously. The journal is never
 /// flushed: losing it costs only bytes (a cut entry restarts from its header), never correctness,
 /// since a resumed entry's held bytes are hashed again before the rest is appended.
-final class StagingJournal: Sendable {
+package final class StagingJournal: Sendable {
     let url: URL
     private let state = Locked(State())
 
@@ -30,7 +30,7 @@ final class StagingJournal: Sendable {
         var validators = TransferValidators()
     }
 
-    init(url: URL) {
+    package init(url: URL) {
         self.url = url
         guard let text = try? String(contentsOf: url, encoding: .utf8) else { return }
         state.withLock { state in
@@ -47,7 +47,7 @@ final class StagingJournal: Sendable {
     }
 
     /// The validators of the archive the staged bytes came from (empty when unknown).
-    var validators: TransferValidators { state.withLock { $0.validators } }
+    package var validators: TransferValidators { state.withLock { $0.validators } }
 
     /// Where entry `name`'s data starts in the archive, if an attempt got that far.
     func dataOffset(of name: String) -> Int64? { state.withLock { $0.dataOffsets[name] } }
