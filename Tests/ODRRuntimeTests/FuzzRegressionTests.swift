@@ -120,6 +120,7 @@ private struct FuzzSeeds {
                 let archive = try Data(contentsOf: fixture.catalog.appending(path: pack.archivePath))
                 let name = "\(game)-pack\(index)"
                 try write(.centralDirectory, "\(name).zip", archive)
+                if index == 0 { try write(.centralDirectory, "\(name)-zip64.zip", zip64Form(of: archive)) }
                 // Alternate all-at-once and 123-byte network chunks; hold alternate entries for ranges.
                 try write(.packStream, "\(name).bin", FramedPack.encode(manifest: compact, option: index % 2 == 0 ? 0 : 2,
                                                                     packIndex: UInt8(index), archive: archive))
@@ -147,5 +148,24 @@ private struct FuzzSeeds {
             "range-unknown-total": "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes 5-9/*\r\nContent-Length:   5  \r\n\r\n",
         ]
         for (name, block) in blocks { try write(.responseHeaders, name, Data(block.utf8)) }
+    }
+
+    /// `archive` with its end record in ZIP64 form (the writer uses it only past 65,535 entries or
+    /// 4 GiB): a ZIP64 end record and locator before an end record whose fields say "see ZIP64".
+    func zip64Form(of archive: Data) -> Data {
+        let bytes = [UInt8](archive)
+        let end = bytes.count - 22  // the writer adds no comment
+        func field(_ offset: Int, _ width: Int) -> UInt64 {
+            (0..<width).reduce(UInt64(0)) { $0 | UInt64(bytes[end + offset + $1]) << (8 * UInt64($1)) }
+        }
+        var out = Array(bytes[..<end])
+        func put(_ value: UInt64, _ width: Int) { for byte in 0..<width { out.append(UInt8(truncatingIfNeeded: value >> (8 * UInt64(byte)))) } }
+        let count = field(10, 2), size = field(12, 4), offset = field(16, 4)
+        put(0x0606_4B50, 4); put(44, 8); put(45, 2); put(45, 2); put(0, 4); put(0, 4)
+        put(count, 8); put(count, 8); put(size, 8); put(offset, 8)
+        put(0x0706_4B50, 4); put(0, 4); put(UInt64(end), 8); put(1, 4)
+        put(0x0605_4B50, 4); put(0, 2); put(0, 2); put(0xFFFF, 2); put(0xFFFF, 2)
+        put(0xFFFF_FFFF, 4); put(0xFFFF_FFFF, 4); put(0, 2)
+        return Data(out)
     }
 }
