@@ -94,12 +94,14 @@ fuzz: fuzz-build
 	  SWIFT_BACKTRACE=enable=no ASAN_OPTIONS=detect_leaks=0 "$$bin/fuzz-$$t" -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 \
 	    -detect_leaks=0 -print_final_stats=1 $(FUZZ_FLAGS) \
 	    -artifact_prefix="$(FUZZ_DIR)/crashes/$$t/" "$(FUZZ_DIR)/corpus/$$t" "Fuzz/Corpus/$$t" > "$$log" 2>&1 \
-	    || failed="$$failed $$t"; \
-	  sed -n 's/^stat::\(number_of_executed_units\|average_exec_per_sec\|new_units_added\|peak_rss_mb\): */  \1 /p' "$$log" | awk '!seen[$$0]++'; \
+	    && status=0 || status=$$?; \
+	  if [ $$status != 0 ] || [ -n "$$(ls -A "$(FUZZ_DIR)/crashes/$$t")" ]; then failed="$$failed $$t"; fi; \
+	  sed -n 's/^stat::\(number_of_executed_units\|average_exec_per_sec\|new_units_added\|peak_rss_mb\): */  \1 /p' "$$log" | awk '!seen[$$0]++' | grep . \
+	    || grep -E '^#[0-9]+: cov' "$$log" | tail -n 1; \
 	done; \
 	echo "new inputs: $(FUZZ_DIR)/corpus/<target>/; crashes and timeouts: $(FUZZ_DIR)/crashes/<target>/"; \
 	if [ -n "$$failed" ]; then \
-	  echo "FAILED:$$failed. Reproduce: $$bin/fuzz-TARGET FILE; then copy FILE to Fuzz/Regressions/TARGET/"; \
+	  echo "FAILED:$$failed. Reproduce: SWIFT_BACKTRACE=enable=no $$bin/fuzz-TARGET FILE; keep FILE in Fuzz/Regressions/TARGET/, then delete it here"; \
 	  for t in $$failed; do ls -d "$(FUZZ_DIR)/crashes/$$t/"*; done; exit 1; \
 	fi
 

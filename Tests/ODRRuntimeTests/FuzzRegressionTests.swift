@@ -126,6 +126,14 @@ private struct FuzzSeeds {
                                                                     packIndex: UInt8(index), archive: archive))
                 try write(.packRange, "\(name).bin", FramedPack.encode(manifest: compact, option: index % 2 == 0 ? 0b0101 : 0b1010,
                                                                    packIndex: UInt8(index), archive: archive))
+                if index == 0 {
+                    // The whole archive with ZIP64 end records: the range reader checks them at its end.
+                    let zip64 = zip64Form(of: archive)
+                    var resized = manifest
+                    resized.packs[index].archiveBytes = Int64(zip64.count)
+                    try write(.packRange, "\(name)-zip64.bin", FramedPack.encode(manifest: resized.compactEncoded(), option: 0,
+                                                                             packIndex: UInt8(index), archive: zip64))
+                }
             }
         }
         try write(.tagRules, "sample-assets.json", Data(contentsOf: FuzzRegressionTests.fuzzFolder.deletingLastPathComponent()
