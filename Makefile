@@ -67,7 +67,8 @@ install: deps
 
 # Fuzzing (CONTRIBUTING.md, "Fuzzing"): `make fuzz` builds one libFuzzer executable per reader of
 # untrusted bytes (Fuzz/Targets/, added to the package only when ODR_FUZZ=1) with address
-# sanitizer, then runs each for FUZZ_SECONDS from the seed corpus Fuzz/Corpus/<target>/. New
+# sanitizer, then runs each for FUZZ_SECONDS from the seed corpus Fuzz/Corpus/<target>/ (with the
+# words of Fuzz/Dictionaries/<target>.dict, if any). New
 # inputs go to $(FUZZ_DIR)/corpus/<target>/, crashes and timeouts to $(FUZZ_DIR)/crashes/<target>/.
 # `make fuzz FUZZ_TARGETS=journal FUZZ_SECONDS=600` runs one target longer. Leak checking is off:
 # Swift keeps enum tags in the spare bits of pointers, which LeakSanitizer cannot follow, so it
@@ -93,6 +94,7 @@ fuzz: fuzz-build
 	  echo "fuzz-$$t: $(FUZZ_SECONDS) s (log $$log)"; \
 	  SWIFT_BACKTRACE=enable=no ASAN_OPTIONS=detect_leaks=0 "$$bin/fuzz-$$t" -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 \
 	    -detect_leaks=0 -print_final_stats=1 $(FUZZ_FLAGS) \
+	    $$(test -f "Fuzz/Dictionaries/$$t.dict" && echo "-dict=Fuzz/Dictionaries/$$t.dict") \
 	    -artifact_prefix="$(FUZZ_DIR)/crashes/$$t/" "$(FUZZ_DIR)/corpus/$$t" "Fuzz/Corpus/$$t" > "$$log" 2>&1 \
 	    && status=0 || status=$$?; \
 	  if [ $$status != 0 ] || [ -n "$$(ls -A "$(FUZZ_DIR)/crashes/$$t")" ]; then failed="$$failed $$t"; fi; \
