@@ -9,7 +9,7 @@ PREFIX ?= /usr/local
 CONFIG ?= release
 DEMO_DIR ?= .build/demo
 
-.PHONY: all build test demo bench deps clean install
+.PHONY: all build test demo bench deps clean install fuzz fuzz-build fuzz-seeds
 
 all: build
 
@@ -64,6 +64,53 @@ install: deps
 	version="$$(sed -n 's/^#define ODR_VERSION "\(.*\)"/\1/p' Sources/CODR/include/odr.h)"; \
 	sed -e "s|@PREFIX@|$$prefix|" -e "s|@VERSION@|$$version|" scripts/odr.pc.in > "$$prefix/lib/pkgconfig/odr.pc"; \
 	echo "installed libodr $$version into $$prefix (PKG_CONFIG_PATH=$$prefix/lib/pkgconfig)"
+
+# Fuzzing (CONTRIBUTING.md, "Fuzzing"): `make fuzz` builds one libFuzzer executable per reader of
+# untrusted bytes (Fuzz/Targets/, added to the package only when ODR_FUZZ=1) with address
+# sanitizer, then runs each for FUZZ_SECONDS from the seed corpus Fuzz/Corpus/<target>/ (with the
+# words of Fuzz/Dictionaries/<target>.dict, if any). New
+# inputs go to $(FUZZ_DIR)/corpus/<target>/, crashes and timeouts to $(FUZZ_DIR)/crashes/<target>/.
+# `make fuzz FUZZ_TARGETS=journal FUZZ_SECONDS=600` runs one target longer. Leak checking is off:
+# Swift keeps enum tags in the spare bits of pointers, which LeakSanitizer cannot follow, so it
+# reports objects held by globals as leaked (the rss limit still catches memory blow-ups). Swift's
+# own crash handler is off too: under ASan it reported its own reads instead of the trap.
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS ?= pack-stream pack-range central-directory manifest-json manifest-compact catalog journal tag-rules response-headers
+FUZZ_DIR ?= .build-fuzz
+# More libFuzzer flags, e.g. FUZZ_FLAGS="-fork=2 -ignore_crashes=1" to go on after a crash.
+FUZZ_FLAGS ?=
+FUZZ_BUILD := ODR_FUZZ=1 $(SWIFT) build -c release --scratch-path $(FUZZ_DIR) -Xswiftc -sanitize=fuzzer,address
+
+fuzz-build: deps
+	@for t in $(FUZZ_TARGETS); do \
+	  $(FUZZ_BUILD) --product fuzz-$$t || exit 1; \
+	done
+
+fuzz: fuzz-build
+	@bin="$$($(FUZZ_BUILD) --show-bin-path)"; failed=""; \
+	for t in $(FUZZ_TARGETS); do \
+	  mkdir -p "$(FUZZ_DIR)/corpus/$$t" "$(FUZZ_DIR)/crashes/$$t" "$(FUZZ_DIR)/logs"; \
+	  log="$(FUZZ_DIR)/logs/$$t.log"; \
+	  echo "fuzz-$$t: $(FUZZ_SECONDS) s (log $$log)"; \
+	  SWIFT_BACKTRACE=enable=no ASAN_OPTIONS=detect_leaks=0 "$$bin/fuzz-$$t" -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 \
+	    -detect_leaks=0 -print_final_stats=1 $(FUZZ_FLAGS) \
+	    $$(test -f "Fuzz/Dictionaries/$$t.dict" && echo "-dict=Fuzz/Dictionaries/$$t.dict") \
+	    -artifact_prefix="$(FUZZ_DIR)/crashes/$$t/" "$(FUZZ_DIR)/corpus/$$t" "Fuzz/Corpus/$$t" > "$$log" 2>&1 \
+	    && status=0 || status=$$?; \
+	  if [ $$status != 0 ] || [ -n "$$(ls -A "$(FUZZ_DIR)/crashes/$$t")" ]; then failed="$$failed $$t"; fi; \
+	  sed -n 's/^stat::\(number_of_executed_units\|average_exec_per_sec\|new_units_added\|peak_rss_mb\): */  \1 /p' "$$log" | awk '!seen[$$0]++' | grep . \
+	    || grep -E '^#[0-9]+: cov' "$$log" | tail -n 1; \
+	done; \
+	echo "new inputs: $(FUZZ_DIR)/corpus/<target>/; crashes and timeouts: $(FUZZ_DIR)/crashes/<target>/"; \
+	if [ -n "$$failed" ]; then \
+	  echo "FAILED:$$failed. Reproduce: SWIFT_BACKTRACE=enable=no $$bin/fuzz-TARGET FILE; keep FILE in Fuzz/Regressions/TARGET/, then delete it here"; \
+	  for t in $$failed; do ls -d "$(FUZZ_DIR)/crashes/$$t/"*; done; exit 1; \
+	fi
+
+# Rewrites the seed corpus Fuzz/Corpus/ from catalogs the builder makes now (FuzzRegressionTests).
+fuzz-seeds: deps
+	rm -rf Fuzz/Corpus
+	ODR_FUZZ_WRITE_SEEDS="$(CURDIR)/Fuzz/Corpus" $(SWIFT) test --filter "FuzzRegressionTests/writeSeedCorpus"
 
 bench: deps
 	$(SWIFT) run -c release odrbench

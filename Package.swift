@@ -139,6 +139,15 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        // The readers of untrusted bytes as fuzz targets (docs: CONTRIBUTING.md, "Fuzzing"): the
+        // libFuzzer executables below and the replay test in ODRRuntimeTests call the same entry points.
+        .target(
+            name: "ODRFuzzing",
+            dependencies: ["ODRFormat", "ODRBuilder", "ODRRuntime"],
+            path: "Fuzz/EntryPoints",
+            swiftSettings: swiftSettings
+        ),
+
         // Tests. Fixtures shared between test targets live in ODRTestSupport, never copied.
         .target(
             name: "ODRTestSupport",
@@ -161,7 +170,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ODRRuntimeTests",
-            dependencies: ["ODRRuntime", "ODRFormat", "ODRServe", "ODRTestSupport", "CCurl",
+            dependencies: ["ODRRuntime", "ODRFormat", "ODRServe", "ODRTestSupport", "ODRFuzzing", "CCurl",
                            .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: swiftSettings
         ),
@@ -183,3 +192,22 @@ let package = Package(
         ),
     ]
 )
+
+// `make fuzz` (ODR_FUZZ=1) adds one libFuzzer executable per reader of untrusted bytes, fuzz-<name>
+// from Fuzz/Targets/<name>/, built with `-sanitize=fuzzer,address`; other builds never see them.
+if Context.environment["ODR_FUZZ"] == "1" {
+    let fuzzTargets = [
+        "pack-stream", "pack-range", "central-directory", "manifest-json", "manifest-compact",
+        "catalog", "journal", "tag-rules", "response-headers",
+    ]
+    package.targets.append(.systemLibrary(name: "CLibFuzzer", path: "Fuzz/LibFuzzer"))
+    for name in fuzzTargets {
+        package.products.append(.executable(name: "fuzz-\(name)", targets: ["fuzz-\(name)"]))
+        package.targets.append(.executableTarget(
+            name: "fuzz-\(name)",
+            dependencies: ["ODRFuzzing", "CLibFuzzer"],
+            path: "Fuzz/Targets/\(name)",
+            swiftSettings: swiftSettings
+        ))
+    }
+}

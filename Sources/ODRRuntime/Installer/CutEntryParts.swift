@@ -17,7 +17,7 @@ import ODRFormat
 /// when its entry is verified, when its bytes turn out wrong, and with the pack's staging folder; the
 /// folder goes before the pack moves into `packs/`. File names come from manifest numbers, never from
 /// the archive or the journal.
-struct CutEntryParts: Sendable {
+package struct CutEntryParts: Sendable {
     static let folderName = ".odr-parts"
     /// `staging/<id>.d/.odr-parts`.
     let folder: URL

@@ -528,7 +528,7 @@ private final class ProgressTracker: Sendable {
 }
 
 /// What `staging/<id>.d/` already holds of a pack's entries from an earlier attempt.
-struct StagedEntries {
+package struct StagedEntries {
     /// Flushes (when asked) and makes read-only a staged file whose content was just checked.
     private static func markVerified(_ path: String, flush: Bool) {
         if flush {
@@ -542,11 +542,11 @@ struct StagedEntries {
     }
 
     /// Entries complete and verified: read-only files of their full size.
-    var complete: Set<String> = []
+    package var complete: Set<String> = []
     /// Stored entries cut in the middle whose data offset the journal knows.
-    var partial: [String: PackRangeReader.Resume] = [:]
+    package var partial: [String: PackRangeReader.Resume] = [:]
     /// Deflated entries cut in the middle whose archive bytes a part holds (``CutEntryParts``), by name.
-    var heldPrefixes: [String: Int64] = [:]
+    package var heldPrefixes: [String: Int64] = [:]
     /// Archive bytes the complete entries hold.
     var completeBytes: Int64 = 0
 
@@ -554,7 +554,7 @@ struct StagedEntries {
     /// journal does not place, something that is not a regular file) is removed when `hashing`
     /// (the install itself), and merely not counted otherwise (a size estimate). A cut deflated
     /// entry's kept archive bytes (`parts`) are reported in ``heldPrefixes`` instead.
-    static func look(in folder: URL, entries: [PackEntryExpectation], journal: StagingJournal, parts: CutEntryParts?,
+    package static func look(in folder: URL, entries: [PackEntryExpectation], journal: StagingJournal, parts: CutEntryParts?,
                      hashing: Bool, flush: Bool = false) -> StagedEntries {
         var staged = StagedEntries()
         guard access(folder.path, F_OK) == 0 else { return staged }

@@ -28,7 +28,7 @@ import ODRFormat
 /// sent as a header) is ignored, so its entry is fetched again from its header. Offsets are checked
 /// against the entry's place in the archive where the plan uses them (`PackFetchPlan` (ODRFormat)).
 /// A journal larger than ``maximumBytes`` is ignored whole.
-final class StagingJournal: Sendable {
+package final class StagingJournal: Sendable {
     let url: URL
     private let state = Locked(State())
 
@@ -63,7 +63,7 @@ final class StagingJournal: Sendable {
         }
     }
 
-    init(url: URL) {
+    package init(url: URL) {
         self.url = url
         guard let text = Self.readText(url) else { return }
         state.withLock { state in
@@ -98,7 +98,7 @@ final class StagingJournal: Sendable {
     }
 
     /// The validators of the archive the staged bytes came from (empty when unknown).
-    var validators: TransferValidators { state.withLock { $0.validators } }
+    package var validators: TransferValidators { state.withLock { $0.validators } }
 
     /// Where entry `name`'s data starts in the archive, if an attempt got that far.
     func dataOffset(of name: String) -> Int64? { state.withLock { $0.dataOffsets[name] } }

@@ -2,18 +2,20 @@
 ///
 /// Redirects and `100 Continue` produce several header blocks; each status line starts a new one so
 /// only the final response's headers remain.
-struct ResponseHeaders: Sendable, Equatable {
+package struct ResponseHeaders: Sendable, Equatable {
     var entityTag: String?
     var lastModified: String?
     var contentRange: ContentRange?
     var contentLength: Int64?
+
+    package init() {}
 
     var validators: TransferValidators {
         TransferValidators(entityTag: entityTag, lastModified: lastModified)
     }
 
     /// Takes one raw header line (with its CRLF).
-    mutating func take(line raw: Substring) {
+    package mutating func take(line raw: Substring) {
         // "\r\n" is one Character in Swift, so match by property, not by "\r".
         let line = raw.trimmingSuffix { $0.isNewline }
         if line.hasPrefix("HTTP/") {
