@@ -75,4 +75,12 @@ public struct CatalogFixture: Sendable {
 
     /// The bytes of asset `path`.
     public func contents(of path: String) throws -> Data { try Data(contentsOf: assets.appending(path: path)) }
+
+    /// `value` as JSON the way a hostile server would write it: without the validation that
+    /// `encoded()` does before writing a catalog or manifest.
+    public static func unvalidatedJSON(_ value: some Encodable) throws -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return try encoder.encode(value)
+    }
 }

@@ -120,7 +120,10 @@ public final class ResourceStore: Sendable {
         configuration.label = "odr-store"
         do {
             let database = try DatabasePool(path: path, configuration: configuration)
-            if try !database.read({ db in try StoreSchema.migrator.hasCompletedMigrations(db) }) {
+            // Asked on the writer connection, which migrates: a reader connection that had read the
+            // schema before a migration kept reading rows without the columns it added (a store from
+            // before `v6` lost every pack row, read as having no `useCount`).
+            if try !database.writeWithoutTransaction({ db in try StoreSchema.migrator.hasCompletedMigrations(db) }) {
                 try StoreSchema.migrator.migrate(database)
             }
             return (database, false)

@@ -22,9 +22,7 @@ struct ManifestPathTests {
         var index = try fixture.index()
         index.versions[0].manifest = path
         // Written as a hostile server would, without the validation `encoded()` does.
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        try encoder.encode(index).write(to: fixture.catalog.appending(path: "catalog.json"))
+        try CatalogFixture.unvalidatedJSON(index).write(to: fixture.catalog.appending(path: "catalog.json"))
         let storeDirectory = try TemporaryDirectory(prefix: "odr-store")
         try await withTestServer(root: fixture.catalog) { server in
             let store = try ResourceStore(directory: storeDirectory.url)

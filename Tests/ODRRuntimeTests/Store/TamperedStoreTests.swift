@@ -365,7 +365,8 @@ struct TamperedStoreTests {
         let position = try #require(index.versions.firstIndex { $0.number == version })
         var manifest = try fixture.manifest(version)
         try change(&manifest)
-        let data = try manifest.encoded()
+        // As a hostile publisher would write it: a tampered manifest may break the format's rules.
+        let data = try CatalogFixture.unvalidatedJSON(manifest)
         try data.write(to: fixture.catalog.appending(path: index.versions[position].manifest))
         index.versions[position].sha256 = ContentHash.sha256Hex(of: data)
         index.versions[position].size = Int64(data.count)
