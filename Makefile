@@ -37,6 +37,7 @@ build: deps
 # A warning in the project's own code fails the test run (scripts/check-warnings.sh).
 test: deps
 	@mkdir -p .build
+	@python3 scripts/doc-samples.py --check
 	set -o pipefail; $(SWIFT) build --build-tests 2>&1 | tee .build/build-tests.log
 	@scripts/check-warnings.sh .build/build-tests.log
 	@scripts/check-c-install.sh
