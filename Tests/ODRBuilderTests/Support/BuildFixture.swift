@@ -17,8 +17,7 @@ struct BuildFixture {
     }
 
     /// The repository's SampleAssets folder.
-    static let sampleAssets = URL(filePath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().deletingLastPathComponent().appending(path: "SampleAssets", directoryHint: .isDirectory)
+    static let sampleAssets = SampleGame.assets
 
     func write(_ path: String, _ text: String) throws {
         try write(path, Data(text.utf8))
