@@ -28,7 +28,9 @@ final class ManagerHandle: Sendable {
         // in the queue before the call that caused it (a purge, say) returns.
         var observers = Observers()
         let names = [ResourceManager.packInstalledNotification, ResourceManager.packPurgedNotification,
-                     ResourceManager.lowDiskSpaceNotification, ResourceManager.catalogUpdatedNotification]
+                     ResourceManager.lowDiskSpaceNotification, ResourceManager.catalogUpdatedNotification,
+                     ResourceManager.tagAvailableNotification, ResourceManager.tagPurgedNotification,
+                     ResourceManager.catalogCheckFailedNotification]
         for name in names {
             observers.tokens.append(NotificationCenter.default.addObserver(forName: name, object: manager, queue: nil) { note in
                 guard let event = note.userInfo?["event"] as? ResourceManagerEvent else { return }
@@ -227,14 +229,17 @@ public func odrManagerPollEvent(_ handle: OpaquePointer?, _ out: UnsafeMutablePo
         }
         var event = odr_event()
         event.version = out.pointee.version
-        if let (next, missed) = manager.nextEvent() {
+        // A caller built with version 1 of the struct knows none of the later kinds: it skips them.
+        var taken = manager.nextEvent()
+        while event.version < 2, let (next, _) = taken, next.isNewInEventVersion2 { taken = manager.nextEvent() }
+        if let (next, missed) = taken {
             event.missed = missed
             switch next {
-            case .packInstalled(let id, let bytes):
+            case .packInstalled(let id, let bytes, _):
                 event.kind = ODR_EVENT_PACK_INSTALLED
                 event.bytes = bytes
                 copy(id, into: &event.pack_id)
-            case .packPurged(let id, let bytes, let reason):
+            case .packPurged(let id, let bytes, let reason, _):
                 event.kind = ODR_EVENT_PACK_PURGED
                 event.bytes = bytes
                 copy(id, into: &event.pack_id)
@@ -252,11 +257,28 @@ public func odrManagerPollEvent(_ handle: OpaquePointer?, _ out: UnsafeMutablePo
             case .downloadResumed(let id):
                 event.kind = ODR_EVENT_DOWNLOAD_RESUMED
                 copy(id, into: &event.pack_id)
+            case .tagAvailable(let tag):
+                event.kind = ODR_EVENT_TAG_AVAILABLE
+                copy(tag, into: &event.tag)
+            case .tagPurged(let tag):
+                event.kind = ODR_EVENT_TAG_PURGED
+                copy(tag, into: &event.tag)
+            case .catalogCheckFailed(let code, _, _):
+                event.kind = ODR_EVENT_CATALOG_CHECK_FAILED
+                copy(code.rawValue, into: &event.purge_reason)
             }
         } else {
             event.kind = ODR_EVENT_NONE
         }
-        out.pointee = event
+        guard event.version < 2 else {
+            out.pointee = event
+            return
+        }
+        // A caller built with version 1 of the struct has room up to `tag` only.
+        let versionOneSize = MemoryLayout<odr_event>.offset(of: \odr_event.tag) ?? MemoryLayout<odr_event>.size
+        withUnsafeBytes(of: &event) { bytes in
+            UnsafeMutableRawPointer(out).copyMemory(from: bytes.baseAddress!, byteCount: versionOneSize)
+        }
     }
 }
 
@@ -267,5 +289,15 @@ func copy<Tuple>(_ text: String, into array: inout Tuple) {
         let bytes = Array(text.utf8.prefix(buffer.count - 1))
         buffer.copyBytes(from: bytes)
         buffer[bytes.count] = 0
+    }
+}
+
+extension ResourceManagerEvent {
+    /// Whether `odr_event` has a kind for this event only since its version 2.
+    var isNewInEventVersion2: Bool {
+        switch self {
+        case .tagAvailable, .tagPurged, .catalogCheckFailed: true
+        default: false
+        }
     }
 }

@@ -149,14 +149,20 @@ final class DemoLog: @unchecked Sendable {
     func record(_ event: ResourceManagerEvent) {
         lock.withLock {
             switch event {
-            case .packInstalled(let id, let bytes):
+            case .packInstalled(let id, let bytes, let tags):
                 installs += 1
-                installedBytes += bytes
-                pending.append("  installed pack \(id.prefix(12)) (\(byteText(bytes)))")
-            case .packPurged(let id, let bytes, let reason):
+                installedBytes = installedBytes.clampedAdding(bytes)
+                pending.append("  installed pack \(id.prefix(12)) (\(byteText(bytes))) for \(tags.joined(separator: ", "))")
+            case .packPurged(let id, let bytes, let reason, let tags):
                 purges += 1
-                purgedBytes += bytes
-                pending.append("  purged pack \(id.prefix(12)) (\(byteText(bytes))): \(reason)")
+                purgedBytes = purgedBytes.clampedAdding(bytes)
+                pending.append("  purged pack \(id.prefix(12)) (\(byteText(bytes))) of \(tags.joined(separator: ", ")): \(reason)")
+            case .tagAvailable(let tag):
+                pending.append("  \(tag) is ready")
+            case .tagPurged(let tag):
+                pending.append("  \(tag) must download again")
+            case .catalogCheckFailed(let code, _, _):
+                pending.append("  the catalog could not be checked (\(code)): playing offline with the stored copy")
             case .lowDiskSpace(let free):
                 pending.append("  low disk space: \(byteText(free)) free")
             case .catalogUpdated(let version):

@@ -247,12 +247,18 @@ typedef enum odr_event_kind {
     ODR_EVENT_DOWNLOAD_WAITING = 5,  /* pack_id waits for the download policy; purge_reason holds why:
                                         "metered-non-urgent-not-allowed", "metered-urgent-not-allowed",
                                         "metered-budget-exhausted" or "offline" */
-    ODR_EVENT_DOWNLOAD_RESUMED = 6   /* pack_id, which waited, may download now */
+    ODR_EVENT_DOWNLOAD_RESUMED = 6,  /* pack_id, which waited, may download now */
+    /* Since ODR_EVENT_VERSION 2 (an event of version 1 never has these kinds): */
+    ODR_EVENT_TAG_AVAILABLE = 20,    /* every pack `tag` needs is installed: a request begins at once */
+    ODR_EVENT_TAG_PURGED = 21,       /* a pack `tag` needs was purged: a request downloads again */
+    ODR_EVENT_CATALOG_CHECK_FAILED = 22 /* the catalog could not be checked online; the stored copy
+                                        is used (offline play). purge_reason holds the error code,
+                                        e.g. "network-unavailable" */
 } odr_event_kind;
 
-#define ODR_EVENT_VERSION 1
+#define ODR_EVENT_VERSION 2
 /** Initializes an odr_event: `odr_event event = ODR_EVENT_INIT;` */
-#define ODR_EVENT_INIT { ODR_EVENT_VERSION, ODR_EVENT_NONE, 0, 0, 0, "", "" }
+#define ODR_EVENT_INIT { ODR_EVENT_VERSION, ODR_EVENT_NONE, 0, 0, 0, "", "", "" }
 
 /** One event; set `version` to ODR_EVENT_VERSION (ODR_EVENT_INIT does) so later fields can be added. */
 typedef struct odr_event {
@@ -268,6 +274,10 @@ typedef struct odr_event {
      *  "variant-not-chosen" (see ODR_OPT_VARIANT), "closest-fit", or another policy's stable name;
      *  for ODR_EVENT_DOWNLOAD_WAITING why the download waits; "" for other kinds. */
     char purge_reason[64];
+    /** Version 2: the tag of ODR_EVENT_TAG_AVAILABLE and ODR_EVENT_TAG_PURGED, NUL-terminated;
+     *  "" for other kinds. A caller built with version 1 of this struct is never written past
+     *  purge_reason, and gets no tag events. */
+    char tag[136];
 } odr_event;
 
 /** Takes the oldest waiting event without blocking; `out_event->kind` is ODR_EVENT_NONE when there

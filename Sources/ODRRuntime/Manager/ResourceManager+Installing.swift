@@ -150,16 +150,18 @@ extension ResourceManager {
         }
         // The bytes are installed now, so counted as used: no longer promised (in one step with
         // the install's state, so the disk check below counts them once).
-        state.withLock { state in
+        let coverage = state.withLock { state in
             state.reservedBytes = max(0, state.reservedBytes - pack.installedBytes)
             state.installedIDs.insert(pack.id)
             if let index = state.ledger?.catalog.pack(id: pack.id), state.snapshot?.version == snapshot.version {
                 state.installed[index.index] = true
             }
             if state.downloads[pack.id] === download { state.downloads[pack.id] = nil }
+            return Self.tagCoverage(ofPack: pack.id, in: state.snapshot ?? snapshot, installed: state.installedIDs)
         }
         transport.forget(snapshot.packURL(id: pack.id))
-        hub.emit(.packInstalled(id: pack.id, bytes: pack.installedBytes), from: self)
+        hub.emit(.packInstalled(id: pack.id, bytes: pack.installedBytes, tags: coverage.tags), from: self)
+        for tag in coverage.complete { hub.emit(.tagAvailable(tag: tag), from: self) }
         // The install took space: purge packs not in use if free space fell below the watermark.
         _ = try? await checkDiskSpace()
     }
@@ -197,7 +199,7 @@ extension ResourceManager {
                       progress: (@Sendable (InstallProgress) -> Void)? = nil) async throws(ResourceError) -> FetchReport {
         let purged = Locked<[PurgeProposal.Deletion]>([])
         let token = hub.observe { event in
-            if case let .packPurged(id, bytes, reason) = event {
+            if case let .packPurged(id, bytes, reason, _) = event {
                 purged.withLock { $0.append(.init(packID: id, bytes: bytes, reason: reason)) }
             }
         }

@@ -98,7 +98,8 @@ extension ResourceManager {
                 guard state.withLock({ $0.downloads[deletion.packID] == nil }),
                       let freed = try store.removeStaging(ofPack: deletion.packID) else { continue }
                 done.deletions.append(.init(packID: deletion.packID, bytes: freed, reason: deletion.reason))
-                hub.emit(.packPurged(id: deletion.packID, bytes: freed, reason: deletion.reason), from: self)
+                let tags = state.withLock { Self.tagCoverage(ofPack: deletion.packID, in: $0.snapshot, installed: []).tags }
+                hub.emit(.packPurged(id: deletion.packID, bytes: freed, reason: deletion.reason, tags: tags), from: self)
                 continue
             }
             // A request may have begun using the pack since the plan was made.
@@ -107,12 +108,17 @@ extension ResourceManager {
                 return !ledger.isInUse(index) && state.downloads[deletion.packID] == nil
             }
             guard stillFree, try await store.removePack(id: deletion.packID, reason: deletion.reason) else { continue }
-            state.withLock { state in
+            let coverage = state.withLock { state in
+                // Computed before the pack leaves the installed set: the tags it completed were available.
+                var installed = state.installedIDs
+                installed.insert(deletion.packID)
                 state.installedIDs.remove(deletion.packID)
                 if let index = state.ledger?.catalog.pack(id: deletion.packID) { state.installed[index.index] = false }
+                return Self.tagCoverage(ofPack: deletion.packID, in: state.snapshot, installed: installed)
             }
             done.deletions.append(deletion)
-            hub.emit(.packPurged(id: deletion.packID, bytes: deletion.bytes, reason: deletion.reason), from: self)
+            hub.emit(.packPurged(id: deletion.packID, bytes: deletion.bytes, reason: deletion.reason, tags: coverage.tags), from: self)
+            for tag in coverage.complete { hub.emit(.tagPurged(tag: tag), from: self) }
         }
         return done
     }

@@ -126,12 +126,18 @@ public final class ResourceManager: Sendable {
     ///
     /// The app is ready when it returns.
     ///
+    /// When the server cannot be reached it goes on with the stored catalog: the returned snapshot's
+    /// ``CatalogSnapshot/fallback`` says why and since when, and
+    /// ``ResourceManagerEvent/catalogCheckFailed(code:message:storedCheckedAt:)`` is posted.
+    ///
     /// - Parameter online: `false` uses only the stored catalog and installs nothing new.
+    /// - Returns: the catalog in use: from the network, or the stored copy (then with a `fallback`).
     /// - Throws: ``ResourceError``: `catalog-unavailable` when there is neither network nor a stored
     ///   catalog, `catalog-rollback`, `invalid-catalog`, with trusted keys `untrusted-catalog` and
     ///   `catalog-expired` (the catalog in use stays as it was), and any install error of the
     ///   initial tags.
-    public func prepare(online: Bool = true) async throws(ResourceError) {
+    @discardableResult
+    public func prepare(online: Bool = true) async throws(ResourceError) -> CatalogSnapshot {
         let snapshot = try await loadCatalog(online: online)
         let current = state.withLock { $0.snapshot } ?? snapshot
         let initial = current.manifest.initialInstallTags
@@ -139,7 +145,7 @@ public final class ResourceManager: Sendable {
             try await install(tags: initial, priority: .urgent, progress: nil)
         }
         let prefetch = current.manifest.prefetchOrder
-        guard online, !prefetch.isEmpty else { return }
+        guard online, !prefetch.isEmpty else { return snapshot }
         let task = Task { [weak self] in
             for tag in prefetch {
                 guard let self, !Task.isCancelled else { return }
@@ -150,6 +156,7 @@ public final class ResourceManager: Sendable {
             state.prefetch?.cancel()
             state.prefetch = task
         }
+        return snapshot
     }
 
     /// Fetches the catalog (or uses the stored copy when offline or when the server cannot be
@@ -157,13 +164,17 @@ public final class ResourceManager: Sendable {
     /// the initial-install and prefetch tags.
     ///
     /// - Returns: the snapshot fetched; its `fallback` says when it is the stored copy because the
-    ///   server could not be reached.
+    ///   server could not be reached (and ``ResourceManagerEvent/catalogCheckFailed(code:message:storedCheckedAt:)``
+    ///   is posted).
     /// - Throws: ``ResourceError``: `catalog-unavailable` when there is neither network nor a
     ///   stored catalog, `catalog-rollback`, `invalid-catalog`.
     @discardableResult
     public func loadCatalog(online: Bool = true) async throws(ResourceError) -> CatalogSnapshot {
         let snapshot = try await client.snapshot(online: online)
         try adopt(snapshot)
+        if let fallback = snapshot.fallback {
+            hub.emit(.catalogCheckFailed(code: fallback.reason.code, message: fallback.reason.message, storedCheckedAt: fallback.checkedAt), from: self)
+        }
         return snapshot
     }
 
@@ -196,8 +207,8 @@ public final class ResourceManager: Sendable {
     }
 
     /// Checks for updates every `interval` in the background (``checkForUpdates()``), until called
-    /// again with `nil` or the manager goes away. A failed check (no network, say) is skipped
-    /// silently; the next one tries again. Intervals under one second are raised to one second, so
+    /// again with `nil` or the manager goes away. A failed check (no network, say) posts
+    /// ``ResourceManagerEvent/catalogCheckFailed(code:message:storedCheckedAt:)``; the next one tries again. Intervals under one second are raised to one second, so
     /// a zero or negative value cannot turn into a loop that hammers the server.
     ///
     /// ```swift
@@ -210,7 +221,12 @@ public final class ResourceManager: Sendable {
                 while !Task.isCancelled {
                     try? await Task.sleep(for: interval)
                     guard !Task.isCancelled, let self else { return }
-                    _ = try? await self.checkForUpdates()
+                    do throws(ResourceError) {
+                        try await self.checkForUpdates()
+                    } catch where error.code != .cancelled {
+                        let checkedAt = (try? self.store.followedCatalog(url: self.client.catalogURL))??.checkedAt
+                        self.hub.emit(.catalogCheckFailed(code: error.code, message: error.message, storedCheckedAt: checkedAt), from: self)
+                    } catch {}
                 }
             }
         }

@@ -4,10 +4,25 @@ import ODRFormat
 
 /// Something that happened in a ``ResourceManager`` that an app may want to react to.
 public enum ResourceManagerEvent: Sendable, Equatable {
-    /// A pack was downloaded, verified and installed.
-    case packInstalled(id: String, bytes: Int64)
-    /// A pack was deleted to make room (or by ``ResourceManager/purge(bytes:)``), with the reason.
-    case packPurged(id: String, bytes: Int64, reason: PurgeReason)
+    /// A pack was downloaded, verified and installed; `tags` are the tags of the current version it
+    /// serves (``tagAvailable(tag:)`` follows for each of them it completed).
+    case packInstalled(id: String, bytes: Int64, tags: [String])
+    /// A pack was deleted to make room (or by ``ResourceManager/purge(bytes:)``), with the reason;
+    /// `tags` as for ``packInstalled(id:bytes:tags:)`` (``tagPurged(tag:)`` follows for each of them
+    /// that was available). For ``PurgeReason/staleStaging`` only a download's leftovers went.
+    case packPurged(id: String, bytes: Int64, reason: PurgeReason, tags: [String])
+    /// Every pack `tag` needs is installed now: a request for it begins without downloading. Posted
+    /// after the ``packInstalled(id:bytes:tags:)`` that completed it.
+    case tagAvailable(tag: String)
+    /// A pack `tag` needs was purged, so a request for it would download again. Posted after the
+    /// ``packPurged(id:bytes:reason:tags:)``, and only for a tag that was available.
+    case tagPurged(tag: String)
+    /// The catalog could not be checked online (`code` and `message` say why, as a ``ResourceError``
+    /// would), and the stored copy is used: the game plays offline with the version it has.
+    /// `storedCheckedAt` is when that copy was last checked (seconds since 1970), if known. Posted by
+    /// ``ResourceManager/prepare(online:)``, ``ResourceManager/loadCatalog(online:)`` and the
+    /// background checks of ``ResourceManager/checkForUpdates(every:)``.
+    case catalogCheckFailed(code: ResourceError.Code, message: String, storedCheckedAt: Double?)
     /// The file system's free space is below the watermark even after purging every pack not in
     /// use: end requests you no longer need, or free disk space. Posted only for the disk; a cache
     /// budget that cannot be met fails the install with `cache-budget-exceeded` instead.
@@ -35,6 +50,12 @@ extension ResourceManager {
     public static let downloadWaitingNotification = Notification.Name("ODRResourceManagerDownloadWaiting")
     /// See ``packInstalledNotification``.
     public static let downloadResumedNotification = Notification.Name("ODRResourceManagerDownloadResumed")
+    /// See ``packInstalledNotification``.
+    public static let tagAvailableNotification = Notification.Name("ODRResourceManagerTagAvailable")
+    /// See ``packInstalledNotification``.
+    public static let tagPurgedNotification = Notification.Name("ODRResourceManagerTagPurged")
+    /// See ``packInstalledNotification``.
+    public static let catalogCheckFailedNotification = Notification.Name("ODRResourceManagerCatalogCheckFailed")
 }
 
 /// Fans events out to every subscribed stream and to `NotificationCenter`.
@@ -71,6 +92,9 @@ final class EventHub: Sendable {
         case .catalogUpdated: ResourceManager.catalogUpdatedNotification
         case .downloadWaiting: ResourceManager.downloadWaitingNotification
         case .downloadResumed: ResourceManager.downloadResumedNotification
+        case .tagAvailable: ResourceManager.tagAvailableNotification
+        case .tagPurged: ResourceManager.tagPurgedNotification
+        case .catalogCheckFailed: ResourceManager.catalogCheckFailedNotification
         }
         NotificationCenter.default.post(name: name, object: manager, userInfo: ["event": event])
     }

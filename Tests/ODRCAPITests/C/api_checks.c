@@ -15,6 +15,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 #include <time.h>
 
@@ -367,10 +368,11 @@ static void waiting_checks(odr_manager *manager) {
 
 static void event_and_purge_checks(odr_manager *manager) {
     odr_event event = ODR_EVENT_INIT;
-    int installed = 0, updated = 0, good_ids = 1;
+    int installed = 0, updated = 0, good_ids = 1, tags_available = 0;
     for (;;) {
         EXPECT(odr_manager_poll_event(manager, &event), ODR_OK, "poll an event");
         if (event.kind == ODR_EVENT_NONE) break;
+        if (event.kind == ODR_EVENT_TAG_AVAILABLE && strlen(event.tag) > 0) tags_available++;
         if (event.kind == ODR_EVENT_PACK_INSTALLED) {
             installed++;
             if (strlen(event.pack_id) != 64 || event.bytes <= 0) good_ids = 0;
@@ -380,6 +382,16 @@ static void event_and_purge_checks(odr_manager *manager) {
     TRUE_THAT(installed > 0, "installs are events");
     TRUE_THAT(good_ids, "installed events carry a pack id and bytes");
     TRUE_THAT(updated == 1, "the first catalog is a catalog-updated event");
+    TRUE_THAT(tags_available > 0, "a tag whose packs are all installed is a tag-available event, with its name");
+    /* A caller built with version 1 of odr_event: nothing is written past purge_reason. */
+    unsigned char buffer[sizeof(odr_event)];
+    memset(buffer, 0xAB, sizeof buffer);
+    odr_event *first_version = (odr_event *)buffer;
+    first_version->version = 1;
+    EXPECT(odr_manager_poll_event(manager, first_version), ODR_OK, "poll into a version-1 event");
+    int untouched = 1;
+    for (size_t i = offsetof(odr_event, tag); i < sizeof buffer; i++) if (buffer[i] != 0xAB) untouched = 0;
+    TRUE_THAT(untouched, "a version-1 event is not written past purge_reason");
     odr_event old = ODR_EVENT_INIT;
     old.version = 0;
     EXPECT(odr_manager_poll_event(manager, &old), ODR_E_INVALID_ARGUMENT, "an event without a version");

@@ -75,7 +75,7 @@ final class ManagerEventLog: Sendable {
     deinit { manager.hub.removeObserver(token) }
 
     var all: [ResourceManagerEvent] { events.withLock { $0 } }
-    var purged: [String] { all.compactMap { if case let .packPurged(id, _, _) = $0 { id } else { nil } } }
+    var purged: [String] { all.compactMap { if case let .packPurged(id, _, _, _) = $0 { id } else { nil } } }
     var lowSpace: [Int64] { all.compactMap { if case let .lowDiskSpace(free) = $0 { free } else { nil } } }
 }
 

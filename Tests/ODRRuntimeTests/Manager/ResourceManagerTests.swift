@@ -273,7 +273,7 @@ struct ResourceManagerTests {
             try await manager.prepare()
             let seen = NotificationRecorder()
             let observer = NotificationCenter.default.addObserver(forName: ResourceManager.packInstalledNotification, object: manager, queue: nil) { note in
-                if case .packInstalled(let id, _)? = note.userInfo?["event"] as? ResourceManagerEvent { seen.add(id) }
+                if case .packInstalled(let id, _, _)? = note.userInfo?["event"] as? ResourceManagerEvent { seen.add(id) }
             }
             defer { NotificationCenter.default.removeObserver(observer) }
             let request = ResourceRequest(tags: ["small"], manager: manager)

@@ -181,7 +181,7 @@ struct ResourceRequestTests {
             #expect(big.state == .accessing)
             var purged: [PurgeReason] = []
             for await event in events {
-                if case .packPurged(_, _, let reason) = event { purged.append(reason) }
+                if case .packPurged(_, _, let reason, _) = event { purged.append(reason) }
                 if case .packInstalled = event, purged.count > 0 { break }
             }
             #expect(!purged.isEmpty)
@@ -227,15 +227,26 @@ struct ResourceRequestTests {
         try await withTestServer(root: fixture.game.catalog) { server in
             catalogURL = server.baseURL
             let manager = try fixture.manager(url: server.baseURL)
-            try await manager.prepare()
+            let online = try await manager.prepare()
+            #expect(online.fallback == nil)
             let request = ResourceRequest(tags: ["small"], manager: manager)
             try await request.beginAccessingResources()
             try request.endAccessingResources()
         }
         // The server is gone: the same URL now refuses connections.
         let manager = try fixture.manager(url: try #require(catalogURL))
-        try await manager.prepare()
+        let log = ManagerEventLog(manager)
+        let snapshot = try await manager.prepare()
         #expect(manager.currentVersion == 1)
+        // The game can tell it plays offline, and since when: the returned snapshot and an event say so.
+        let fallback = try #require(snapshot.fallback)
+        #expect(fallback.reason.code == .networkUnavailable, "\(fallback.reason)")
+        let checkedAt = try #require(fallback.checkedAt)
+        #expect(abs(checkedAt - Date().timeIntervalSince1970) < 600)
+        let failures = log.all.compactMap { event -> (ResourceError.Code, Double?)? in
+            if case let .catalogCheckFailed(code, _, storedCheckedAt) = event { (code, storedCheckedAt) } else { nil }
+        }
+        #expect(failures.count == 1 && failures.first?.0 == .networkUnavailable && failures.first?.1 == checkedAt, "\(log.all)")
         let request = ResourceRequest(tags: ["small"], manager: manager)
         #expect(await request.conditionallyBeginAccessingResources())
         #expect(try Data(contentsOf: #require(request.url(forResource: "small/map.json"))) == fixture.game.contents(of: "small/map.json"))
