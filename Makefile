@@ -3,13 +3,16 @@
 
 SWIFT ?= swift
 SHELL := bash
-SYSTEM_PACKAGES := libcurl4-openssl-dev libsqlite3-dev zlib1g-dev unzip curl python3 gcc g++ pkg-config
-# `make install PREFIX=...`: libodr.so, odr.h and odr.pc (docs/C-API.md). CONFIG=debug for a quick one.
+SYSTEM_PACKAGES := libcurl4-openssl-dev libsqlite3-dev zlib1g-dev unzip curl python3 gcc g++ pkg-config binutils patchelf
+# `make install PREFIX=...`: lib/libodr.so.1 (its SONAME; lib/libodr.so links to it), its debug info
+# lib/libodr.so.1.debug, include/odr.h and lib/pkgconfig/odr.pc (docs/C-API.md). CONFIG=debug for a
+# quick one. The library exports only the odr_* functions (scripts/libodr.map).
 PREFIX ?= /usr/local
 CONFIG ?= release
+ODR_LINK_FLAGS = -Xlinker -soname=libodr.so.1 -Xlinker --version-script=$(CURDIR)/scripts/libodr.map
 DEMO_DIR ?= .build/demo
 
-.PHONY: all build test demo bench deps clean install fuzz fuzz-build fuzz-seeds
+.PHONY: all build test demo bench deps clean install bundle fuzz fuzz-build fuzz-seeds
 
 all: build
 
@@ -56,15 +59,25 @@ demo: deps
 # a pkg-config file whose flags set an rpath to the library and the library's own rpath reaches the
 # Swift runtime, so `cc game.c $$(pkg-config --cflags --libs odr)` builds a program that runs.
 install: deps
-	$(SWIFT) build -c $(CONFIG) --product odrc
+	$(SWIFT) build -c $(CONFIG) --product odrc $(ODR_LINK_FLAGS)
 	@bin="$$($(SWIFT) build -c $(CONFIG) --show-bin-path)"; \
 	prefix="$$(mkdir -p "$(PREFIX)" && cd "$(PREFIX)" && pwd)"; \
 	install -d "$$prefix/lib/pkgconfig" "$$prefix/include"; \
-	install -m 755 "$$bin/libodrc.so" "$$prefix/lib/libodr.so"; \
+	install -m 755 "$$bin/libodrc.so" "$$prefix/lib/libodr.so.1"; \
+	objcopy --only-keep-debug "$$prefix/lib/libodr.so.1" "$$prefix/lib/libodr.so.1.debug"; \
+	objcopy --strip-debug --add-gnu-debuglink="$$prefix/lib/libodr.so.1.debug" "$$prefix/lib/libodr.so.1"; \
+	ln -sfn libodr.so.1 "$$prefix/lib/libodr.so"; \
 	install -m 644 Sources/CODR/include/odr.h "$$prefix/include/odr.h"; \
 	version="$$(sed -n 's/^#define ODR_VERSION "\(.*\)"/\1/p' Sources/CODR/include/odr.h)"; \
 	sed -e "s|@PREFIX@|$$prefix|" -e "s|@VERSION@|$$version|" scripts/odr.pc.in > "$$prefix/lib/pkgconfig/odr.pc"; \
 	echo "installed libodr $$version into $$prefix (PKG_CONFIG_PATH=$$prefix/lib/pkgconfig)"
+
+# `make bundle PREFIX=... BUNDLE=...`: what a game ships (docs/C-API.md, "What a shipping game
+# bundles"): libodr.so.1 and the Swift runtime libraries it loads, stripped, each finding the others
+# beside itself ($$ORIGIN), plus odr.h; prints each file's size and the total.
+BUNDLE ?= .build/odr-bundle
+bundle: install
+	@scripts/bundle-c.sh "$(PREFIX)" "$(BUNDLE)"
 
 # Fuzzing (CONTRIBUTING.md, "Fuzzing"): `make fuzz` builds one libFuzzer executable per reader of
 # untrusted bytes (Fuzz/Targets/, added to the package only when ODR_FUZZ=1) with address

@@ -22,4 +22,30 @@ int poll_once(odr_manager *manager) {
     return odr_manager_poll_event(manager, &event) == ODR_OK ? static_cast<int>(event.kind) : -1;
 }
 CXX
-echo "C API: installed, built the example with pkg-config and ran it; odr.h compiles as C++"
+# The library as a game links it: a versioned SONAME, and only the odr_* functions exported.
+library="$out/prefix/lib/libodr.so.1"
+soname="$(readelf -d "$library" | sed -n 's/.*Library soname: \[\(.*\)\]/\1/p')"
+[ "$soname" = "libodr.so.1" ] || { echo "libodr.so.1 has the SONAME '$soname', not libodr.so.1" >&2; exit 1; }
+[ "$(readlink "$out/prefix/lib/libodr.so")" = "libodr.so.1" ] || { echo "lib/libodr.so does not link to libodr.so.1" >&2; exit 1; }
+[ -s "$out/prefix/lib/libodr.so.1.debug" ] || { echo "make install left no libodr.so.1.debug" >&2; exit 1; }
+others="$(readelf --dyn-syms -W "$library" | awk '$7 != "UND" && ($5 == "GLOBAL" || $5 == "WEAK") { print $8 }' | grep -v '^odr_' || true)"
+if [ "$(printf '%s' "$others" | grep -c .)" -gt 8 ]; then
+    echo "libodr.so.1 exports $(printf '%s\n' "$others" | wc -l) symbols not named odr_* (at most 8):" >&2
+    printf '%s\n' "$others" | head -20 >&2
+    exit 1
+fi
+# What a shipping game bundles (make bundle): built and run in a clean folder holding only the
+# bundle's files, with no Swift toolchain on any library path.
+scripts/bundle-c.sh "$out/prefix" "$out/bundle" >"$out/bundle.log"
+clean="$out/clean-game"
+rm -rf "$clean" && mkdir -p "$clean" && cp -a "$out/bundle/lib" "$clean/lib"
+cc -std=c11 -Wall -Wextra -Werror -I "$out/bundle/include" Examples/c-game/game.c -L "$clean/lib" -lodr \
+    -Wl,-rpath,'$ORIGIN/lib' -lpthread -o "$clean/game"
+toolchain="$(realpath "$(dirname "$(realpath "$(command -v swift)")")/../lib/swift")"
+if env -i ldd "$clean/game" | grep -F "$toolchain"; then
+    echo "the bundled game still loads libraries from the toolchain ($toolchain)" >&2
+    exit 1
+fi
+env -i "$clean/game" --version
+echo "C API: installed, built the example with pkg-config and ran it; odr.h compiles as C++;" \
+     "SONAME libodr.so.1, only odr_* exported; the bundle ($(tail -n 1 "$out/bundle.log" | awk '{ print $2, $3 }'), debug build) runs without the toolchain"

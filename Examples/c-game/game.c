@@ -99,6 +99,15 @@ static int poll_events(odr_manager *manager) {
         case ODR_EVENT_DOWNLOAD_RESUMED:
             printf("event: %.12s downloads again\n", event.pack_id);
             break;
+        case ODR_EVENT_TAG_AVAILABLE:
+            printf("event: tag %s is ready\n", event.tag);
+            break;
+        case ODR_EVENT_TAG_PURGED:
+            printf("event: tag %s must download again\n", event.tag);
+            break;
+        case ODR_EVENT_CATALOG_CHECK_FAILED:
+            printf("event: the catalog could not be checked (%s); playing with the stored copy\n", event.purge_reason);
+            break;
         }
     }
 }
