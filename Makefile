@@ -3,7 +3,7 @@
 
 SWIFT ?= swift
 SHELL := bash
-SYSTEM_PACKAGES := libcurl4-openssl-dev libsqlite3-dev zlib1g-dev unzip curl python3 gcc g++ pkg-config
+SYSTEM_PACKAGES := libcurl4-openssl-dev libsqlite3-dev zlib1g-dev unzip curl python3 gcc g++ pkg-config strace
 # `make install PREFIX=...`: libodr.so, odr.h and odr.pc (docs/C-API.md). CONFIG=debug for a quick one.
 PREFIX ?= /usr/local
 CONFIG ?= release

@@ -128,12 +128,11 @@ final class PendingCalls: Sendable {
     }
 
     /// Cancels the calls' tasks if `cancelling`, and returns once every callback has returned.
+    /// Calls stay listed until then, so a second thread settling at the same time waits too.
     func settle(cancelling: Bool) {
-        let pending = calls.withLock { calls in
-            defer { calls.removeAll() }
-            return calls
-        }
+        let pending = calls.withLock { $0 }
         if cancelling { for call in pending { call.task.cancel() } }
         for call in pending { call.slot.settle() }
+        calls.withLock { calls in calls.removeAll { $0.slot.isDone } }
     }
 }
