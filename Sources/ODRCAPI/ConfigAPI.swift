@@ -19,8 +19,8 @@ final class ConfigHandle: Sendable {
         var signatureThreshold = 1
         var downloadPolicy = DownloadPolicy()
         var variants = VariantPreferences()
-        /// `ODR_OPT_NETWORK_METERED`: the answer when no probe is set.
-        var fixedNetwork = NetworkCondition.unmetered
+        /// `ODR_OPT_NETWORK_METERED`: a fixed answer, or `nil` (-1) to ask NetworkManager.
+        var fixedNetwork: NetworkCondition?
         /// `odr_config_set_network_probe`'s function and pointer.
         var probe: (function: odr_network_probe, userData: UnsafeMutableRawPointer?)?
     }
@@ -48,7 +48,7 @@ final class ConfigHandle: Sendable {
         configuration.signatureThreshold = settings.signatureThreshold
         configuration.downloadPolicy = settings.downloadPolicy
         configuration.variants = settings.variants
-        configuration.networkProbe = FixedNetworkProbe(settings.fixedNetwork)
+        if let fixed = settings.fixedNetwork { configuration.networkProbe = FixedNetworkProbe(fixed) }
         return configuration
     }
 
@@ -157,8 +157,10 @@ public func odrConfigSetInt(_ config: OpaquePointer?, _ option: odr_option, _ va
             guard (1...1024).contains(value) else { throw invalidArgument("ODR_OPT_SIGNATURE_THRESHOLD must be at least 1 (and at most the number of trusted keys); \(value) is not.") }
             handle.settings.withLock { $0.signatureThreshold = Int(value) }
         case ODR_OPT_NETWORK_METERED:
-            guard value == 0 || value == 1 else { throw invalidArgument("ODR_OPT_NETWORK_METERED must be 0 (unmetered) or 1 (metered); \(value) is neither.") }
-            handle.settings.withLock { $0.fixedNetwork = value == 1 ? .metered : .unmetered }
+            guard (-1...1).contains(value) else {
+                throw invalidArgument("ODR_OPT_NETWORK_METERED must be -1 (ask NetworkManager), 0 (unmetered) or 1 (metered); \(value) is none of them.")
+            }
+            handle.settings.withLock { $0.fixedNetwork = value < 0 ? nil : value == 1 ? .metered : .unmetered }
         case ODR_OPT_METERED_URGENT, ODR_OPT_METERED_NON_URGENT, ODR_OPT_METERED_DAILY_BUDGET, ODR_OPT_POLICY_WAITS,
              ODR_OPT_NON_URGENT_RATE:
             try handle.settings.withLock { settings throws(ResourceError) in

@@ -35,9 +35,6 @@ extension CatalogOptions {
         if let space { configuration.freeSpaceWatermark = space.watermark }
         configuration.trustedKeys = try trust().keys
         metered?.apply(to: &configuration.downloadPolicy)
-        // A command-line tool may start `nmcli` to learn whether the network is metered; the
-        // library's default (for games) never starts a process.
-        configuration.networkProbe = NetworkManagerProbe()
         configuration.variants = try variants()
         return try ResourceManager(configuration: configuration)
     }

@@ -183,10 +183,11 @@ typedef enum odr_option {
                                        0: it fails with ODR_E_NETWORK_POLICY */
     ODR_OPT_NON_URGENT_RATE = 124,  /* bytes per second non-urgent downloads may take while an urgent
                                        one runs: 0 (default) pauses them, -1 leaves them unlimited */
-    ODR_OPT_NETWORK_METERED = 125   /* the network's condition when no probe is set
-                                       (odr_config_set_network_probe): 0 (default) unmetered, 1
-                                       metered. The library never probes by itself: it starts no
-                                       process and opens no system bus */
+    ODR_OPT_NETWORK_METERED = 125   /* whether the network is metered, when no probe is set
+                                       (odr_config_set_network_probe): -1 (default) asks
+                                       NetworkManager over the system D-Bus, never starting a
+                                       process (unmetered without one); 0: unmetered, never asks;
+                                       1: metered, never asks */
 } odr_option;
 
 /** Creates a configuration with the defaults; free it with `odr_config_free`. */
@@ -395,9 +396,9 @@ typedef enum odr_network_condition {
  *  and after a transfer fails. May block briefly; should not call odr functions. */
 typedef odr_network_condition (*odr_network_probe)(void *user_data);
 
-/** Sets the network probe of the managers created from `config` (NULL: none, the answer is
- *  ODR_OPT_NETWORK_METERED's). `probe` and `user_data` must stay valid until `odr_manager_destroy`
- *  of each such manager returns; it is never called after that. */
+/** Sets the network probe of the managers created from `config` (NULL: none; ODR_OPT_NETWORK_METERED
+ *  decides). `probe` and `user_data` must stay valid until `odr_manager_destroy` of each such
+ *  manager returns; it is never called after that. */
 ODR_EXTERN odr_status odr_config_set_network_probe(odr_config *config, odr_network_probe probe, void *user_data);
 
 /** One tag of the catalog. */

@@ -65,10 +65,10 @@ extension ResourceManager {
         /// bandwidth non-urgent transfers keep while an urgent one runs (see ``DownloadPolicy``).
         /// By default urgent downloads may use metered networks and prefetch may not.
         public var downloadPolicy = DownloadPolicy()
-        /// Tells whether the network is metered. The default, ``FixedNetworkProbe``, says unmetered
-        /// and starts no process; set a probe of your own (or ``NetworkManagerProbe``, which runs
-        /// `nmcli`, in a tool) to apply the metered part of the ``downloadPolicy``.
-        public var networkProbe: any NetworkConditionProbe = FixedNetworkProbe()
+        /// Tells whether the network is metered. The default, ``NetworkManagerBusProbe``, asks
+        /// NetworkManager over the system D-Bus (no process; unmetered when there is no bus);
+        /// ``FixedNetworkProbe`` turns probing off, and an app may set a probe of its own.
+        public var networkProbe: any NetworkConditionProbe = NetworkManagerBusProbe()
 
         /// The default ``freeSpaceWatermark``: 256 MiB.
         public static let defaultFreeSpaceWatermark: Int64 = 256 << 20

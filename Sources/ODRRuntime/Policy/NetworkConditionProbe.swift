@@ -7,10 +7,10 @@ import Foundation
 /// ``DownloadPolicy/networkCheckInterval`` while downloads are active or waiting, after a transfer
 /// fails, and on ``ResourceManager/checkNetworkCondition()``.
 ///
-/// The default is ``FixedNetworkProbe`` (unmetered): the library never starts a process or opens
-/// a system bus by itself. An app that knows better (a game on a handheld with a modem, a launcher
-/// that asks NetworkManager over D-Bus) supplies a probe; from C, `odr_config_set_network_probe`
-/// or `ODR_OPT_NETWORK_METERED`.
+/// The default is ``NetworkManagerBusProbe``, which asks NetworkManager over the system D-Bus and
+/// never starts a process. An app that knows better (a game on a handheld with a modem) supplies a
+/// probe of its own, or ``FixedNetworkProbe`` to turn probing off; from C,
+/// `odr_config_set_network_probe` or `ODR_OPT_NETWORK_METERED`.
 ///
 /// ```swift
 /// struct AlwaysMetered: NetworkConditionProbe {
@@ -24,9 +24,9 @@ public protocol NetworkConditionProbe: Sendable {
     func currentCondition() -> NetworkCondition
 }
 
-/// A probe that always gives the same answer; the default, ``NetworkCondition/unmetered``, lets
-/// every download through as far as the network is concerned. It starts no process and reads
-/// nothing.
+/// A probe that always gives the same answer, which turns probing off; by default
+/// ``NetworkCondition/unmetered``, which lets every download through as far as the network is
+/// concerned. It reads nothing.
 public struct FixedNetworkProbe: NetworkConditionProbe {
     /// The answer.
     public var condition: NetworkCondition
@@ -40,9 +40,10 @@ public struct FixedNetworkProbe: NetworkConditionProbe {
     public func currentCondition() -> NetworkCondition { condition }
 }
 
-/// Asks NetworkManager through `nmcli` whether a connected device is metered. Opt-in, for tools
-/// (the `odr` command uses it): it starts a process (`/usr/bin/env nmcli ...`) at every check, which
-/// a game must not do behind its engine's back, so no manager uses it unless configured to.
+/// Asks NetworkManager through `nmcli` whether a connected device is metered. Opt-in, for tools:
+/// it starts a process (`/usr/bin/env nmcli ...`) at every check, which a game must not do behind
+/// its engine's back, so no manager uses it unless configured to; the default,
+/// ``NetworkManagerBusProbe``, asks the same NetworkManager over D-Bus without one.
 ///
 /// It runs `nmcli -t -f GENERAL.DEVICE,GENERAL.TYPE,GENERAL.STATE,GENERAL.METERED device show` with
 /// `LC_ALL=C` and reads it with ``parse(_:)``. When `nmcli` is missing, fails, or NetworkManager

@@ -265,7 +265,8 @@ static void probe_checks(const char *url, const char *store) {
 
     /* ODR_OPT_NETWORK_METERED gives the answer without a probe. */
     manager_at(url, store, "-metered", &config);
-    EXPECT(odr_config_set_int(config, ODR_OPT_NETWORK_METERED, 2), ODR_E_INVALID_ARGUMENT, "ODR_OPT_NETWORK_METERED is 0 or 1");
+    EXPECT(odr_config_set_int(config, ODR_OPT_NETWORK_METERED, 2), ODR_E_INVALID_ARGUMENT, "ODR_OPT_NETWORK_METERED is -1, 0 or 1");
+    EXPECT(odr_config_set_int(config, ODR_OPT_NETWORK_METERED, -1), ODR_OK, "ask NetworkManager again");
     EXPECT(odr_config_set_int(config, ODR_OPT_NETWORK_METERED, 1), ODR_OK, "say the network is metered");
     odr_config_set_int(config, ODR_OPT_POLICY_WAITS, 0);
     odr_manager_create(config, &manager);

@@ -87,10 +87,10 @@ struct RequestBeginAndEnumerationTests {
         }
     }
 
-    @Test func theDefaultNetworkProbeIsFixedAndUnmetered() {
+    @Test func theDefaultNetworkProbeAsksNetworkManagerOverTheBusAndAFixedOneTurnsProbingOff() {
         let configuration = ResourceManager.Configuration(catalogURL: URL(filePath: "/nonexistent"), storeDirectory: URL(filePath: "/nonexistent"))
-        let probe = try? #require(configuration.networkProbe as? FixedNetworkProbe)
-        #expect(probe?.condition == .unmetered)
+        #expect(configuration.networkProbe is NetworkManagerBusProbe, "not nmcli: the default starts no process")
+        #expect(FixedNetworkProbe().currentCondition() == .unmetered)
         #expect(FixedNetworkProbe(.metered).currentCondition() == .metered)
     }
 }
