@@ -8,17 +8,9 @@ import Testing
 /// The default network probe against a fake system bus on a Unix socket: it reads NetworkManager's
 /// `Metered`, and anything else (no bus, a refusal, an error, hostile bytes) is unmetered.
 struct NetworkManagerBusProbeTests {
-    /// What the fake bus answers to the `Get`.
-    enum Answer: Sendable {
-        case metered(UInt32)
-        case error
-        case raw([UInt8])
-        case refuseAuthentication
-    }
-
     @Test(arguments: [(UInt32(1), NetworkCondition.metered), (3, .metered), (0, .unmetered), (2, .unmetered), (4, .unmetered), (99, .unmetered)])
     func nmMeteredIsReadAsNetworkManagerMeansIt(_ value: UInt32, _ expected: NetworkCondition) throws {
-        let (condition, request) = try Self.probe(answering: .metered(value))
+        let (condition, request) = try FakeSystemBus.probe(answering: .metered(value))
         #expect(condition == expected)
         // The call the probe made: Properties.Get of NetworkManager's Metered, after Hello.
         let text = String(decoding: request, as: UTF8.self)
@@ -30,8 +22,8 @@ struct NetworkManagerBusProbeTests {
     @Test func noBusARefusalAnErrorOrHostileBytesAreUnmetered() throws {
         let directory = try TemporaryDirectory(prefix: "odr-bus")
         #expect(NetworkManagerBusProbe(socketPath: directory.appending("none").path).currentCondition() == .unmetered)
-        #expect(try Self.probe(answering: .refuseAuthentication).condition == .unmetered)
-        #expect(try Self.probe(answering: .error).condition == .unmetered)
+        #expect(try FakeSystemBus.probe(answering: .refuseAuthentication).condition == .unmetered)
+        #expect(try FakeSystemBus.probe(answering: .error).condition == .unmetered)
         // A reply whose body length claims 4 GiB, one with an unknown endianness, a truncated one,
         // and one whose variant holds a string: refused, not trapped on, not waited for forever.
         let huge: [UInt8] = [UInt8(ascii: "l"), 2, 0, 1, 0xFF, 0xFF, 0xFF, 0xFF, 9, 0, 0, 0, 0, 0, 0, 0]
@@ -41,7 +33,7 @@ struct NetworkManagerBusProbeTests {
         let stringVariant = DBusMessage.encode(type: DBusMessage.methodReturn, flags: 1, serial: 3,
                                                fields: [(5, .uint32(2)), (8, .signature("v"))], body: [.signature("s"), .string("yes")])
         for bytes in [huge, oddEndian, truncated, stringVariant] {
-            #expect(try Self.probe(answering: .raw(bytes)).condition == .unmetered)
+            #expect(try FakeSystemBus.probe(answering: .raw(bytes)).condition == .unmetered)
         }
     }
 
@@ -50,28 +42,57 @@ struct NetworkManagerBusProbeTests {
         #expect(NetworkManagerBusProbe.systemBusPath("unix:path=/var/run/dbus/system_bus_socket") == "/var/run/dbus/system_bus_socket")
         #expect(NetworkManagerBusProbe.systemBusPath("tcp:host=x;unix:guid=1,path=/tmp/bus") == "/tmp/bus")
     }
+}
 
-    // MARK: The fake bus
+/// A system bus on a Unix socket that answers NetworkManager's `Metered` as told, for the probe in
+/// this process or for `odr` run as a child (`DBUS_SYSTEM_BUS_ADDRESS` = ``address``).
+final class FakeSystemBus: Sendable {
+    /// What the fake bus answers to the `Get`.
+    enum Answer: Sendable {
+        case metered(UInt32)
+        case error
+        case raw([UInt8])
+        case refuseAuthentication
+    }
 
-    /// Runs the probe against a fake bus that answers `answer`; returns its condition and the bytes
-    /// the probe sent after authenticating.
-    static func probe(answering answer: Answer) throws -> (condition: NetworkCondition, request: [UInt8]) {
-        let directory = try TemporaryDirectory(prefix: "odr-bus")
-        let path = directory.appending("bus").path
-        let listener = try listen(at: path)
-        let received = Locked<[UInt8]>([])
-        let served = DispatchSemaphore(value: 0)
-        Thread {
-            defer { served.signal() }
-            let connection = accept(listener, nil, nil)
-            guard connection >= 0 else { return }
-            defer { close(connection) }
-            serve(connection, answer) { bytes in received.withLock { $0 += bytes } }
+    let path: String
+    /// The value of `DBUS_SYSTEM_BUS_ADDRESS` that points at this bus.
+    var address: String { "unix:path=\(path)" }
+    private let listener: Int32
+    private let directory: TemporaryDirectory
+    private let received = Locked<[UInt8]>([])
+    private let finished = DispatchSemaphore(value: 0)
+
+    /// Starts serving every connection with `answer`, one at a time, until ``stop()``.
+    init(answering answer: Answer) throws {
+        directory = try TemporaryDirectory(prefix: "odr-bus")
+        path = directory.appending("bus").path
+        listener = try Self.listen(at: path)
+        Thread { [listener, received, finished] in
+            defer { finished.signal() }
+            while true {
+                let connection = accept(listener, nil, nil)
+                guard connection >= 0 else { return }
+                Self.serve(connection, answer) { bytes in received.withLock { $0 += bytes } }
+                close(connection)
+            }
         }.start()
-        let condition = NetworkManagerBusProbe(socketPath: path, timeout: 5).currentCondition()
-        served.wait()
+    }
+
+    /// Stops serving; returns the bytes the clients sent after authenticating.
+    @discardableResult
+    func stop() -> [UInt8] {
+        shutdown(listener, Int32(SHUT_RDWR))
+        finished.wait()
         close(listener)
-        return (condition, received.withLock { $0 })
+        return received.withLock { $0 }
+    }
+
+    /// Runs the probe once against a bus that answers `answer`; its condition and what it sent.
+    static func probe(answering answer: Answer) throws -> (condition: NetworkCondition, request: [UInt8]) {
+        let bus = try FakeSystemBus(answering: answer)
+        let condition = NetworkManagerBusProbe(socketPath: bus.path, timeout: 5).currentCondition()
+        return (condition, bus.stop())
     }
 
     private static func listen(at path: String) throws -> Int32 {
@@ -82,7 +103,7 @@ struct NetworkManagerBusProbeTests {
         let bound = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
         }
-        guard bound == 0, Glibc.listen(descriptor, 1) == 0 else { throw POSIXError(.EADDRINUSE) }
+        guard bound == 0, Glibc.listen(descriptor, 8) == 0 else { throw POSIXError(.EADDRINUSE) }
         return descriptor
     }
 
