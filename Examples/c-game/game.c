@@ -245,6 +245,12 @@ int main(int argc, char **argv) {
     int64_t version = 0;
     CHECK(odr_manager_current_version(manager, &version), "catalog version");
     printf("prepared catalog version %" PRId64 "\n", version);
+    /* The level-select screen: every tag with what it would download (one block, one odr_free). */
+    odr_tag_info *tags = NULL;
+    size_t tag_count = 0;
+    CHECK(odr_manager_tags(manager, &tags, &tag_count), "list tags");
+    for (size_t i = 0; i < tag_count; i++) printf("tag %s: %" PRId64 " bytes\n", tags[i].name, tags[i].download_bytes);
+    odr_free(tags);
 
     level levels[2];
     level *current = &levels[0], *next = &levels[1];
@@ -267,6 +273,8 @@ int main(int argc, char **argv) {
     }
     if (poll_events(manager)) return 1;
     odr_manager_destroy(manager);
+    /* Every handle is gone: stop the library's threads before the engine goes on without it. */
+    CHECK(odr_shutdown(10000), "shut down");
     printf("played %d levels\n", LEVELS);
     return 0;
 }

@@ -85,26 +85,6 @@ func entryPoint(_ body: () throws(ResourceError) -> Void) -> odr_status {
     }
 }
 
-/// The queue every callback runs on: one library thread, one callback at a time.
-let callbackQueue = DispatchQueue(label: "odr.callbacks")
-
-/// A C completion and the caller's pointer, carried to the callback queue.
-struct CCompletion: @unchecked Sendable {
-    // The caller vouches that `userData` may be used on the library's thread (documented in odr.h).
-    let function: odr_completion?
-    let userData: UnsafeMutableRawPointer?
-
-    /// Calls the completion on the callback queue with the outcome of `result`.
-    func deliver(_ result: Result<Void, ResourceError>) {
-        guard function != nil else { return }
-        let (status, message): (odr_status, String) = switch result {
-        case .success: (ODR_OK, "")
-        case .failure(let error): CLastError.describe(error)
-        }
-        callbackQueue.async { [self] in message.withCString { self.function?(status, $0, self.userData) } }
-    }
-}
-
 /// Runs `operation` in a task and blocks the calling thread until it finishes or `deadline`
 /// passes; see ``waitBlocking(deadline:awaitCancellation:start:cancel:)``.
 func runBlocking(
@@ -133,12 +113,12 @@ func runBlocking(
 /// they were), and reports success if it finished anyway; the error is `wait-timeout`.
 func waitBlocking(
     deadline: DispatchTime?, awaitCancellation: Bool,
-    start: (@escaping @Sendable (Result<Void, ResourceError>) -> Void) -> Void,
+    start: (@escaping @Sendable (Result<Void, ResourceError>) -> Void) throws(ResourceError) -> Void,
     cancel: () -> Void
 ) throws(ResourceError) {
     let finished = DispatchSemaphore(value: 0)
     let outcome = Locked<Result<Void, ResourceError>?>(nil)
-    start { result in
+    try start { result in
         outcome.withLock { $0 = result }
         finished.signal()
     }

@@ -131,7 +131,7 @@ enum CLastError {
 
     /// The status and message a C caller sees for `error`.
     static func describe(_ error: any Error) -> (odr_status, String) {
-        if let error = error as? ResourceError { return (CStatus.status(of: error.code), error.description) }
+        if let error = error as? ResourceError { return (CStatus.status(of: error.code), CMessages.translated(error.description)) }
         return (ODR_E_OTHER, "\(error)")
     }
 
@@ -155,4 +155,31 @@ enum CLastError {
 /// Shorthand: an `invalid-argument` error with `message`.
 func invalidArgument(_ message: String) -> ResourceError {
     ResourceError(.invalidArgument, message)
+}
+
+/// The runtime's messages name Swift API (`prepare()`, `downloadPolicy.allowsMeteredUrgent`); a C
+/// caller sees the C function or option instead. Swift callers keep the Swift names: only
+/// ``CLastError/describe(_:)`` translates.
+enum CMessages {
+    /// Each Swift phrase and what a C caller reads instead, applied in order.
+    static let replacements: [(swift: String, c: String)] = [
+        ("call beginAccessingResources() first", "call odr_request_begin first"),
+        ("Call prepare() first", "Call odr_manager_prepare first"),
+        ("downloadPolicy.allowsMeteredUrgent = true (ODR_OPT_METERED_URGENT 1 in C, odr fetch --allow-metered)",
+         "ODR_OPT_METERED_URGENT 1"),
+        ("downloadPolicy.allowsMeteredNonUrgent = true (ODR_OPT_METERED_NON_URGENT 1 in C, odr fetch --allow-metered)",
+         "ODR_OPT_METERED_NON_URGENT 1"),
+        ("downloadPolicy.dailyMeteredByteBudget (ODR_OPT_METERED_DAILY_BUDGET in C)", "ODR_OPT_METERED_DAILY_BUDGET"),
+        ("beginAccessingResources()", "odr_request_begin"),
+        ("endAccessingResources()", "odr_request_end"),
+        ("prepare()", "odr_manager_prepare"),
+    ]
+
+    /// `message` with the Swift names replaced by the C ones.
+    static func translated(_ message: String) -> String {
+        guard message.contains("()") || message.contains("downloadPolicy.") else { return message }
+        var text = message
+        for (swift, c) in replacements { text = text.replacingOccurrences(of: swift, with: c) }
+        return text
+    }
 }

@@ -19,6 +19,10 @@ final class ConfigHandle: Sendable {
         var signatureThreshold = 1
         var downloadPolicy = DownloadPolicy()
         var variants = VariantPreferences()
+        /// `ODR_OPT_NETWORK_METERED`: a fixed answer, or `nil` (-1) to ask NetworkManager.
+        var fixedNetwork: NetworkCondition?
+        /// `odr_config_set_network_probe`'s function and pointer.
+        var probe: (function: odr_network_probe, userData: UnsafeMutableRawPointer?)?
     }
 
     let settings = Locked(Settings())
@@ -44,6 +48,7 @@ final class ConfigHandle: Sendable {
         configuration.signatureThreshold = settings.signatureThreshold
         configuration.downloadPolicy = settings.downloadPolicy
         configuration.variants = settings.variants
+        if let fixed = settings.fixedNetwork { configuration.networkProbe = FixedNetworkProbe(fixed) }
         return configuration
     }
 
@@ -151,6 +156,11 @@ public func odrConfigSetInt(_ config: OpaquePointer?, _ option: odr_option, _ va
             // Checked against the number of keys when the manager opens, as in Swift.
             guard (1...1024).contains(value) else { throw invalidArgument("ODR_OPT_SIGNATURE_THRESHOLD must be at least 1 (and at most the number of trusted keys); \(value) is not.") }
             handle.settings.withLock { $0.signatureThreshold = Int(value) }
+        case ODR_OPT_NETWORK_METERED:
+            guard (-1...1).contains(value) else {
+                throw invalidArgument("ODR_OPT_NETWORK_METERED must be -1 (ask NetworkManager), 0 (unmetered) or 1 (metered); \(value) is none of them.")
+            }
+            handle.settings.withLock { $0.fixedNetwork = value < 0 ? nil : value == 1 ? .metered : .unmetered }
         case ODR_OPT_METERED_URGENT, ODR_OPT_METERED_NON_URGENT, ODR_OPT_METERED_DAILY_BUDGET, ODR_OPT_POLICY_WAITS,
              ODR_OPT_NON_URGENT_RATE:
             try handle.settings.withLock { settings throws(ResourceError) in
@@ -173,6 +183,61 @@ public func odrConfigAddHeader(_ config: OpaquePointer?, _ name: UnsafePointer<C
             throw invalidArgument("The header '\(name)' cannot be sent: names may not hold ':', and neither names nor values may hold CR or LF.")
         }
         handle.settings.withLock { $0.headers[name] = value }
+    }
+}
+
+/// `odr_config_set_network_probe`: Sets the network probe of the managers created from config. Documented in odr.h.
+@_cdecl("odr_config_set_network_probe")
+public func odrConfigSetNetworkProbe(_ config: OpaquePointer?, _ probe: odr_network_probe?, _ userData: UnsafeMutableRawPointer?) -> odr_status {
+    entryPoint { () throws(ResourceError) in
+        let handle = try CHandle.object(config, as: ConfigHandle.self, "config")
+        handle.settings.withLock { $0.probe = probe.map { ($0, userData) } }
+    }
+}
+
+/// A C `odr_network_probe` as a ``NetworkConditionProbe``, which `odr_manager_destroy` revokes:
+/// after ``revoke()`` returns it never calls the function again (and answers unmetered).
+final class CNetworkProbe: NetworkConditionProbe, @unchecked Sendable {
+    // `revoked` and `calling` are only used with `condition` locked; the function and pointer are
+    // the caller's, passed back to it.
+    private let function: odr_network_probe
+    private let userData: UnsafeMutableRawPointer?
+    private let condition = NSCondition()
+    private var revoked = false
+    private var calling: pthread_t?
+
+    init(function: odr_network_probe, userData: UnsafeMutableRawPointer?) {
+        self.function = function
+        self.userData = userData
+    }
+
+    func currentCondition() -> NetworkCondition {
+        condition.lock()
+        guard !revoked else {
+            condition.unlock()
+            return .unmetered
+        }
+        calling = pthread_self()
+        condition.unlock()
+        let answer = function(userData)
+        condition.lock()
+        calling = nil
+        condition.broadcast()
+        condition.unlock()
+        switch answer {
+        case ODR_NETWORK_METERED: return .metered
+        case ODR_NETWORK_OFFLINE: return .offline
+        default: return .unmetered
+        }
+    }
+
+    /// Returns once the function is not running and will never be called again (at once when
+    /// called from inside it).
+    func revoke() {
+        condition.lock()
+        revoked = true
+        while let thread = calling, pthread_equal(thread, pthread_self()) == 0 { condition.wait() }
+        condition.unlock()
     }
 }
 

@@ -9,6 +9,10 @@ final class ManagerHandle: Sendable {
     static let eventCapacity = 1024
 
     let manager: ResourceManager
+    /// The `odr_manager_prepare_async` calls whose callbacks may still run.
+    let preparations = PendingCalls()
+    /// The C network probe, revoked by `odr_manager_destroy`.
+    let probe: CNetworkProbe?
     /// Waiting events from `head` on, and how many were dropped since the last poll.
     private typealias EventQueue = Locked<(events: [ResourceManagerEvent], head: Int, missed: Int64)>
 
@@ -20,8 +24,9 @@ final class ManagerHandle: Sendable {
         var tokens: [any NSObjectProtocol] = []
     }
 
-    init(manager: ResourceManager) {
+    init(manager: ResourceManager, probe: CNetworkProbe?) {
         self.manager = manager
+        self.probe = probe
         let queue = EventQueue(([], 0, 0))
         self.queue = queue
         // The manager posts each event synchronously on the thread that caused it, so an event is
@@ -81,15 +86,23 @@ public func odrManagerCreate(_ config: OpaquePointer?, _ out: UnsafeMutablePoint
     entryPoint { () throws(ResourceError) in
         let settings = try CHandle.object(config, as: ConfigHandle.self, "config")
         let out = try CInput.out(out, "out_manager")
-        let manager = try ResourceManager(configuration: try settings.configuration())
-        out.pointee = CHandle.make(ManagerHandle(manager: manager))
+        var configuration = try settings.configuration()
+        let probe = settings.settings.withLock { $0.probe }.map { CNetworkProbe(function: $0.function, userData: $0.userData) }
+        if let probe { configuration.networkProbe = probe }
+        let manager = try ResourceManager(configuration: configuration)
+        out.pointee = CHandle.make(ManagerHandle(manager: manager, probe: probe))
+        LiveHandles.managerCreated()
     }
 }
 
 /// `odr_manager_destroy`: Releases the caller's manager handle (NULL is ignored). Documented in odr.h.
 @_cdecl("odr_manager_destroy")
 public func odrManagerDestroy(_ manager: OpaquePointer?) {
-    _ = CHandle.release(manager, as: ManagerHandle.self)
+    // A preparation still running is cancelled, and its callback has returned before this does.
+    guard let handle = CHandle.release(manager, as: ManagerHandle.self) else { return }
+    defer { LiveHandles.managerDestroyed() }
+    handle.preparations.settle(cancelling: true)
+    handle.probe?.revoke()
 }
 
 /// `odr_manager_prepare`: Fetches the catalog, installs the initial-install tags and starts the prefetch, blocking with a timeout. Documented in odr.h.
@@ -109,16 +122,18 @@ public func odrManagerPrepareAsync(
     _ handle: OpaquePointer?, _ online: Int32, _ done: odr_completion?, _ userData: UnsafeMutableRawPointer?
 ) -> odr_status {
     entryPoint { () throws(ResourceError) in
-        let manager = try CHandle.object(handle, as: ManagerHandle.self, "manager").manager
-        let completion = CCompletion(function: done, userData: userData)
-        Task {
+        let handle = try CHandle.object(handle, as: ManagerHandle.self, "manager")
+        let manager = handle.manager
+        let slot = CallbackSlot(function: done, userData: userData)
+        let task = Task {
             do throws(ResourceError) {
                 try await manager.prepare(online: online != 0)
-                completion.deliver(.success(()))
+                slot.finish(.success(()))
             } catch {
-                completion.deliver(.failure(error))
+                slot.finish(.failure(error))
             }
         }
+        handle.preparations.add(task, slot)
     }
 }
 
@@ -289,6 +304,80 @@ func copy<Tuple>(_ text: String, into array: inout Tuple) {
         let bytes = Array(text.utf8.prefix(buffer.count - 1))
         buffer.copyBytes(from: bytes)
         buffer[bytes.count] = 0
+    }
+}
+
+/// `odr_manager_tags`: The tags of the catalog version requests use now, with their sizes. Documented in odr.h.
+@_cdecl("odr_manager_tags")
+public func odrManagerTags(
+    _ handle: OpaquePointer?, _ out: UnsafeMutablePointer<UnsafeMutablePointer<odr_tag_info>?>?, _ count: UnsafeMutablePointer<Int>?
+) -> odr_status {
+    entryPoint { () throws(ResourceError) in
+        let manager = try CHandle.object(handle, as: ManagerHandle.self, "manager").manager
+        let out = try CInput.out(out, "out_tags"), count = try CInput.out(count, "out_count")
+        let tags = try manager.catalogTags()
+        let list = try CList.make(tags.map(\.name), as: odr_tag_info.self) { index, name in
+            odr_tag_info(name: name, download_bytes: tags[index].downloadBytes, installed_bytes: tags[index].installedBytes)
+        }
+        out.pointee = list
+        count.pointee = tags.count
+    }
+}
+
+/// `odr_manager_tag_files`: The files a request for tag holds, sorted by path. Documented in odr.h.
+@_cdecl("odr_manager_tag_files")
+public func odrManagerTagFiles(
+    _ handle: OpaquePointer?, _ tag: UnsafePointer<CChar>?, _ out: UnsafeMutablePointer<UnsafeMutablePointer<odr_file_info>?>?,
+    _ count: UnsafeMutablePointer<Int>?
+) -> odr_status {
+    entryPoint { () throws(ResourceError) in
+        let manager = try CHandle.object(handle, as: ManagerHandle.self, "manager").manager
+        let tag = try CInput.nonEmptyString(tag, "The tag")
+        let out = try CInput.out(out, "out_files"), count = try CInput.out(count, "out_count")
+        let files = try manager.files(ofTag: tag)
+        let list = try CList.make(files.map(\.path), as: odr_file_info.self) { index, path in
+            odr_file_info(path: path, bytes: files[index].size)
+        }
+        out.pointee = list
+        count.pointee = files.count
+    }
+}
+
+/// `odr_free`: Frees what odr_manager_tags or odr_manager_tag_files returned (NULL is ignored). Documented in odr.h.
+@_cdecl("odr_free")
+public func odrFree(_ list: UnsafeMutableRawPointer?) {
+    free(list)
+}
+
+/// Lists handed to C as one `malloc` block: the array of structs, then the NUL-terminated strings
+/// they point to, so that one `odr_free` frees everything.
+enum CList {
+    /// A block holding one `Element` per string, made by `element` from its index and its copied
+    /// string; `storage-failure` when the block cannot be allocated.
+    static func make<Element>(
+        _ strings: [String], as type: Element.Type,
+        _ element: (Int, UnsafePointer<CChar>) -> Element
+    ) throws(ResourceError) -> UnsafeMutablePointer<Element> {
+        // Sizes are checked: the strings come from a catalog.
+        var bytes = MemoryLayout<Element>.stride.multipliedReportingOverflow(by: strings.count)
+        for string in strings where !bytes.overflow {
+            bytes = bytes.partialValue.addingReportingOverflow(string.utf8.count + 1)
+        }
+        guard !bytes.overflow, let block = malloc(max(1, bytes.partialValue)) else {
+            throw ResourceError(.storageFailure, "A list of \(strings.count) entries does not fit in memory.")
+        }
+        let elements = block.bindMemory(to: Element.self, capacity: strings.count)
+        var text = block.advanced(by: MemoryLayout<Element>.stride * strings.count).assumingMemoryBound(to: CChar.self)
+        for (index, string) in strings.enumerated() {
+            let utf8 = Array(string.utf8CString)
+            utf8.withUnsafeBufferPointer { source in
+                guard let base = source.baseAddress else { return }
+                text.update(from: base, count: source.count)
+            }
+            (elements + index).initialize(to: element(index, text))
+            text += utf8.count
+        }
+        return elements
     }
 }
 

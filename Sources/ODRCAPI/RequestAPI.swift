@@ -3,58 +3,55 @@ import Foundation
 import ODRFormat
 import ODRRuntime
 
-/// What an `odr_request` holds: the request, and the begin running for it.
+/// What an `odr_request` holds: the request, and the begins whose callbacks may still run.
 final class RequestHandle: Sendable {
     let request: ResourceRequest
-    /// The task of the begin in progress, which `odr_request_cancel` cancels, and whether the
-    /// handle was destroyed (a begin that completes after that ends the request at once).
-    private let begin = Locked<(task: Task<Void, Never>?, destroyed: Bool)>((nil, false))
+    /// The begins started through this handle, which `odr_request_cancel`, `_end` and `_destroy`
+    /// stop and wait for.
+    private let begins = PendingCalls()
+    /// Whether the handle was destroyed: a begin that succeeds after that ends the request at once.
+    private let destroyed = Locked(false)
 
     init(request: ResourceRequest) { self.request = request }
 
-    /// Begins the request in a task `odr_request_cancel` can cancel, and hands the outcome to `finish`.
-    func startBegin(_ finish: @escaping @Sendable (Result<Void, ResourceError>) -> Void) {
+    /// Begins the request at once (it is `requested` when this returns) and hands the outcome to
+    /// `slot` when the resources are ready, or the begin failed or was cancelled.
+    ///
+    /// - Throws: what the begin finds at once (`begin-twice`, `begin-after-end`, `invalid-tag`,
+    ///   ...); `slot` is then never called.
+    func startBegin(_ slot: CallbackSlot) throws(ResourceError) {
         let request = self.request
-        let task = Task { [self] in
-            var result: Result<Void, ResourceError>
-            do throws(ResourceError) {
-                try await request.beginAccessingResources()
-                result = .success(())
-            } catch {
-                result = .failure(error)
-            }
-            if case .success = result, begin.withLock({ $0.destroyed }) {
+        let task = try request.startAccessingResources { [destroyed] result in
+            var result = result
+            if case .success = result, destroyed.withLock({ $0 }) {
                 try? request.endAccessingResources()
                 result = .failure(ResourceError(.cancelled, "The request was destroyed before its resources were ready."))
             }
-            finish(result)
+            slot.finish(result)
         }
-        begin.withLock { $0.task = task }
+        begins.add(task, slot)
     }
 
-    /// Cancels the begin in progress, if any.
+    /// Cancels the begin in progress, if any, and returns once its callback has returned.
     func cancelBegin() {
-        begin.withLock { $0.task }?.cancel()
+        begins.settle(cancelling: true)
     }
 
-    /// Marks the handle destroyed and ends the request if it is requested or accessing.
+    /// Ends the request (cancelling a begin still downloading) and returns once the begin's
+    /// callback has returned.
+    func end() throws(ResourceError) {
+        defer { begins.settle(cancelling: false) }
+        try request.endAccessingResources()
+    }
+
+    /// Marks the handle destroyed, ends the request if it is requested or accessing, and returns
+    /// once every callback of its begins has returned.
     func destroy() {
-        begin.withLock { $0.destroyed = true }
+        destroyed.withLock { $0 = true }
         if request.state == .requested || request.state == .accessing {
             try? request.endAccessingResources()
         }
-    }
-
-    /// `begin-twice` or `begin-after-end` when the request cannot begin, so that the call itself
-    /// fails rather than its completion.
-    func checkCanBegin() throws(ResourceError) {
-        switch request.state {
-        case .initial: return
-        case .requested, .accessing:
-            throw ResourceError(.beginTwice, "The request has already begun; create another request to hold the tags twice.")
-        case .ended:
-            throw ResourceError(.beginAfterEnd, "The request has ended; create a new request to access the tags again.")
-        }
+        begins.settle(cancelling: true)
     }
 }
 
@@ -69,6 +66,7 @@ public func odrRequestCreate(
         let tags = try CInput.tags(tags, count: count)
         let out = try CInput.out(out, "out_request")
         out.pointee = CHandle.make(RequestHandle(request: ResourceRequest(tags: tags, manager: manager)))
+        LiveHandles.requestCreated()
     }
 }
 
@@ -76,7 +74,9 @@ public func odrRequestCreate(
 @_cdecl("odr_request_destroy")
 public func odrRequestDestroy(_ handle: OpaquePointer?) {
     // A begin still running holds the request; ending it lets that begin finish (cancelled) now.
-    CHandle.release(handle, as: RequestHandle.self)?.destroy()
+    guard let request = CHandle.release(handle, as: RequestHandle.self) else { return }
+    request.destroy()
+    LiveHandles.requestDestroyed()
 }
 
 /// `odr_request_begin`: Starts downloading what the tags need (joining downloads already running) and holding their packs. Documented in odr.h.
@@ -84,9 +84,7 @@ public func odrRequestDestroy(_ handle: OpaquePointer?) {
 public func odrRequestBegin(_ handle: OpaquePointer?, _ done: odr_completion?, _ userData: UnsafeMutableRawPointer?) -> odr_status {
     entryPoint { () throws(ResourceError) in
         let handle = try CHandle.object(handle, as: RequestHandle.self, "request")
-        try handle.checkCanBegin()
-        let completion = CCompletion(function: done, userData: userData)
-        handle.startBegin { completion.deliver($0) }
+        try handle.startBegin(CallbackSlot(function: done, userData: userData))
     }
 }
 
@@ -95,9 +93,8 @@ public func odrRequestBegin(_ handle: OpaquePointer?, _ done: odr_completion?, _
 public func odrRequestBeginWait(_ handle: OpaquePointer?, _ timeoutMilliseconds: Int64) -> odr_status {
     entryPoint { () throws(ResourceError) in
         let handle = try CHandle.object(handle, as: RequestHandle.self, "request")
-        try handle.checkCanBegin()
-        try waitBlocking(deadline: CInput.deadline(timeoutMilliseconds), awaitCancellation: true) { finish in
-            handle.startBegin(finish)
+        try waitBlocking(deadline: CInput.deadline(timeoutMilliseconds), awaitCancellation: true) { finish throws(ResourceError) in
+            try handle.startBegin(CallbackSlot(function: nil, userData: nil, onFinish: finish))
         } cancel: {
             handle.cancelBegin()
         }
@@ -118,7 +115,7 @@ public func odrRequestConditionallyBegin(_ handle: OpaquePointer?, _ out: Unsafe
 @_cdecl("odr_request_end")
 public func odrRequestEnd(_ handle: OpaquePointer?) -> odr_status {
     entryPoint { () throws(ResourceError) in
-        try CHandle.object(handle, as: RequestHandle.self, "request").request.endAccessingResources()
+        try CHandle.object(handle, as: RequestHandle.self, "request").end()
     }
 }
 

@@ -22,6 +22,7 @@ struct CGameTests {
 
         #expect(lines.contains("prepared catalog version 1"))
         #expect(lines.contains("event: catalog version 1"))
+        #expect(lines.contains { $0.hasPrefix("tag level5: ") }, "the game lists the catalog's tags")
         #expect(lines.contains { $0.hasPrefix("event: installed ") })
         for level in 1...5 {
             let accessing = try #require(lines.firstIndex(of: "level \(level): accessing"), "level \(level) never accessing")

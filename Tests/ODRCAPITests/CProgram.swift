@@ -11,8 +11,9 @@ enum CProgram {
     static let includeDirectory = packageRoot.appending(path: "Sources/CODR/include")
 
     /// Compiles `source` (relative to the package root) into `directory` with warnings as errors,
-    /// linked to the built library under its installed name, `libodr.so`, with an rpath to it.
-    static func build(_ source: String, in directory: TemporaryDirectory) async throws -> URL {
+    /// linked to the built library under its installed name, `libodr.so`, with an rpath to it;
+    /// `flags` go to `cc` too (`-fsanitize=address`).
+    static func build(_ source: String, in directory: TemporaryDirectory, flags: [String] = []) async throws -> URL {
         let built = try #require(builtLibrary(product: "odrc"), "libodrc.so is not built; run swift build --build-tests first")
         let libraries = directory.appending("lib")
         try FileManager.default.createDirectory(at: libraries, withIntermediateDirectories: true)
@@ -22,7 +23,7 @@ enum CProgram {
         }
         let output = directory.appending(URL(filePath: source).deletingPathExtension().lastPathComponent)
         let result = try await runCommandOffPool("cc", [
-            "-std=c11", "-Wall", "-Wextra", "-Werror", "-I", includeDirectory.path,
+            "-std=c11", "-Wall", "-Wextra", "-Werror", "-I", includeDirectory.path] + flags + [
             packageRoot.appending(path: source).path,
             "-L", libraries.path, "-lodr", "-Wl,-rpath," + libraries.path, "-lpthread", "-o", output.path,
         ])

@@ -17,8 +17,17 @@
  *    static, `odr_error_message()` stays valid until the next failing call on the same thread.
  *  - Callbacks (`odr_completion`) run on a thread the library owns, one at a time, never on the
  *    caller's thread; a function that takes one calls it exactly once if it returned ODR_OK, and
- *    never if it returned an error. Callbacks may call any odr function, including blocking ones;
- *    they should return quickly. `user_data` is passed through untouched.
+ *    never if it returned an error. Callbacks may call any odr function, including blocking ones
+ *    and the `_destroy` of their own request; they should return quickly. `user_data` is passed
+ *    through untouched.
+ *  - Callback lifetime: when `odr_request_destroy`, `odr_request_end` or `odr_request_cancel`
+ *    returns, every callback of that request's begins has returned (with ODR_E_CANCELLED if the
+ *    call stopped the begin), and the library never touches their `user_data` again: free it. The
+ *    same holds for `odr_manager_destroy` and its `odr_manager_prepare_async` callbacks, and for
+ *    the network probe (`odr_config_set_network_probe`). These functions wait for a callback that
+ *    is running on the library's thread, so a callback must not wait for a thread that is calling
+ *    one of them. Called from inside the callback itself they return without waiting; called from
+ *    inside another callback they may run the stopped call's callback right there, nested.
  *  - Failed calls leave out-parameters untouched, except where a function says otherwise.
  */
 #ifndef ODR_H
@@ -172,8 +181,13 @@ typedef enum odr_option {
                                        for no limit */
     ODR_OPT_POLICY_WAITS = 123,     /* 1 (default): a download the policy forbids waits for a change;
                                        0: it fails with ODR_E_NETWORK_POLICY */
-    ODR_OPT_NON_URGENT_RATE = 124   /* bytes per second non-urgent downloads may take while an urgent
+    ODR_OPT_NON_URGENT_RATE = 124,  /* bytes per second non-urgent downloads may take while an urgent
                                        one runs: 0 (default) pauses them, -1 leaves them unlimited */
+    ODR_OPT_NETWORK_METERED = 125   /* whether the network is metered, when no probe is set
+                                       (odr_config_set_network_probe): -1 (default) asks
+                                       NetworkManager over the system D-Bus, never starting a
+                                       process (unmetered without one); 0: unmetered, never asks;
+                                       1: metered, never asks */
 } odr_option;
 
 /** Creates a configuration with the defaults; free it with `odr_config_free`. */
@@ -202,7 +216,9 @@ ODR_EXTERN odr_status odr_config_add_header(odr_config *config, const char *name
 ODR_EXTERN odr_status odr_manager_create(const odr_config *config, odr_manager **out_manager);
 
 /** Releases the caller's manager handle (NULL is ignored). Requests still alive keep the manager
- *  working until they are destroyed too. */
+ *  working until they are destroyed too. A preparation started by `odr_manager_prepare_async` and
+ *  still running is cancelled: its callback has returned (ODR_E_CANCELLED) when this returns, and
+ *  the network probe is never called again. */
 ODR_EXTERN void odr_manager_destroy(odr_manager *manager);
 
 /** Fetches the catalog (or uses the stored copy; `online` 0 never touches the network), installs the
@@ -306,11 +322,15 @@ typedef enum odr_request_state {
 ODR_EXTERN odr_status odr_request_create(odr_manager *manager, const char *const *tags, size_t tag_count, odr_request **out_request);
 
 /** Ends the request if it is requested or accessing, and frees it (NULL is ignored). A completion
- *  of a begin still running is called with ODR_E_CANCELLED. */
+ *  of a begin still running is called with ODR_E_CANCELLED, and has returned when this returns. */
 ODR_EXTERN void odr_request_destroy(odr_request *request);
 
 /** Starts downloading what the tags need (joining downloads already running) and holding their
- *  packs; returns at once. `done` is called once: ODR_OK when the request is accessing. */
+ *  packs; returns at once. On ODR_OK the request is already REQUESTED (or ACCESSING), so a second
+ *  begin returns ODR_E_BEGIN_TWICE, and `done` is called once: ODR_OK when the request is
+ *  accessing. What the begin finds at once is returned, not passed to `done`: ODR_E_BEGIN_TWICE,
+ *  ODR_E_BEGIN_AFTER_END, ODR_E_INVALID_TAG, ODR_E_CATALOG_UNAVAILABLE,
+ *  ODR_E_EXCEEDED_MAXIMUM_IN_USE_SIZE. */
 ODR_EXTERN odr_status odr_request_begin(odr_request *request, odr_completion done, void *user_data);
 
 /** `odr_request_begin` that blocks for at most `timeout_ms` milliseconds (negative: no limit).
@@ -324,7 +344,8 @@ ODR_EXTERN odr_status odr_request_begin_wait(odr_request *request, int64_t timeo
 ODR_EXTERN odr_status odr_request_conditionally_begin(odr_request *request, int *out_began);
 
 /** Stops accessing: the packs may be purged once no other request holds them. Ending a request
- *  still downloading cancels its wait (its begin completes with ODR_E_CANCELLED). */
+ *  still downloading cancels its wait (its begin completes with ODR_E_CANCELLED, and that callback
+ *  has returned when this returns). */
 ODR_EXTERN odr_status odr_request_end(odr_request *request);
 
 /** Sets how urgently to download: 0...1 (higher first; default 0.5), or ODR_PRIORITY_URGENT.
@@ -335,7 +356,8 @@ ODR_EXTERN odr_status odr_request_set_loading_priority(odr_request *request, dou
 ODR_EXTERN odr_status odr_request_loading_priority(odr_request *request, double *out_priority);
 
 /** Cancels the begin in progress: it completes with ODR_E_CANCELLED and the request is back in
- *  INITIAL (downloads other requests need go on). Nothing happens when no begin is running. */
+ *  INITIAL (downloads other requests need go on); both have happened, and the callback has
+ *  returned, when this returns. Nothing happens when no begin is running. */
 ODR_EXTERN odr_status odr_request_cancel(odr_request *request);
 
 /** Pauses this request's downloads (those no other request waits for). */
@@ -366,5 +388,63 @@ ODR_EXTERN odr_status odr_request_progress(odr_request *request, int64_t *out_co
  *  - ODR_E_UNKNOWN_RESOURCE: the request's tags hold no such resource.
  */
 ODR_EXTERN odr_status odr_request_resource_path(odr_request *request, const char *resource, char *buffer, size_t buffer_size, size_t *out_needed);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Network probe, enumeration, shutdown (issue 28)                                            */
+/* ------------------------------------------------------------------------------------------ */
+
+/** What a network probe answers. */
+typedef enum odr_network_condition {
+    ODR_NETWORK_UNMETERED = 0,   /* bytes cost nothing extra, or nobody knows */
+    ODR_NETWORK_METERED = 1,     /* a hotspot, a mobile modem, a capped plan: the ODR_OPT_METERED_*
+                                    options apply */
+    ODR_NETWORK_OFFLINE = 2      /* no network: downloads wait (or fail, see ODR_OPT_POLICY_WAITS) */
+} odr_network_condition;
+
+/** Tells the library whether the network is metered. Called on a short-lived library thread, one
+ *  call at a time per manager: before the first download, every 30 s while downloads run or wait,
+ *  and after a transfer fails. May block briefly; should not call odr functions. */
+typedef odr_network_condition (*odr_network_probe)(void *user_data);
+
+/** Sets the network probe of the managers created from `config` (NULL: none; ODR_OPT_NETWORK_METERED
+ *  decides). `probe` and `user_data` must stay valid until `odr_manager_destroy` of each such
+ *  manager returns; it is never called after that. */
+ODR_EXTERN odr_status odr_config_set_network_probe(odr_config *config, odr_network_probe probe, void *user_data);
+
+/** One tag of the catalog. */
+typedef struct odr_tag_info {
+    const char *name;            /* the tag, NUL-terminated */
+    int64_t download_bytes;      /* what a client with nothing installed downloads for it */
+    int64_t installed_bytes;     /* what its packs take on disk once installed */
+} odr_tag_info;
+
+/** One file a tag holds. */
+typedef struct odr_file_info {
+    const char *path;            /* its path in the asset tree ("Levels/Level1/map.json"), as
+                                    `odr_request_resource_path` takes it */
+    int64_t bytes;               /* its size once installed */
+} odr_file_info;
+
+/** The tags of the catalog version requests use now, in the catalog's order, with the sizes of the
+ *  packs this device downloads for each (its ODR_OPT_VARIANT choice). `*out_tags` is one block the
+ *  library allocates, strings included: free it with `odr_free` (also when `*out_count` is 0).
+ *  ODR_E_CATALOG_UNAVAILABLE before any catalog. */
+ODR_EXTERN odr_status odr_manager_tags(odr_manager *manager, odr_tag_info **out_tags, size_t *out_count);
+
+/** The files a request for `tag` holds, sorted by path (for a file with variants, the one this
+ *  device gets). One block, freed with `odr_free`, as for `odr_manager_tags`. ODR_E_INVALID_TAG for
+ *  a tag the catalog does not define. */
+ODR_EXTERN odr_status odr_manager_tag_files(odr_manager *manager, const char *tag, odr_file_info **out_files, size_t *out_count);
+
+/** Frees what `odr_manager_tags` or `odr_manager_tag_files` returned (NULL is ignored). */
+ODR_EXTERN void odr_free(void *list);
+
+/** Stops the library's threads once every manager and request is destroyed: waits (at most
+ *  `timeout_ms`, negative: no limit) until each manager's transfer thread and every probe thread
+ *  has exited and every callback has returned. ODR_E_INVALID_ARGUMENT, changing nothing, while a
+ *  manager or request is alive; ODR_E_WAIT_TIMEOUT when the time passes first (call it again). The
+ *  library may be used again afterwards. libdispatch's worker threads, which Swift shares with the
+ *  whole process, run no library code by then and end by themselves after a few idle seconds. */
+ODR_EXTERN odr_status odr_shutdown(int64_t timeout_ms);
 
 #endif /* ODR_H */

@@ -65,9 +65,10 @@ extension ResourceManager {
         /// bandwidth non-urgent transfers keep while an urgent one runs (see ``DownloadPolicy``).
         /// By default urgent downloads may use metered networks and prefetch may not.
         public var downloadPolicy = DownloadPolicy()
-        /// Tells whether the network is metered; injectable for tests. The default asks
-        /// NetworkManager (``NetworkManagerProbe``).
-        public var networkProbe: any NetworkConditionProbe = NetworkManagerProbe()
+        /// Tells whether the network is metered. The default, ``NetworkManagerBusProbe``, asks
+        /// NetworkManager over the system D-Bus (no process; unmetered when there is no bus);
+        /// ``FixedNetworkProbe`` turns probing off, and an app may set a probe of its own.
+        public var networkProbe: any NetworkConditionProbe = NetworkManagerBusProbe()
 
         /// The default ``freeSpaceWatermark``: 256 MiB.
         public static let defaultFreeSpaceWatermark: Int64 = 256 << 20

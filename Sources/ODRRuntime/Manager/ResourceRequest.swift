@@ -118,6 +118,44 @@ public final class ResourceRequest: Sendable {
     ///   `invalid-tag`, `exceeded-maximum-in-use-size`, `out-of-space`, `cancelled`, and transfer or
     ///   `integrity` errors. After an error nothing is held and the request can begin again.
     public func beginAccessingResources() async throws(ResourceError) {
+        try await finishBegin(try startBegin())
+    }
+
+    /// Begins at once and waits for the resources in a task: when this returns, the request is
+    /// `requested` (a second begin throws `begin-twice` at once), and `completion` is called once,
+    /// on a task, with the outcome of ``beginAccessingResources()``.
+    ///
+    /// - Returns: the task that waits; cancelling it cancels the begin (`cancelled`, and the request
+    ///   is back in `initial`).
+    /// - Throws: ``ResourceError`` found before anything starts (`begin-twice`, `begin-after-end`,
+    ///   `invalid-tag`, `catalog-unavailable`, `exceeded-maximum-in-use-size`); `completion` is then
+    ///   never called and nothing changed.
+    @discardableResult
+    public func startAccessingResources(
+        completion: @escaping @Sendable (Result<Void, ResourceError>) -> Void
+    ) throws(ResourceError) -> Task<Void, Never> {
+        let started = try startBegin()
+        return Task {
+            do throws(ResourceError) {
+                try await finishBegin(started)
+                completion(.success(()))
+            } catch {
+                completion(.failure(error))
+            }
+        }
+    }
+
+    /// What ``startBegin()`` started and ``finishBegin(_:)`` waits for.
+    private struct StartedBegin: Sendable {
+        let held: [TagIndex]
+        let ids: Set<String>
+        let total: Int64
+        let waiter: Task<Void, any Error>
+    }
+
+    /// The synchronous half of a begin: checks the state, holds the tags and starts the downloads;
+    /// the request is `requested` when it returns.
+    private func startBegin() throws(ResourceError) -> StartedBegin {
         let (held, ids, downloads) = try box.withLock { inner throws(ResourceError) in
             try Self.checkCanBegin(inner.state)
             let (held, ids, downloads) = try manager.beginTags(tags)
@@ -144,6 +182,13 @@ public final class ResourceRequest: Sendable {
             }
         }
         box.withLock { $0.waiter = waiter }
+        return StartedBegin(held: held, ids: ids, total: total, waiter: waiter)
+    }
+
+    /// The asynchronous half of a begin: waits for the downloads, then makes the request accessing
+    /// (or, on an error or cancellation, releases what ``startBegin()`` held).
+    private func finishBegin(_ started: StartedBegin) async throws(ResourceError) {
+        let (held, ids, total, waiter) = (started.held, started.ids, started.total, started.waiter)
         do {
             try await withTaskCancellationHandler {
                 try await waiter.value
@@ -184,14 +229,19 @@ public final class ResourceRequest: Sendable {
     }
 
     /// ``beginAccessingResources()`` with a completion handler, called with `nil` on success.
+    ///
+    /// The request is `requested` when this returns (see ``startAccessingResources(completion:)``);
+    /// an error found at once (`begin-twice`, ...) still reaches `completionHandler`, from a task.
     public func beginAccessingResources(completionHandler: @escaping @Sendable ((any Error)?) -> Void) {
-        Task {
-            do {
-                try await beginAccessingResources()
-                completionHandler(nil)
-            } catch {
-                completionHandler(error)
+        do {
+            try startAccessingResources { result in
+                switch result {
+                case .success: completionHandler(nil)
+                case .failure(let error): completionHandler(error)
+                }
             }
+        } catch {
+            Task { completionHandler(error) }
         }
     }
 

@@ -48,14 +48,12 @@ final class DownloadGate: Sendable {
         return condition
     }
 
-    /// ``refresh()`` on a thread of its own: the default probe runs `nmcli` and waits for it, which
-    /// should not hold one of the few threads of Swift's concurrency pool.
+    /// ``refresh()`` on a thread of its own: an app's probe may block (a C callback, a D-Bus
+    /// call), which should not hold one of the few threads of Swift's concurrency pool.
     @discardableResult
     func refreshOffPool() async -> NetworkCondition {
         await withCheckedContinuation { continuation in
-            let thread = Thread { [self] in continuation.resume(returning: refresh()) }
-            thread.name = "odr-network-probe"
-            thread.start()
+            RuntimeThreads.start(name: "odr-net-probe") { [self] in continuation.resume(returning: refresh()) }
         }
     }
 

@@ -7,6 +7,11 @@ import Foundation
 /// ``DownloadPolicy/networkCheckInterval`` while downloads are active or waiting, after a transfer
 /// fails, and on ``ResourceManager/checkNetworkCondition()``.
 ///
+/// The default is ``NetworkManagerBusProbe``, which asks NetworkManager over the system D-Bus and
+/// never starts a process. An app that knows better (a game on a handheld with a modem) supplies a
+/// probe of its own, or ``FixedNetworkProbe`` to turn probing off; from C,
+/// `odr_config_set_network_probe` or `ODR_OPT_NETWORK_METERED`.
+///
 /// ```swift
 /// struct AlwaysMetered: NetworkConditionProbe {
 ///     func currentCondition() -> NetworkCondition { .metered }
@@ -14,13 +19,31 @@ import Foundation
 /// configuration.networkProbe = AlwaysMetered()
 /// ```
 public protocol NetworkConditionProbe: Sendable {
-    /// The network's condition now. May block briefly (the default runs `nmcli`); it is called off
-    /// the caller's path, at most once per check.
+    /// The network's condition now. May block briefly; it is called on a short-lived thread of
+    /// the library's, off the caller's path, one call at a time.
     func currentCondition() -> NetworkCondition
 }
 
-/// The default probe on Linux: asks NetworkManager through `nmcli` whether a connected device is
-/// metered.
+/// A probe that always gives the same answer, which turns probing off; by default
+/// ``NetworkCondition/unmetered``, which lets every download through as far as the network is
+/// concerned. It reads nothing.
+public struct FixedNetworkProbe: NetworkConditionProbe {
+    /// The answer.
+    public var condition: NetworkCondition
+
+    /// A probe that answers `condition` (by default unmetered).
+    public init(_ condition: NetworkCondition = .unmetered) {
+        self.condition = condition
+    }
+
+    /// ``condition``.
+    public func currentCondition() -> NetworkCondition { condition }
+}
+
+/// Asks NetworkManager through `nmcli` whether a connected device is metered. Opt-in, for tools:
+/// it starts a process (`/usr/bin/env nmcli ...`) at every check, which a game must not do behind
+/// its engine's back, so no manager uses it unless configured to; the default,
+/// ``NetworkManagerBusProbe``, asks the same NetworkManager over D-Bus without one.
 ///
 /// It runs `nmcli -t -f GENERAL.DEVICE,GENERAL.TYPE,GENERAL.STATE,GENERAL.METERED device show` with
 /// `LC_ALL=C` and reads it with ``parse(_:)``. When `nmcli` is missing, fails, or NetworkManager

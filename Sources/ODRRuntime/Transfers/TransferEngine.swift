@@ -40,9 +40,7 @@ public final class TransferEngine: Transport {
         }
         // Ownership of the loop passes to the thread here; this initializer never touches it again.
         nonisolated(unsafe) let handOff = loop
-        let thread = Thread { handOff.run() }
-        thread.name = "odr-transfers"
-        thread.start()
+        RuntimeThreads.start(name: "odr-transfers") { handOff.run() }
     }
 
     deinit {

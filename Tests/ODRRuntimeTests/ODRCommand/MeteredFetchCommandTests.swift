@@ -5,18 +5,20 @@ import ODRServe
 import ODRTestSupport
 import Testing
 
-/// `odr fetch --no-metered` / `--allow-metered`, run as a child process whose `nmcli` (first on
-/// `PATH`) says the network is metered: the runtime's default probe reads it as NetworkManager's.
+/// `odr fetch --no-metered` / `--allow-metered`, run as a child process whose system bus
+/// (`DBUS_SYSTEM_BUS_ADDRESS`, a ``FakeSystemBus``) says NetworkManager's network is metered: the
+/// runtime's default probe reads it there.
 struct MeteredFetchCommandTests {
     @Test func noMeteredRefusesAMeteredNetworkAndAllowMeteredFetches() async throws {
         let fixture = try CatalogFixture.game(bigBytes: 50_000)
         try await fixture.build()
         let stores = try TemporaryDirectory(prefix: "odr-metered-fetch")
-        let nmcli = try FakeNmcli.write(in: stores, output: "GENERAL.DEVICE:wwan0\nGENERAL.TYPE:gsm\nGENERAL.STATE:100 (connected)\nGENERAL.METERED:yes\n")
-        let path = nmcli.deletingLastPathComponent().path + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin")
+        let bus = try FakeSystemBus(answering: .metered(1))
+        defer { bus.stop() }
+        let environment = ["DBUS_SYSTEM_BUS_ADDRESS": bus.address]
         try await withTestServer(root: fixture.catalog) { server in
             let common = ["--catalog", server.baseURL.absoluteString, "--store", stores.appending("store").path]
-            let refused = try await ODRExecutable.run(["fetch"] + common + ["--no-metered", "small"], environment: ["PATH": path])
+            let refused = try await ODRExecutable.run(["fetch"] + common + ["--no-metered", "small"], environment: environment)
             #expect(refused.status == 1)
             #expect(refused.stderr.hasPrefix("error[network-policy]:"), "\(refused.stderr)")
             #expect(refused.stderr.contains("--allow-metered"))
@@ -25,7 +27,7 @@ struct MeteredFetchCommandTests {
             let conflicting = try await ODRExecutable.run(["fetch"] + common + ["--no-metered", "--allow-metered", "small"])
             #expect(conflicting.status != 0 && conflicting.stderr.contains("--no-metered"), "\(conflicting.stderr)")
 
-            let allowed = try await ODRExecutable.run(["fetch"] + common + ["--allow-metered", "small"], environment: ["PATH": path])
+            let allowed = try await ODRExecutable.run(["fetch"] + common + ["--allow-metered", "small"], environment: environment)
             #expect(allowed.status == 0, "\(allowed.stderr)")
             #expect(server.requests().contains { $0.path.hasPrefix("/packs/") })
         }

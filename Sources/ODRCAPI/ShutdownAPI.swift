@@ -1,0 +1,36 @@
+import CODR
+import Foundation
+import ODRFormat
+import ODRRuntime
+
+/// How many manager and request handles are alive: `odr_shutdown` refuses while any is.
+enum LiveHandles {
+    private static let counts = Locked<(managers: Int, requests: Int)>((0, 0))
+
+    static func managerCreated() { counts.withLock { $0.managers += 1 } }
+    static func managerDestroyed() { counts.withLock { $0.managers -= 1 } }
+    static func requestCreated() { counts.withLock { $0.requests += 1 } }
+    static func requestDestroyed() { counts.withLock { $0.requests -= 1 } }
+
+    static var alive: (managers: Int, requests: Int) { counts.withLock { $0 } }
+}
+
+/// `odr_shutdown`: Stops the library's threads once every manager and request is destroyed. Documented in odr.h.
+@_cdecl("odr_shutdown")
+public func odrShutdown(_ timeoutMilliseconds: Int64) -> odr_status {
+    entryPoint { () throws(ResourceError) in
+        let alive = LiveHandles.alive
+        guard alive.managers == 0, alive.requests == 0 else {
+            throw invalidArgument("\(alive.managers) manager(s) and \(alive.requests) request(s) are still alive; destroy them (odr_request_destroy, odr_manager_destroy) before odr_shutdown.")
+        }
+        // Negative waits forever; long timeouts are capped at 24 days, as in CInput.deadline.
+        let deadline = timeoutMilliseconds < 0 ? nil : Date(timeIntervalSinceNow: Double(min(timeoutMilliseconds, Int64(Int32.max))) / 1000)
+        // A manager's transfer thread ends once the manager is released, which its last tasks
+        // (a prefetch winding down, a last-use flush) may delay a little.
+        guard RuntimeThreads.waitUntilStopped(until: deadline) else {
+            throw ResourceError(CStatus.waitTimeout, "\(RuntimeThreads.running) library thread(s) still run: a manager is still held (by a request or a task winding down). Call odr_shutdown again, with a longer timeout or a negative one for none.")
+        }
+        // Every callback already scheduled has returned.
+        if !insideCallbacks { callbackQueue.sync {} }
+    }
+}

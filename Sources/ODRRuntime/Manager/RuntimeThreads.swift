@@ -1,0 +1,56 @@
+import Foundation
+
+/// The threads the runtime starts itself (each ``TransferEngine``'s transfer thread, network
+/// probes), counted so that a host can wait until they have stopped (the C API's `odr_shutdown`).
+/// Work that runs on Swift's concurrency pool or on libdispatch queues is not counted: those
+/// threads belong to the process's libdispatch, which parks and ends them by itself.
+public enum RuntimeThreads {
+    private static let counter = Counter()
+
+    private final class Counter: @unchecked Sendable {
+        // `running` is only read and written with `condition` locked.
+        let condition = NSCondition()
+        var running = 0
+    }
+
+    /// Runs `body` on a new thread named `name` (at most 15 bytes show), counted until it returns.
+    static func start(name: String, _ body: @escaping @Sendable () -> Void) {
+        counter.condition.lock()
+        counter.running += 1
+        counter.condition.unlock()
+        let thread = Thread {
+            // The kernel's name for the thread (what `ps -T` and /proc show); Foundation sets none.
+            try? Data(name.utf8.prefix(15)).write(to: URL(filePath: "/proc/thread-self/comm"))
+            body()
+            counter.condition.lock()
+            counter.running -= 1
+            counter.condition.broadcast()
+            counter.condition.unlock()
+        }
+        thread.name = name
+        thread.start()
+    }
+
+    /// How many of the runtime's threads run now.
+    public static var running: Int {
+        counter.condition.lock()
+        defer { counter.condition.unlock() }
+        return counter.running
+    }
+
+    /// Waits until none of the runtime's threads runs, at most until `deadline` (`nil`: no limit).
+    ///
+    /// - Returns: whether none runs.
+    public static func waitUntilStopped(until deadline: Date?) -> Bool {
+        counter.condition.lock()
+        defer { counter.condition.unlock() }
+        while counter.running > 0 {
+            if let deadline {
+                guard counter.condition.wait(until: deadline) else { return counter.running == 0 }
+            } else {
+                counter.condition.wait()
+            }
+        }
+        return true
+    }
+}
