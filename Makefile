@@ -44,6 +44,7 @@ test: deps
 	set -o pipefail; $(SWIFT) build --build-tests 2>&1 | tee .build/build-tests.log
 	@scripts/check-warnings.sh .build/build-tests.log
 	@scripts/check-c-install.sh
+	@scripts/check-c-memory.sh
 	# One test at a time: run concurrently, the tests' servers, stores and transfers held about
 	# 1,500 descriptors at once, and Foundation's Process.run (which the tests use to start odr,
 	# odrpack and the C programs) crashed with SIGSEGV reading /proc/self/fd past about 1,360

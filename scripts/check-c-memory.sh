@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Part of `make test`, after scripts/check-c-install.sh: plays the example game (Examples/c-game,
+# Part of `make test`, after scripts/check-c-install.sh: plays the example game twice (Examples/c-game,
 # built against the bundle a game ships, in a clean folder) through the sample catalog, served by `odrpack serve` in
 # another process, under valgrind's memcheck with the Swift runtime's suppressions
-# (scripts/valgrind-swift.supp). Fails on any memory error or any block definitely lost.
+# (scripts/valgrind-swift.supp), then built with AddressSanitizer. Fails on any memory error or any
+# block definitely lost.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=.build/c-install
@@ -37,3 +38,18 @@ if ! valgrind --quiet --leak-check=full --show-leak-kinds=definite --errors-for-
 fi
 grep -q "played 5 levels" "$work/game.log" || { echo "the game did not finish under valgrind:" >&2; tail -20 "$work/game.log" >&2; exit 1; }
 echo "valgrind: the example game played 5 levels with no memory error and nothing definitely lost"
+
+# The same game built with AddressSanitizer, against the installed library, into a fresh store.
+# Leaks are valgrind's part above: LeakSanitizer cannot follow the Swift runtime's tagged pointers.
+export PKG_CONFIG_PATH="$PWD/$out/prefix/lib/pkgconfig"
+# shellcheck disable=SC2046 # the flags are words
+cc -std=c11 -g -fsanitize=address -fno-omit-frame-pointer -Wall -Wextra -Werror Examples/c-game/game.c \
+    $(pkg-config --cflags --libs odr) -lpthread -o "$work/game-asan"
+if ! ASAN_OPTIONS=detect_leaks=0:abort_on_error=0 SWIFT_BACKTRACE=enable=no \
+        "$work/game-asan" "$url" "$work/store-asan" >"$work/game-asan.log" 2>&1; then
+    echo "the example game failed under AddressSanitizer:" >&2
+    tail -40 "$work/game-asan.log" >&2
+    exit 1
+fi
+grep -q "played 5 levels" "$work/game-asan.log" || { echo "the game did not finish under AddressSanitizer" >&2; exit 1; }
+echo "AddressSanitizer: the example game played 5 levels with no report"
