@@ -10,6 +10,9 @@ final class RequestHandle: Sendable {
     /// handle was destroyed (a begin that completes after that ends the request at once).
     private let begin = Locked<(task: Task<Void, Never>?, destroyed: Bool)>((nil, false))
 
+    /// The progress callback of `odr_request_set_progress_callback`.
+    let progressCallback = CProgressCallback()
+
     init(request: ResourceRequest) { self.request = request }
 
     /// Begins the request in a task `odr_request_cancel` can cancel, and hands the outcome to `finish`.
@@ -39,6 +42,7 @@ final class RequestHandle: Sendable {
 
     /// Marks the handle destroyed and ends the request if it is requested or accessing.
     func destroy() {
+        progressCallback.stop()
         begin.withLock { $0.destroyed = true }
         if request.state == .requested || request.state == .accessing {
             try? request.endAccessingResources()
@@ -118,7 +122,9 @@ public func odrRequestConditionallyBegin(_ handle: OpaquePointer?, _ out: Unsafe
 @_cdecl("odr_request_end")
 public func odrRequestEnd(_ handle: OpaquePointer?) -> odr_status {
     entryPoint { () throws(ResourceError) in
-        try CHandle.object(handle, as: RequestHandle.self, "request").request.endAccessingResources()
+        let handle = try CHandle.object(handle, as: RequestHandle.self, "request")
+        handle.progressCallback.stop()
+        try handle.request.endAccessingResources()
     }
 }
 
@@ -152,7 +158,9 @@ public func odrRequestLoadingPriority(_ handle: OpaquePointer?, _ out: UnsafeMut
 @_cdecl("odr_request_cancel")
 public func odrRequestCancel(_ handle: OpaquePointer?) -> odr_status {
     entryPoint { () throws(ResourceError) in
-        try CHandle.object(handle, as: RequestHandle.self, "request").cancelBegin()
+        let handle = try CHandle.object(handle, as: RequestHandle.self, "request")
+        handle.progressCallback.stop()
+        handle.cancelBegin()
     }
 }
 
@@ -193,12 +201,9 @@ public func odrRequestProgress(
     _ handle: OpaquePointer?, _ completed: UnsafeMutablePointer<Int64>?, _ total: UnsafeMutablePointer<Int64>?
 ) -> odr_status {
     entryPoint { () throws(ResourceError) in
-        let progress = try CHandle.object(handle, as: RequestHandle.self, "request").request.progress
-        // The request counts one unit beyond the bytes, done only once the resources are usable.
-        let units = progress.totalUnitCount, done = progress.completedUnitCount
-        let bytes = max(0, units - 1)
-        completed?.pointee = done >= units ? bytes : min(max(0, done), bytes)
-        total?.pointee = bytes
+        let progress = try CHandle.object(handle, as: RequestHandle.self, "request").request.progressSnapshot
+        completed?.pointee = progress.completedBytes
+        total?.pointee = progress.totalBytes
     }
 }
 
