@@ -30,7 +30,9 @@ final class ManagerHandle: Sendable {
         let names = [ResourceManager.packInstalledNotification, ResourceManager.packPurgedNotification,
                      ResourceManager.lowDiskSpaceNotification, ResourceManager.catalogUpdatedNotification,
                      ResourceManager.tagAvailableNotification, ResourceManager.tagPurgedNotification,
-                     ResourceManager.catalogCheckFailedNotification]
+                     ResourceManager.catalogCheckFailedNotification,
+                     ResourceManager.downloadWaitingNotification, ResourceManager.downloadResumedNotification,
+                     ResourceManager.downloadRetryingNotification]
         for name in names {
             observers.tokens.append(NotificationCenter.default.addObserver(forName: name, object: manager, queue: nil) { note in
                 guard let event = note.userInfo?["event"] as? ResourceManagerEvent else { return }
