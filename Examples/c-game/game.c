@@ -108,6 +108,9 @@ static int poll_events(odr_manager *manager) {
         case ODR_EVENT_CATALOG_CHECK_FAILED:
             printf("event: the catalog could not be checked (%s); playing with the stored copy\n", event.purge_reason);
             break;
+        case ODR_EVENT_DOWNLOAD_RETRYING:
+            printf("event: %.12s lost its connection (%s); retrying in %" PRId64 " ms\n", event.pack_id, event.purge_reason, event.retry_in_ms);
+            break;
         }
     }
 }

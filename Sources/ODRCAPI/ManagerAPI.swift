@@ -35,7 +35,9 @@ final class ManagerHandle: Sendable {
         let names = [ResourceManager.packInstalledNotification, ResourceManager.packPurgedNotification,
                      ResourceManager.lowDiskSpaceNotification, ResourceManager.catalogUpdatedNotification,
                      ResourceManager.tagAvailableNotification, ResourceManager.tagPurgedNotification,
-                     ResourceManager.catalogCheckFailedNotification]
+                     ResourceManager.catalogCheckFailedNotification,
+                     ResourceManager.downloadWaitingNotification, ResourceManager.downloadResumedNotification,
+                     ResourceManager.downloadRetryingNotification]
         for name in names {
             observers.tokens.append(NotificationCenter.default.addObserver(forName: name, object: manager, queue: nil) { note in
                 guard let event = note.userInfo?["event"] as? ResourceManagerEvent else { return }
@@ -244,9 +246,9 @@ public func odrManagerPollEvent(_ handle: OpaquePointer?, _ out: UnsafeMutablePo
         }
         var event = odr_event()
         event.version = out.pointee.version
-        // A caller built with version 1 of the struct knows none of the later kinds: it skips them.
+        // A caller built with an earlier version of the struct knows none of the later kinds: it skips them.
         var taken = manager.nextEvent()
-        while event.version < 2, let (next, _) = taken, next.isNewInEventVersion2 { taken = manager.nextEvent() }
+        while let (next, _) = taken, next.eventVersion > event.version { taken = manager.nextEvent() }
         if let (next, missed) = taken {
             event.missed = missed
             switch next {
@@ -281,18 +283,23 @@ public func odrManagerPollEvent(_ handle: OpaquePointer?, _ out: UnsafeMutablePo
             case .catalogCheckFailed(let code, _, _):
                 event.kind = ODR_EVENT_CATALOG_CHECK_FAILED
                 copy(code.rawValue, into: &event.purge_reason)
+            case .downloadRetrying(let id, let reason, _, let next):
+                event.kind = ODR_EVENT_DOWNLOAD_RETRYING
+                copy(id, into: &event.pack_id)
+                copy(reason.rawValue, into: &event.purge_reason)
+                event.retry_in_ms = millisecondsUntil(next)
             }
         } else {
             event.kind = ODR_EVENT_NONE
         }
-        guard event.version < 2 else {
-            out.pointee = event
-            return
+        // A caller built with an earlier version of the struct has room for that version's fields only.
+        let size = switch event.version {
+        case 1: MemoryLayout<odr_event>.offset(of: \odr_event.tag) ?? 0
+        case 2: MemoryLayout<odr_event>.offset(of: \odr_event.retry_in_ms) ?? 0
+        default: MemoryLayout<odr_event>.size
         }
-        // A caller built with version 1 of the struct has room up to `tag` only.
-        let versionOneSize = MemoryLayout<odr_event>.offset(of: \odr_event.tag) ?? MemoryLayout<odr_event>.size
         withUnsafeBytes(of: &event) { bytes in
-            UnsafeMutableRawPointer(out).copyMemory(from: bytes.baseAddress!, byteCount: versionOneSize)
+            if let base = bytes.baseAddress { UnsafeMutableRawPointer(out).copyMemory(from: base, byteCount: size) }
         }
     }
 }
@@ -382,11 +389,12 @@ enum CList {
 }
 
 extension ResourceManagerEvent {
-    /// Whether `odr_event` has a kind for this event only since its version 2.
-    var isNewInEventVersion2: Bool {
+    /// The version of `odr_event` that has a kind for this event: callers of earlier ones skip it.
+    var eventVersion: UInt32 {
         switch self {
-        case .tagAvailable, .tagPurged, .catalogCheckFailed: true
-        default: false
+        case .tagAvailable, .tagPurged, .catalogCheckFailed: 2
+        case .downloadRetrying: 3
+        default: 1
         }
     }
 }

@@ -12,6 +12,9 @@ final class RequestHandle: Sendable {
     /// Whether the handle was destroyed: a begin that succeeds after that ends the request at once.
     private let destroyed = Locked(false)
 
+    /// The progress callback of `odr_request_set_progress_callback`.
+    let progressCallback = CProgressCallback()
+
     init(request: ResourceRequest) { self.request = request }
 
     /// Begins the request at once (it is `requested` when this returns) and hands the outcome to
@@ -47,6 +50,7 @@ final class RequestHandle: Sendable {
     /// Marks the handle destroyed, ends the request if it is requested or accessing, and returns
     /// once every callback of its begins has returned.
     func destroy() {
+        progressCallback.stop()
         destroyed.withLock { $0 = true }
         if request.state == .requested || request.state == .accessing {
             try? request.endAccessingResources()
@@ -115,7 +119,9 @@ public func odrRequestConditionallyBegin(_ handle: OpaquePointer?, _ out: Unsafe
 @_cdecl("odr_request_end")
 public func odrRequestEnd(_ handle: OpaquePointer?) -> odr_status {
     entryPoint { () throws(ResourceError) in
-        try CHandle.object(handle, as: RequestHandle.self, "request").end()
+        let handle = try CHandle.object(handle, as: RequestHandle.self, "request")
+        handle.progressCallback.stop()
+        try handle.end()
     }
 }
 
@@ -149,7 +155,9 @@ public func odrRequestLoadingPriority(_ handle: OpaquePointer?, _ out: UnsafeMut
 @_cdecl("odr_request_cancel")
 public func odrRequestCancel(_ handle: OpaquePointer?) -> odr_status {
     entryPoint { () throws(ResourceError) in
-        try CHandle.object(handle, as: RequestHandle.self, "request").cancelBegin()
+        let handle = try CHandle.object(handle, as: RequestHandle.self, "request")
+        handle.progressCallback.stop()
+        handle.cancelBegin()
     }
 }
 
@@ -190,12 +198,9 @@ public func odrRequestProgress(
     _ handle: OpaquePointer?, _ completed: UnsafeMutablePointer<Int64>?, _ total: UnsafeMutablePointer<Int64>?
 ) -> odr_status {
     entryPoint { () throws(ResourceError) in
-        let progress = try CHandle.object(handle, as: RequestHandle.self, "request").request.progress
-        // The request counts one unit beyond the bytes, done only once the resources are usable.
-        let units = progress.totalUnitCount, done = progress.completedUnitCount
-        let bytes = max(0, units - 1)
-        completed?.pointee = done >= units ? bytes : min(max(0, done), bytes)
-        total?.pointee = bytes
+        let progress = try CHandle.object(handle, as: RequestHandle.self, "request").request.progressSnapshot
+        completed?.pointee = progress.completedBytes
+        total?.pointee = progress.totalBytes
     }
 }
 

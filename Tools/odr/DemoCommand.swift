@@ -171,6 +171,9 @@ final class DemoLog: @unchecked Sendable {
                 pending.append("  pack \(id.prefix(12)) waits for the download policy: \(reason)")
             case .downloadResumed(let id):
                 pending.append("  pack \(id.prefix(12)) may download now")
+            case .downloadRetrying(let id, let reason, let attempt, let next):
+                let seconds = max(0, next.timeIntervalSinceNow)
+                pending.append("  pack \(id.prefix(12)): attempt \(attempt) failed (\(reason)); retrying in \(String(format: "%.1f", seconds)) s")
             }
         }
     }

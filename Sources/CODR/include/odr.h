@@ -267,14 +267,19 @@ typedef enum odr_event_kind {
     /* Since ODR_EVENT_VERSION 2 (an event of version 1 never has these kinds): */
     ODR_EVENT_TAG_AVAILABLE = 20,    /* every pack `tag` needs is installed: a request begins at once */
     ODR_EVENT_TAG_PURGED = 21,       /* a pack `tag` needs was purged: a request downloads again */
-    ODR_EVENT_CATALOG_CHECK_FAILED = 22 /* the catalog could not be checked online; the stored copy
+    ODR_EVENT_CATALOG_CHECK_FAILED = 22, /* the catalog could not be checked online; the stored copy
                                         is used (offline play). purge_reason holds the error code,
                                         e.g. "network-unavailable" */
+    /* Since ODR_EVENT_VERSION 3: */
+    ODR_EVENT_DOWNLOAD_RETRYING = 23 /* an attempt to download pack_id failed (purge_reason holds why:
+                                        "network-unavailable", "timed-out", "server-error"); the next
+                                        starts in retry_in_ms. Posted as the attempt fails; meanwhile
+                                        the requests waiting for it are stalled */
 } odr_event_kind;
 
-#define ODR_EVENT_VERSION 2
+#define ODR_EVENT_VERSION 3
 /** Initializes an odr_event: `odr_event event = ODR_EVENT_INIT;` */
-#define ODR_EVENT_INIT { ODR_EVENT_VERSION, ODR_EVENT_NONE, 0, 0, 0, "", "", "" }
+#define ODR_EVENT_INIT { ODR_EVENT_VERSION, ODR_EVENT_NONE, 0, 0, 0, "", "", "", 0 }
 
 /** One event; set `version` to ODR_EVENT_VERSION (ODR_EVENT_INIT does) so later fields can be added. */
 typedef struct odr_event {
@@ -288,12 +293,17 @@ typedef struct odr_event {
     char pack_id[72];
     /** Why a pack was purged: "least-recently-used", "low-preservation-priority", "superseded",
      *  "variant-not-chosen" (see ODR_OPT_VARIANT), "closest-fit", or another policy's stable name;
-     *  for ODR_EVENT_DOWNLOAD_WAITING why the download waits; "" for other kinds. */
+     *  for ODR_EVENT_DOWNLOAD_WAITING why the download waits, for ODR_EVENT_DOWNLOAD_RETRYING
+     *  why the attempt failed; "" for other kinds. */
     char purge_reason[64];
     /** Version 2: the tag of ODR_EVENT_TAG_AVAILABLE and ODR_EVENT_TAG_PURGED, NUL-terminated;
      *  "" for other kinds. A caller built with version 1 of this struct is never written past
      *  purge_reason, and gets no tag events. */
     char tag[136];
+    /** Version 3: for ODR_EVENT_DOWNLOAD_RETRYING the milliseconds from the poll until the next
+     *  attempt (0 when it is due); 0 for other kinds. A caller built with an earlier version of
+     *  this struct is never written past its own last field, and gets no retrying events. */
+    int64_t retry_in_ms;
 } odr_event;
 
 /** Takes the oldest waiting event without blocking; `out_event->kind` is ODR_EVENT_NONE when there
@@ -369,10 +379,46 @@ ODR_EXTERN odr_status odr_request_resume(odr_request *request);
 /** The request's state. */
 ODR_EXTERN odr_status odr_request_state_get(odr_request *request, odr_request_state *out_state);
 
-/** Progress, without blocking: bytes received so far and bytes to download in all (0 when
- *  everything was installed). `completed == total` only once the request is accessing. Either
- *  pointer may be NULL. */
+/** Progress, without blocking, in archive bytes of the packs the request waits for: bytes held or
+ *  received so far, and in all (0 when everything was installed). Entries kept from an interrupted
+ *  download or reused from installed packs count as done; then bytes count as they arrive (a new
+ *  value at least every 16 KiB or 100 ms); values never decrease. `completed == total` only once the
+ *  request is accessing. Either pointer may be NULL. */
 ODR_EXTERN odr_status odr_request_progress(odr_request *request, int64_t *out_completed_bytes, int64_t *out_total_bytes);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Request progress: callback and stalls                                                      */
+/* ------------------------------------------------------------------------------------------ */
+
+/**
+ * Called with a request's progress as bytes arrive: the values `odr_request_progress` and
+ * `odr_request_stalled` would give (`stalled` is 1 while a download waits to retry after a failed
+ * connection). Runs on the library's callback thread (see the top of this file).
+ */
+typedef void (*odr_progress_callback)(int64_t completed_bytes, int64_t total_bytes, int stalled, void *user_data);
+
+/**
+ * Calls `callback` with each new progress value of `request`, at most once every
+ * `min_interval_ms` milliseconds (0...86400000; 0: every value, which arrive at least every 16 KiB
+ * or 100 ms while bytes do), always with the latest value: the value that makes the request
+ * usable (completed == total) is never skipped. Values never decrease; each is passed once.
+ * Replaces the request's previous progress callback; a NULL `callback` removes it.
+ *
+ * Lifetime: once `odr_request_end`, `odr_request_cancel`, `odr_request_destroy`, or another call
+ * of this function returns, the previous callback has returned and never runs again (so
+ * `user_data` may be freed), also when called from inside the callback. End and cancel remove the
+ * callback: set it again before beginning the request again.
+ */
+ODR_EXTERN odr_status odr_request_set_progress_callback(odr_request *request, odr_progress_callback callback, void *user_data, int64_t min_interval_ms);
+
+/**
+ * Whether the request's downloads are stalled: a connection failed (or broke off) and the download
+ * waits to try again. `*out_stalled` is 1 until the next attempt gets an answer, the request becomes
+ * usable or its begin fails (when the attempts run out), else 0; `*out_retry_in_ms` is the
+ * milliseconds until the next attempt (0 when it is due), or -1 when not stalled. Each pointer may
+ * be NULL. See also ODR_EVENT_DOWNLOAD_RETRYING.
+ */
+ODR_EXTERN odr_status odr_request_stalled(odr_request *request, int *out_stalled, int64_t *out_retry_in_ms);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Resources                                                                                  */

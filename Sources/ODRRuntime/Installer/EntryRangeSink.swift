@@ -35,18 +35,24 @@ final class EntryRangeSink: TransferSink, @unchecked Sendable {
     let heldPrefix: Int64
     private let parts: CutEntryParts?
     private let partWriter: CutEntryPartWriter?
-    /// Called with the number of new bytes each time some arrive.
+    /// Called with the number of new bytes each time some arrive; bytes of a response that starts
+    /// over count only past the most this sink ever received, so progress counts each byte once.
     private let received: @Sendable (Int64) -> Void
+    /// Called with the retry when an attempt failed, and with `nil` when the next one is answered.
+    private let stalled: @Sendable (TransferRetry?) -> Void
     private var reader: PackRangeReader?
     private var extractor: JournalingExtractor?
     private var consumed: Int64 = 0
+    /// The most bytes this sink received in one response (`consumed`'s high-water mark).
+    private var reported: Int64 = 0
     /// Whether every target was verified and written.
     private(set) var isVerified = false
     /// The first archive problem the reader reported, kept as the cause of the transfer's failure.
     private(set) var formatFailure: ResourceError?
 
     init(packID: String, fetch: PackFetchPlan.Fetch, allEntries: [PackEntryExpectation], folder: URL, journal: StagingJournal,
-         parts: CutEntryParts?, syncFiles: Bool, source: URL, received: @escaping @Sendable (Int64) -> Void) {
+         parts: CutEntryParts?, syncFiles: Bool, source: URL, received: @escaping @Sendable (Int64) -> Void,
+         stalled: @escaping @Sendable (TransferRetry?) -> Void = { _ in }) {
         self.packID = packID
         range = fetch.range
         heldPrefix = parts == nil ? 0 : fetch.heldPrefix
@@ -62,9 +68,11 @@ final class EntryRangeSink: TransferSink, @unchecked Sendable {
         self.syncFiles = syncFiles
         self.source = source
         self.received = received
+        self.stalled = stalled
     }
 
     func begin(_ head: TransferResponseHead) async throws {
+        stalled(nil)
         if !source.isFileURL { try journal.record(head.validators) }
         // A retry within the transfer continues the same bytes: the reader is where they stopped.
         if reader != nil, head.offset > 0, head.offset == consumed { return }
@@ -95,7 +103,14 @@ final class EntryRangeSink: TransferSink, @unchecked Sendable {
             try extractor.base.flushCurrentEntry()
         }
         consumed += Int64(bytes.count)
-        received(Int64(bytes.count))
+        if consumed > reported {
+            received(consumed - reported)
+            reported = consumed
+        }
+    }
+
+    func retrying(_ retry: TransferRetry) async {
+        stalled(retry)
     }
 
     /// Runs the first target's kept bytes (its part) through the reader, as if they had just arrived.

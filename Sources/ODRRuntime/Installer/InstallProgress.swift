@@ -8,15 +8,28 @@ public struct InstallProgress: Sendable, Hashable {
     public var completedPacks: Int
     /// Packs the install needs to fetch.
     public var totalPacks: Int
+    /// Archive bytes of entries the install did not need to fetch, over the packs planned so far:
+    /// kept in staging by an earlier attempt, or reused from installed packs. Part of neither
+    /// ``completedBytes`` nor ``totalBytes``; a request's progress counts them as done.
+    public var heldBytes: Int64
+    /// The latest failed attempt of a transfer that waits to try again; `nil` while bytes flow (or
+    /// nothing failed). The install goes on by itself when the next attempt succeeds.
+    public var retry: TransferRetry?
 
     /// Creates a progress snapshot from its counts.
-    public init(completedBytes: Int64, totalBytes: Int64, completedPacks: Int, totalPacks: Int) {
+    public init(completedBytes: Int64, totalBytes: Int64, completedPacks: Int, totalPacks: Int,
+                heldBytes: Int64 = 0, retry: TransferRetry? = nil) {
         self.completedBytes = completedBytes
         self.totalBytes = totalBytes
         self.completedPacks = completedPacks
         self.totalPacks = totalPacks
+        self.heldBytes = heldBytes
+        self.retry = retry
     }
 
     /// `completedBytes / totalBytes`, 1 when there is nothing to fetch.
     public var fraction: Double { totalBytes > 0 ? min(1, Double(completedBytes) / Double(totalBytes)) : 1 }
+
+    /// Whether a transfer waits to try again after a failed attempt (``retry`` is set).
+    public var isStalled: Bool { retry != nil }
 }

@@ -240,7 +240,7 @@ public struct PackInstaller: Sendable {
                                         partial: staged.partial, heldPrefixes: staged.heldPrefixes, policy: policy)
             // Partial entries count only when the plan continues them (their journal line fit).
             outcome.resumed = staged.completeBytes + plan.resumedBytes
-            tracker.plan(pack, bytes: plan.fetchBytes)
+            tracker.plan(pack, bytes: plan.fetchBytes, held: outcome.resumed + outcome.reused)
             // Whatever a fetch writes afresh must not meet a stale partial file.
             for fetch in plan.fetches {
                 for target in fetch.targets where target.resume == nil {
@@ -287,7 +287,8 @@ public struct PackInstaller: Sendable {
         let transport = self.transport
         let one: @Sendable (PackFetchPlan.Fetch) async throws(ResourceError) -> Int64 = { fetch throws(ResourceError) in
             let sink = EntryRangeSink(packID: pack.id, fetch: fetch, allEntries: entries, folder: folder, journal: journal,
-                                      parts: parts, syncFiles: syncFiles, source: source, received: { tracker.received($0, of: pack) })
+                                      parts: parts, syncFiles: syncFiles, source: source, received: { tracker.received($0, of: pack) },
+                                      stalled: { tracker.stalled($0, of: pack) })
             var request = TransferRequest(url: source, priority: priority)
             if fetch.isWholeArchive {
                 request.expectedSize = pack.archiveBytes
@@ -468,18 +469,34 @@ private struct PackOutcome: Sendable {
     }
 }
 
-/// Sums the progress of packs installing at once and reports it, at most every 64 KiB of change.
-/// Totals are what the plans download, so a delta update's progress runs to its own size.
+/// Sums the progress of packs installing at once and reports it as bytes arrive: at least every
+/// ``byteStep`` or ``interval`` while they do (a change the interval held back is reported when it is
+/// up), and at once when a plan is made, a pack finishes or a transfer stalls. Totals are what the
+/// plans download, so a delta update's progress runs to its own size; ``InstallProgress/heldBytes``
+/// says what the plans found already there.
 private final class ProgressTracker: Sendable {
+    /// Report at least this often in bytes while they arrive: a loading bar moves every 16 KiB.
+    static let byteStep: Int64 = 16 << 10
+    /// ... and in time: a bar moves at least every 100 ms while bytes arrive, however slowly.
+    static let interval: Duration = .milliseconds(100)
+
     private struct State {
         var planned: [String: Int64]
+        var held: [String: Int64] = [:]
         var received: [String: Int64] = [:]
+        /// Packs whose transfer waits to try again, with the latest retry.
+        var stalls: [String: TransferRetry] = [:]
         var completedPacks = 0
-        var lastReported: Int64 = -1
+        var last: InstallProgress?
+        var lastTime: ContinuousClock.Instant?
+        /// A report the interval held back is scheduled.
+        var flushScheduled = false
     }
     private let packs: Int
     private let callback: @Sendable (InstallProgress) -> Void
     private let state: Locked<State>
+    /// Held while a report is made and delivered, so reports reach the callback in order.
+    private let order = Locked(())
 
     init(planned: [String: Int64], report: @escaping @Sendable (InstallProgress) -> Void) {
         packs = planned.count
@@ -487,43 +504,76 @@ private final class ProgressTracker: Sendable {
         state = Locked(State(planned: planned))
     }
 
-    /// The pack's plan is known: its bytes replace the estimate.
-    func plan(_ pack: PackRecord, bytes: Int64) {
-        update { $0.planned[pack.id] = bytes }
+    /// The pack's plan is known: its bytes replace the estimate, and what it holds already is
+    /// `held`. A new plan (after a server refused ranges) starts the pack's count over.
+    func plan(_ pack: PackRecord, bytes: Int64, held: Int64) {
+        update(now: true) { state in
+            state.planned[pack.id] = bytes
+            state.held[pack.id] = held
+            state.received[pack.id] = 0
+        }
     }
 
     func received(_ bytes: Int64, of pack: PackRecord) {
         var crash = false
         update { state in
-            let now = state.received[pack.id, default: 0] + bytes
+            let now = state.received[pack.id, default: 0].clampedAdding(bytes)
             state.received[pack.id] = now
             // The `download` crash point: half of the pack's planned bytes are in.
             let planned = state.planned[pack.id, default: pack.archiveBytes]
-            crash = now * 2 >= planned && now >= CrashPoint.downloadMinimumBytes
+            crash = now.clampedAdding(now) >= planned && now >= CrashPoint.downloadMinimumBytes
         }
         if crash { CrashPoint.download.reached() }
     }
 
+    /// A transfer of `pack` failed and waits to try again (`retry`), or got an answer again (`nil`).
+    func stalled(_ retry: TransferRetry?, of pack: PackRecord) {
+        update(now: true) { $0.stalls[pack.id] = retry }
+    }
+
     func finished(_ pack: PackRecord) {
-        update {
+        update(now: true) {
             $0.received[pack.id] = $0.planned[pack.id, default: 0]
+            $0.stalls[pack.id] = nil
             $0.completedPacks += 1
-            $0.lastReported = -1
         }
     }
 
-    func report() { update { _ in } }
+    func report() { update(now: true) { _ in } }
 
-    private func update(_ change: (inout State) -> Void) {
-        let snapshot: InstallProgress? = state.withLock { state in
-            change(&state)
-            let total = state.planned.values.reduce(0, +)
-            let completed = min(total, state.received.values.reduce(0, +))
-            guard state.lastReported < 0 || completed - state.lastReported >= 1 << 16 || completed == total else { return nil }
-            state.lastReported = completed
-            return InstallProgress(completedBytes: completed, totalBytes: total, completedPacks: state.completedPacks, totalPacks: packs)
+    /// Applies `change` and reports the result if it differs from the last report and is due:
+    /// `now`, a step of bytes, the interval passed, or the last byte. Otherwise a report is
+    /// scheduled for when the interval is up.
+    private func update(now: Bool = false, _ change: (inout State) -> Void) {
+        order.withLock { _ in
+            let (snapshot, wait) = state.withLock { state -> (InstallProgress?, Duration?) in
+                change(&state)
+                let total = state.planned.values.clampedSum()
+                let retry = state.stalls.values.max { $0.nextAttempt < $1.nextAttempt }
+                let next = InstallProgress(completedBytes: min(total, state.received.values.clampedSum()), totalBytes: total,
+                                           completedPacks: state.completedPacks, totalPacks: packs,
+                                           heldBytes: state.held.values.clampedSum(), retry: retry)
+                guard next != state.last else { return (nil, nil) }
+                let clock = ContinuousClock.now
+                let due = state.lastTime.map { $0.advanced(by: Self.interval) } ?? clock
+                let stepped = next.completedBytes.clampedSubtracting(state.last?.completedBytes ?? 0) >= Self.byteStep
+                guard now || state.last == nil || stepped || clock >= due || next.completedBytes == total else {
+                    if state.flushScheduled { return (nil, nil) }
+                    state.flushScheduled = true
+                    return (nil, clock.duration(to: due))
+                }
+                state.last = next
+                state.lastTime = clock
+                return (next, nil)
+            }
+            if let snapshot { callback(snapshot) }
+            if let wait {
+                Task { [weak self] in
+                    try? await Task.sleep(for: wait)
+                    self?.update { $0.flushScheduled = false }
+                }
+            }
         }
-        if let snapshot { callback(snapshot) }
     }
 }
 

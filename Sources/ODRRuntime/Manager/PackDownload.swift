@@ -11,6 +11,12 @@ final class PackDownload: Sendable {
         /// The bytes the download moves: the archive size until the install has its plan.
         var bytes: Int64
         var received: Int64 = 0
+        /// The archive's size, the download's share of a request's progress.
+        let archiveBytes: Int64
+        /// Of `archiveBytes`, what the install held already or received so far; never decreases.
+        var done: Int64 = 0
+        /// The latest failed attempt while the transfer waits to try again; `nil` while bytes flow.
+        var retry: TransferRetry?
         /// The loading priority of each request waiting on it, by requester.
         var priorities: [UInt64: TransferPriority] = [:]
         var result: Result<Void, ResourceError>?
@@ -27,7 +33,7 @@ final class PackDownload: Sendable {
 
     init(pack: String, bytes: Int64) {
         self.pack = pack
-        state = Locked(State(bytes: bytes))
+        state = Locked(State(bytes: bytes, archiveBytes: bytes))
     }
 
     /// The bytes the download moves: the archive's size at first, then what the install plans to
@@ -70,6 +76,33 @@ final class PackDownload: Sendable {
             return Array(state.observers.values)
         }
         for observer in observers { observer(received) }
+    }
+
+    /// Records an install's progress and tells the observers.
+    ///
+    /// - Returns: whether `progress` carries a retry the download had not reported yet.
+    func update(_ progress: InstallProgress) -> Bool {
+        let (observers, newRetry) = state.withLock { state in
+            state.bytes = progress.totalBytes
+            state.received = max(state.received, min(progress.completedBytes, state.bytes))
+            let done = min(state.archiveBytes, progress.heldBytes.clampedAdding(progress.completedBytes))
+            state.done = max(state.done, done)
+            let newRetry = progress.retry != nil && progress.retry != state.retry
+            state.retry = progress.retry
+            return (Array(state.observers.values), newRetry)
+        }
+        for observer in observers { observer(progress.completedBytes) }
+        return newRetry
+    }
+
+    /// This download's share of a request's progress, in archive bytes: what the install held
+    /// already (entries kept by an earlier attempt or reused from installed packs) plus what arrived,
+    /// of the archive's size; all of it once installed. With the pending retry while stalled.
+    var requestProgress: (done: Int64, total: Int64, retry: TransferRetry?) {
+        state.withLock { state in
+            if case .success = state.result { return (state.archiveBytes, state.archiveBytes, nil) }
+            return (state.done, state.archiveBytes, state.result == nil ? state.retry : nil)
+        }
     }
 
     /// Records `requester`'s priority; returns the download's: the highest among its requesters.

@@ -139,9 +139,13 @@ extension ResourceManager {
         var installer = makeInstaller()
         installer.maximumConcurrentInstalls = 1
         do throws(ResourceError) {
-            download.summary = try await installer.install([pack], from: snapshot) { progress in
-                download.update(received: progress.completedBytes, of: progress.totalBytes)
+            download.summary = try await installer.install([pack], from: snapshot) { [hub] progress in
+                let newRetry = download.update(progress)
                 ticket?.progress(progress.completedBytes)
+                if newRetry, let retry = progress.retry {
+                    hub.emit(.downloadRetrying(packID: pack.id, reason: retry.code, attempt: retry.failedAttempt,
+                                               nextAttempt: retry.nextAttempt), from: self)
+                }
             }
         } catch {
             releaseReservation(pack.installedBytes)

@@ -35,6 +35,12 @@ public enum ResourceManagerEvent: Sendable, Equatable {
     /// A download that waited for the ``DownloadPolicy`` may start now (the network, its priority or
     /// the day changed).
     case downloadResumed(packID: String)
+    /// An attempt to download a pack failed (`reason`: `network-unavailable` when the connection
+    /// failed or broke off, `timed-out`, `server-error`) and the download tries again at
+    /// `nextAttempt`; posted for each failed attempt, as soon as it fails. Meanwhile the progress of
+    /// the requests waiting for the pack says they are stalled (``ResourceRequest/ProgressSnapshot/isStalled``).
+    /// When the attempts run out, their begin fails with the reason.
+    case downloadRetrying(packID: String, reason: ResourceError.Code, attempt: Int, nextAttempt: Date)
 }
 
 extension ResourceManager {
@@ -56,6 +62,8 @@ extension ResourceManager {
     public static let tagPurgedNotification = Notification.Name("ODRResourceManagerTagPurged")
     /// See ``packInstalledNotification``.
     public static let catalogCheckFailedNotification = Notification.Name("ODRResourceManagerCatalogCheckFailed")
+    /// See ``packInstalledNotification``.
+    public static let downloadRetryingNotification = Notification.Name("ODRResourceManagerDownloadRetrying")
 }
 
 /// Fans events out to every subscribed stream and to `NotificationCenter`.
@@ -95,6 +103,7 @@ final class EventHub: Sendable {
         case .tagAvailable: ResourceManager.tagAvailableNotification
         case .tagPurged: ResourceManager.tagPurgedNotification
         case .catalogCheckFailed: ResourceManager.catalogCheckFailedNotification
+        case .downloadRetrying: ResourceManager.downloadRetryingNotification
         }
         NotificationCenter.default.post(name: name, object: manager, userInfo: ["event": event])
     }

@@ -31,8 +31,9 @@ public final class ResourceRequest: Sendable {
     public let tags: Set<String>
     /// The manager that serves it.
     public let manager: ResourceManager
-    /// Bytes to download; `completedUnitCount` reaches `totalUnitCount` only once the resources are
-    /// usable. Its `cancel()`, `pause()` and `resume()` act on the downloads.
+    /// Archive bytes of the packs to install, plus one unit for the install; `completedUnitCount`
+    /// reaches `totalUnitCount` only once the resources are usable (see ``ProgressSnapshot`` for
+    /// what counts). Its `cancel()`, `pause()` and `resume()` act on the downloads.
     public let progress: Progress
 
     private let box: Locked<Inner>
@@ -40,7 +41,7 @@ public final class ResourceRequest: Sendable {
     private let pauseOrder = Locked(())
     /// Tells this request's priority apart from other requests' on downloads they share.
     private let requesterID = ResourceManager.nextRequesterID()
-    private let updates: (stream: AsyncStream<ProgressSnapshot>, continuation: AsyncStream<ProgressSnapshot>.Continuation)
+    private let reporter: RequestProgress
 
     private struct Inner {
         var state: State = .initial
@@ -54,13 +55,27 @@ public final class ResourceRequest: Sendable {
     }
 
     /// A point-in-time view of a request's progress, for platforms without key-value observing.
+    ///
+    /// Counts archive bytes of the packs the request waits for. Entries an install already holds
+    /// (kept by an earlier, interrupted attempt, or reused from installed packs) count as done as
+    /// soon as its plan is made, so a resumed download starts where it stopped; then bytes count as
+    /// they arrive: a new value at least every 16 KiB or 100 ms while they do. Values never go back,
+    /// and ``totalBytes`` stays what it was at the begin.
     public struct ProgressSnapshot: Sendable, Equatable {
-        /// Bytes received so far by the downloads the request waits for.
+        /// Bytes the downloads the request waits for held or received so far; reaches
+        /// ``totalBytes`` only when the resources are usable.
         public var completedBytes: Int64
-        /// Bytes those downloads transfer in all; 0 when everything was installed.
+        /// The archive size of the packs the request waits for; 0 when everything was installed.
         public var totalBytes: Int64
         /// 0...1; 1 only when the resources are usable.
         public var fractionCompleted: Double
+        /// While ``isStalled``: the latest failed attempt, and when the next one starts (see
+        /// ``ResourceManagerEvent/downloadRetrying(packID:reason:attempt:nextAttempt:)``).
+        public var retry: TransferRetry?
+
+        /// Whether a download waits to try again after a failed attempt (the connection failed or
+        /// broke off, say): no bytes arrive until the next attempt. `false` again once it gets an answer.
+        public var isStalled: Bool { retry != nil }
     }
 
     /// Creates a request; nothing happens until it begins.
@@ -69,7 +84,7 @@ public final class ResourceRequest: Sendable {
         self.manager = manager
         progress = Progress(totalUnitCount: 1)
         box = Locked(Inner())
-        updates = AsyncStream<ProgressSnapshot>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        reporter = RequestProgress(progress: progress)
         progress.isCancellable = true
         progress.isPausable = true
         progress.cancellationHandler = { [weak self] in self?.cancel() }
@@ -88,14 +103,38 @@ public final class ResourceRequest: Sendable {
             manager.release(tags: inner.heldTags, packIDs: inner.packIDs)
             inner.trace?.end()
         }
-        updates.continuation.finish()
+        reporter.ended()
     }
 
     /// The request's state.
     public var state: State { box.withLock { $0.state } }
 
-    /// Progress snapshots as bytes arrive; finishes when the request is usable, fails or ends.
-    public var progressUpdates: AsyncStream<ProgressSnapshot> { updates.stream }
+    /// Progress snapshots as bytes arrive, each new value once. Every read returns a new stream: it
+    /// yields the current value (once the request has begun), then each new one, and finishes when
+    /// the request becomes usable (after yielding the final value), its begin fails, or it ends.
+    /// Read after a failed begin, it follows the next begin.
+    ///
+    /// ```swift
+    /// let updates = level.progressUpdates
+    /// async let ready: Void = level.beginAccessingResources()
+    /// for await update in updates { loadingBar.show(update.fractionCompleted, stalled: update.isStalled) }
+    /// try await ready
+    /// ```
+    public var progressUpdates: AsyncStream<ProgressSnapshot> { reporter.subscribe() }
+
+    /// The latest progress value, for a frame loop that polls.
+    public var progressSnapshot: ProgressSnapshot { reporter.snapshot }
+
+    /// Calls `observer` with each new progress value until ``removeProgressObserver(_:)``; for the
+    /// C API. It runs under the progress lock on a library thread: it must return at once.
+    package func observeProgress(_ observer: @escaping @Sendable (ProgressSnapshot) -> Void) -> UInt64 {
+        reporter.observe(observer)
+    }
+
+    /// Stops calling an observer of ``observeProgress(_:)``.
+    package func removeProgressObserver(_ token: UInt64) {
+        reporter.removeObserver(token)
+    }
 
     /// How urgently to download: `.urgent` takes the bandwidth; `.loading(0...1)` orders the rest.
     /// Changing it while downloading reorders the transfers.
@@ -149,7 +188,6 @@ public final class ResourceRequest: Sendable {
     private struct StartedBegin: Sendable {
         let held: [TagIndex]
         let ids: Set<String>
-        let total: Int64
         let waiter: Task<Void, any Error>
     }
 
@@ -158,7 +196,7 @@ public final class ResourceRequest: Sendable {
     private func startBegin() throws(ResourceError) -> StartedBegin {
         let (held, ids, downloads) = try box.withLock { inner throws(ResourceError) in
             try Self.checkCanBegin(inner.state)
-            let (held, ids, downloads) = try manager.beginTags(tags)
+            let (held, ids, downloads) = try reporter.failing { () throws(ResourceError) in try manager.beginTags(tags) }
             inner.state = .requested
             inner.heldTags = held
             inner.packIDs = ids
@@ -169,26 +207,18 @@ public final class ResourceRequest: Sendable {
             manager.setPriority(inner.priority, of: downloads, for: requesterID)
             return (held, ids, downloads)
         }
-        let total = downloads.reduce(Int64(0)) { $0 + $1.bytes }
-        progress.totalUnitCount = total + 1
-        progress.completedUnitCount = 0
-        let waiter = Task { [manager, progress, updates, requesterID] in
-            try await manager.wait(for: downloads, priority: nil, requester: requesterID) { received, total in
-                progress.totalUnitCount = total + 1
-                progress.completedUnitCount = min(received, total)
-                updates.continuation.yield(ProgressSnapshot(
-                    completedBytes: received, totalBytes: total,
-                    fractionCompleted: Double(min(received, total)) / Double(total + 1)))
-            }
+        reporter.began(downloads)
+        let waiter = Task { [manager, requesterID] in
+            try await manager.wait(for: downloads, priority: nil, requester: requesterID, progress: nil)
         }
         box.withLock { $0.waiter = waiter }
-        return StartedBegin(held: held, ids: ids, total: total, waiter: waiter)
+        return StartedBegin(held: held, ids: ids, waiter: waiter)
     }
 
     /// The asynchronous half of a begin: waits for the downloads, then makes the request accessing
     /// (or, on an error or cancellation, releases what ``startBegin()`` held).
     private func finishBegin(_ started: StartedBegin) async throws(ResourceError) {
-        let (held, ids, total, waiter) = (started.held, started.ids, started.total, started.waiter)
+        let (held, ids, waiter) = (started.held, started.ids, started.waiter)
         do {
             try await withTaskCancellationHandler {
                 try await waiter.value
@@ -211,6 +241,7 @@ public final class ResourceRequest: Sendable {
                 manager.release(tags: held, packIDs: ids)
                 stillMine.trace?.end()
             }
+            reporter.failed()
             throw (error as? ResourceError) ?? ResourceError(.cancelled, "The request was cancelled before its resources were ready.")
         }
         let accessing = box.withLock { inner -> Bool in
@@ -224,15 +255,15 @@ public final class ResourceRequest: Sendable {
             throw ResourceError(.cancelled, "The request was ended before its resources were ready.")
         }
         manager.noteUse(ids, began: true)
-        progress.completedUnitCount = progress.totalUnitCount
-        updates.continuation.yield(ProgressSnapshot(completedBytes: total, totalBytes: total, fractionCompleted: 1))
+        reporter.usable()
     }
 
-    /// ``beginAccessingResources()`` with a completion handler, called with `nil` on success.
+    /// ``beginAccessingResources()`` with a completion handler, called with `nil` on success and
+    /// with the ``ResourceError`` the async form throws otherwise.
     ///
     /// The request is `requested` when this returns (see ``startAccessingResources(completion:)``);
     /// an error found at once (`begin-twice`, ...) still reaches `completionHandler`, from a task.
-    public func beginAccessingResources(completionHandler: @escaping @Sendable ((any Error)?) -> Void) {
+    public func beginAccessingResources(completionHandler: @escaping @Sendable (ResourceError?) -> Void) {
         do {
             try startAccessingResources { result in
                 switch result {
@@ -269,6 +300,7 @@ public final class ResourceRequest: Sendable {
         }
         guard let ids else { return false }
         manager.noteUse(ids, began: true)
+        reporter.usable()
         return true
     }
 
@@ -297,7 +329,7 @@ public final class ResourceRequest: Sendable {
         inner.waiter?.cancel()
         manager.release(tags: inner.heldTags, packIDs: inner.packIDs)
         inner.trace?.end()
-        updates.continuation.finish()
+        reporter.ended()
     }
 
     // MARK: - Resources

@@ -58,6 +58,8 @@ struct TransferDelivery {
                     return
                 case .failed(let error):
                     throw error
+                case .retrying(let retry):
+                    await sink.retrying(retry)
                 }
             }
         }

@@ -344,6 +344,11 @@ final class TransferLoop {
         }
         session.notBefore = ContinuousClock.now.advanced(by: .milliseconds(Int(delay * 1000)))
         queue.insert(session, sequence: session.sequence, priority: session.operation.control.priority)
+        // Told at once, so the caller can show the stall rather than wait for the final error. (An
+        // immediate retry is not a stall: the server answered, with something to start over from.)
+        guard !immediately else { return }
+        session.operation.deliver(.retrying(TransferRetry(code: failure.error.code, failedAttempt: session.attempts,
+                                                          nextAttempt: Date(timeIntervalSinceNow: delay))))
     }
 
     private func fail(_ session: TransferSession, _ error: ResourceError) {

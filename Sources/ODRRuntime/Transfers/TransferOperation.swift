@@ -44,6 +44,8 @@ final class TransferOperation: TransferHandle {
         case finished(TransferCompletion)
         case notModified(TransferCompletion)
         case failed(ResourceError)
+        /// An attempt failed; another follows.
+        case retrying(TransferRetry)
     }
 
     init(sequence: UInt64, request: TransferRequest, sink: any TransferSink, bufferLimit: Int, inbox: TransferInbox) {

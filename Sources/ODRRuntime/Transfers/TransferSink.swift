@@ -4,7 +4,7 @@ import Foundation
 ///
 /// The engine calls a sink from one task at a time, in order: ``begin(_:)`` once per response that
 /// carries a body, then ``write(_:)`` for each chunk, then ``finish()`` after the size and hash were
-/// verified, or ``fail(_:)``. A retry calls ``begin(_:)`` again: with the offset the sink already holds
+/// verified, or ``fail(_:)``. A retry first calls ``retrying(_:)``, then ``begin(_:)`` again: with the offset the sink already holds
 /// (the transfer continues with a `Range` request), or with offset 0 (the server sent the whole body
 /// again, so the sink must drop what it holds).
 ///
@@ -36,6 +36,10 @@ public protocol TransferSink: Sendable {
     /// The transfer failed or was cancelled. Bytes may be kept for a later resume, except for
     /// ``ResourceError/Code/integrity`` failures, whose bytes are wrong.
     func fail(_ error: ResourceError) async
+
+    /// An attempt failed and another one follows at `retry.nextAttempt`; ``begin(_:)`` follows when
+    /// that attempt gets an answer. Nothing to undo: the sink keeps what it holds.
+    func retrying(_ retry: TransferRetry) async
 }
 
 extension TransferSink {
@@ -52,6 +56,9 @@ extension TransferSink {
 
     /// By default there is nothing to clean up after a failure.
     public func fail(_ error: ResourceError) async {}
+
+    /// By default a retry needs no attention.
+    public func retrying(_ retry: TransferRetry) async {}
 }
 
 /// Bytes a sink holds from an earlier attempt, with the validators of the response they came from.

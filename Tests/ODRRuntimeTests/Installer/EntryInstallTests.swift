@@ -256,11 +256,22 @@ struct EntryInstallTests {
             #expect(try manager.downloadSize(forTags: ["level"]) == range)
             #expect(manager.gauge().first { $0.name == "level" }?.downloadBytes == range)
 
-            // The request's progress runs to the same total, and ends there.
+            // The request's progress counts the pack's archive bytes; the entries reused from the
+            // installed version count as done as soon as the plan is made, so only the changed
+            // entry's bytes remain to arrive.
+            let pack = try #require(v2.packs.first)
+            let reused = entries.filter { $0.name != Self.name(5) }.reduce(Int64(0)) { $0 + $1.storedSize }
             let second = ResourceRequest(tags: ["level"], manager: manager)
-            try await second.beginAccessingResources()
-            #expect(second.progress.totalUnitCount == range + 1)
+            let updates = second.progressUpdates
+            async let begin: Void = second.beginAccessingResources()
+            var values: [ResourceRequest.ProgressSnapshot] = []
+            for await update in updates { values.append(update) }
+            try await begin
+            #expect(second.progress.totalUnitCount == pack.archiveBytes + 1)
             #expect(second.progress.fractionCompleted == 1)
+            let firstCounted = try #require(values.first { $0.completedBytes > 0 })
+            #expect(firstCounted.completedBytes >= reused, "reused entries count as done before any byte arrives")
+            #expect(values.last?.completedBytes == pack.archiveBytes)
             let url = try #require(second.url(forResource: Self.name(5)))
             #expect(try Data(contentsOf: url) == fixture.contents(of: Self.name(5)))
         }

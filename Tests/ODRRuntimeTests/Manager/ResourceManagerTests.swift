@@ -252,17 +252,18 @@ struct ResourceManagerTests {
             let manager = try fixture.manager(url: server.baseURL)
             try await manager.prepare()
             let good = ResourceRequest(tags: ["small"], manager: manager)
-            let goodError: (any Error)? = await withCheckedContinuation { continuation in
+            let goodError: ResourceError? = await withCheckedContinuation { continuation in
                 good.beginAccessingResources { continuation.resume(returning: $0) }
             }
             #expect(goodError == nil)
             #expect(good.state == .accessing)
 
             let bad = ResourceRequest(tags: ["nope"], manager: manager)
-            let badError: (any Error)? = await withCheckedContinuation { continuation in
+            // The handler gets the typed error itself: no cast.
+            let badError: ResourceError? = await withCheckedContinuation { continuation in
                 bad.beginAccessingResources { continuation.resume(returning: $0) }
             }
-            #expect((badError as? ResourceError)?.code == .invalidTag)
+            #expect(badError?.code == .invalidTag)
         }
     }
 
