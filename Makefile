@@ -10,6 +10,12 @@ SYSTEM_PACKAGES := libcurl4-openssl-dev libsqlite3-dev zlib1g-dev unzip curl pyt
 PREFIX ?= /usr/local
 CONFIG ?= release
 ODR_LINK_FLAGS = -Xlinker -soname=libodr.so.1 -Xlinker --version-script=$(CURDIR)/scripts/libodr.map
+# STATIC_STDLIB=1 links the Swift runtime and Foundation into libodr.so.1 itself (-static-stdlib), in
+# a build folder of its own (.build-static): one self-contained file, no Swift library to ship.
+ifeq ($(STATIC_STDLIB),1)
+ODR_LINK_FLAGS += -Xswiftc -static-stdlib --scratch-path $(CURDIR)/.build-static
+ODR_BIN_FLAGS = --scratch-path $(CURDIR)/.build-static
+endif
 DEMO_DIR ?= .build/demo
 
 .PHONY: all build test demo bench deps clean install bundle fuzz fuzz-build fuzz-seeds
@@ -61,7 +67,7 @@ demo: deps
 # Swift runtime, so `cc game.c $$(pkg-config --cflags --libs odr)` builds a program that runs.
 install: deps
 	$(SWIFT) build -c $(CONFIG) --product odrc $(ODR_LINK_FLAGS)
-	@bin="$$($(SWIFT) build -c $(CONFIG) --show-bin-path)"; \
+	@bin="$$($(SWIFT) build -c $(CONFIG) $(ODR_BIN_FLAGS) --show-bin-path)"; \
 	prefix="$$(mkdir -p "$(PREFIX)" && cd "$(PREFIX)" && pwd)"; \
 	install -d "$$prefix/lib/pkgconfig" "$$prefix/include"; \
 	install -m 755 "$$bin/libodrc.so" "$$prefix/lib/libodr.so.1"; \

@@ -29,8 +29,8 @@ while read -r path; do
     resolved="$(realpath "$path")"
     case "$resolved" in "$toolchain"/*) runtime+=("$resolved") ;; esac
 done < <(ldd "$library" | awk '$2 == "=>" && $3 ~ /^\// { print $3 }')
-[ ${#runtime[@]} -gt 0 ] || { echo "ldd found no library of the toolchain ($toolchain) in $library" >&2; exit 1; }
-for path in "${runtime[@]}"; do cp "$path" "$bundle/lib/"; done
+# None for a library linked with the Swift runtime inside it (make install STATIC_STDLIB=1).
+for path in "${runtime[@]+"${runtime[@]}"}"; do cp "$path" "$bundle/lib/"; done
 for file in "$bundle"/lib/*.so*; do
     [ -L "$file" ] && continue
     chmod u+w "$file"
