@@ -268,6 +268,8 @@ public final class ResourceStore: Sendable {
     /// against (what opening the store checks are still there).
     func recordInstall(_ pack: PackRecord, entries: [PackEntryExpectation], reason: String) throws(ResourceError) {
         let now = clock()
+        // Its lease file exists from now on, so a purge that finds it missing knows it was deleted.
+        leases.touch(pack.id)
         try write("record an installed pack") { db in
             try db.execute(sql: """
                 INSERT INTO pack (id, archiveBytes, installedBytes, installedAt, lastUsedAt, isInstalled, useCount)
@@ -312,6 +314,9 @@ public final class ResourceStore: Sendable {
         // Held exclusively only across the rename and the row update, so a process beginning to
         // use the pack meanwhile waits that long at most, then finds it gone and installs it again.
         leases.unlinger(id)
+        // A lease file deleted outside the runtime may still be held by a process that has not yet
+        // locked its path anew (see ``PackLeases``): the pack counts as in use a moment longer.
+        if leases.recreateIfMissing(id) || leases.wasRecreatedRecently(id) { return false }
         guard let lease = try FileLock.tryLock(leases.path(for: id)) else { return false }
         defer { lease.unlockAndRemove() }
         let folder = try packFolder(id: id)
