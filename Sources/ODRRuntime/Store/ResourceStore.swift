@@ -71,7 +71,7 @@ public final class ResourceStore: Sendable {
     /// Opening writes nothing to a database whose migrations all ran. When the disk is too full for
     /// SQLite to open the database for writing, it is opened read-only: reads work, and every write
     /// (an install, a purge, a use time) fails with `out-of-space`. So it is when the database file
-    /// or its folder is read-only for this process (permissions, a read-only mount): installed
+    /// or the store folder is read-only for this process (`locks/` must stay writable): installed
     /// packs can be used, and every write fails with `storage-failure` naming the read-only file.
     ///
     /// - Throws: ``ResourceError`` with `storage-failure` (or `out-of-space`) when the directory or

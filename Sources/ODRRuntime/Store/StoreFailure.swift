@@ -52,7 +52,7 @@ struct StoreFailure: Error, CustomStringConvertible, Sendable {
         var explanation: String {
             switch self {
             case .readOnly(let path):
-                "it is read-only. Make '\(path)' (and its -wal and -shm files and its folder) writable by this user, or mount its file system read-write, then try again; installed packs can still be used meanwhile"
+                "it is read-only. Make '\(path)' (and its -wal and -shm files and its folder) writable by this user, then try again; installed packs can still be used meanwhile"
             case .locked:
                 "another process has kept it locked for over 30 seconds. Wait for that process to finish (or stop it), then try again"
             case .corrupt(let path):
