@@ -60,6 +60,9 @@ struct SoakBench: AsyncParsableCommand {
     @Option(help: "Seed of every random choice.")
     var seed: UInt64 = 1
 
+    @Flag(help: "Keep the temporary directory (catalog, store, logs) when an inconsistency was found, and print its path.")
+    var keep = false
+
     func validate() throws {
         guard seconds > 0, workers > 0, tags >= 2, (1...100).contains(budgetPercent), verifySeconds > 0 else {
             throw ValidationError("--seconds, --workers and --verify-seconds must be positive, --tags at least 2, --budget-percent 1 to 100.")
@@ -71,7 +74,8 @@ struct SoakBench: AsyncParsableCommand {
         let odr = try ChildProcess.sibling("odr"), odrpack = try ChildProcess.sibling("odrpack")
         let workspace = FileManager.default.temporaryDirectory.appending(path: "odrbench-soak-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: workspace, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: workspace) }
+        var kept = false
+        defer { if !kept { try? FileManager.default.removeItem(at: workspace) } }
         let source = try await SoakCatalog.build(in: workspace, tags: tags, seed: seed)
         let server = try CatalogServerProcess.start(serving: source.served, executable: odrpack)
         defer { server.stop() }
@@ -94,7 +98,13 @@ struct SoakBench: AsyncParsableCommand {
         try run.soak(seconds: seconds, workers: workers, verifyEvery: verifySeconds, kills: kill)
         let report = run.stats.withLock { $0 }
         print(report.summary)
-        if report.inconsistencies > 0 { throw ExitCode(1) }
+        guard report.inconsistencies == 0 else {
+            if keep, disk == nil {
+                kept = true
+                print("kept \(workspace.path)")
+            }
+            throw ExitCode(1)
+        }
     }
 }
 
@@ -161,7 +171,7 @@ struct SoakStats: Sendable {
 
     var summary: String {
         func line(_ label: String, _ found: [String]) -> String {
-            "  \(label): \(found.count)" + found.prefix(3).map { "\n      \($0.prefix(300))" }.joined()
+            "  \(label): \(found.count)" + found.prefix(3).map { "\n      \($0.prefix(600))" }.joined()
         }
         return """
             \(inconsistencies) inconsistencies in \(operations) operations
@@ -246,8 +256,9 @@ final class SoakRun: Sendable {
 
     /// Runs `odr arguments`, which must succeed.
     private func runChecked(_ arguments: [String], name: String) throws -> String {
-        guard let (status, output) = try runOdr(arguments, name: name, killable: false), status == 0 else {
-            throw ValidationFailure("odr \(arguments.joined(separator: " ")) failed: \(try runOdr(arguments, name: name, killable: false)?.output ?? "")")
+        let result = try runOdr(arguments, name: name, killable: false)
+        guard let (status, output) = result, status == 0 else {
+            throw ValidationFailure("odr \(arguments.joined(separator: " ")) failed (exit \(result?.status ?? -1)): \(result?.output ?? "")")
         }
         return output
     }
@@ -406,11 +417,20 @@ final class SoakRun: Sendable {
                 record(\.falseRepairs, "repair of \(line.packID.prefix(12)): \(line.reason)")
             }
             _ = try runChecked(["purge"] + common + ["--bytes", "\(Int64(1) << 50)"], name: "final-purge")
-            let staging = (try? FileManager.default.contentsOfDirectory(atPath: store + "/staging")) ?? []
-            for name in staging { record(\.stagingLeft, "staging/\(name)") }
-            // Tag by tag under the budget, so it works on a small disk too.
+            // As `odr status` counts it: an empty folder a download killed at its start left takes
+            // no space (the next open removes it).
+            struct Status: Decodable { struct Store: Decodable { var stagingBytes: Int64 }; var store: Store }
+            let status = try runChecked(["status", "--json", "--offline"] + common, name: "status")
+            let staged = try JSONDecoder().decode(Status.self, from: Data(status.utf8)).store.stagingBytes
+            if staged > 0 {
+                let names = (try? FileManager.default.contentsOfDirectory(atPath: store + "/staging")) ?? []
+                record(\.stagingLeft, "\(staged) bytes: \(names.sorted().joined(separator: ", "))")
+            }
+            // One tag at a time, purging everything between two, so it works on a small disk too.
+            // No budget: what the budget does under load was checked while the workers ran.
             for tag in source.tags {
-                _ = try runChecked(["fetch", "--quiet", "--cache-budget", "\(budget)"] + common + [tag], name: "final-fetch")
+                _ = try runChecked(["purge"] + common + ["--bytes", "\(Int64(1) << 50)"], name: "final-purge")
+                _ = try runChecked(["fetch", "--quiet"] + common + [tag], name: "final-fetch")
                 for (path, sha256) in source.files[tag] ?? [] {
                     let file = try runChecked(["path", "--offline"] + common + [path], name: "path").trimmingCharacters(in: .whitespacesAndNewlines)
                     let digest = (try? ContentHash.sha256Hex(ofFileAt: URL(filePath: file))) ?? "missing"

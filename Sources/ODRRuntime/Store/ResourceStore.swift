@@ -315,9 +315,10 @@ public final class ResourceStore: Sendable {
     /// Deletes an installed pack's files and records why, unless a request in some process uses it.
     ///
     /// A pack whose lease (see ``isPackInUse(id:)``) any process holds, this one included, is left
-    /// alone: the call returns `false` at once instead of waiting. The folder first leaves `packs/`
-    /// by an atomic rename into `staging/`, so a crash midway leaves either the whole pack or none
-    /// of it (the rest is cleaned up when the store opens).
+    /// alone: the call returns `false` at once instead of waiting. The row is marked not installed
+    /// (with the event) first; then the folder leaves `packs/` by an atomic rename into `staging/`,
+    /// so a crash midway leaves either the whole folder, without a row (deleted when the store next
+    /// opens), or none of it.
     ///
     /// - Returns: `true` when the pack was deleted; `false` when it was not installed or is in use.
     /// - Throws: `invalid-argument` when `id` is not a pack id (nothing is touched).
@@ -347,8 +348,10 @@ public final class ResourceStore: Sendable {
         defer { lease.unlockAndRemove() }
         let folder = try packFolder(id: id)
         let trash = stagingURL.appending(path: "\(id).removed-\(UUID().uuidString)")
-        if rename(folder.path, trash.path) != 0, errno != ENOENT {
-            throw StoreFailure.posix("move '\(folder.path)' out of packs/")
+        func moveOut() throws(ResourceError) {
+            if rename(folder.path, trash.path) != 0, errno != ENOENT {
+                throw StoreFailure.posix("move '\(folder.path)' out of packs/")
+            }
         }
         let now = clock()
         func record() throws(ResourceError) {
@@ -357,14 +360,20 @@ public final class ResourceStore: Sendable {
                 try Self.log(db, StoreEvent(time: now, kind: kind, packID: id, bytes: row.installedBytes, reason: reason))
             }
         }
+        // The row first, then the folder: a process killed in between leaves a folder without an
+        // installed row, which the next open deletes, and a log that tells what happened. (The
+        // other way round, it left an installed row without its folder, which the next open logged
+        // as a `repair` of damage that never happened.)
         do {
             try record()
         } catch where error.code == .outOfSpace {
-            // A disk too full for the database to grow: the files are out of packs/ already, and
-            // deleting them makes the room to record that.
+            // A disk too full for the database to grow: deleting the files makes the room to record
+            // that. Killed before the record, the row says installed without a folder: repaired at open.
+            try moveOut()
             Self.removeTree(trash)
             try record()
         }
+        try moveOut()
         lease.unlockAndRemove()
         Self.removeTree(trash)
         return true
