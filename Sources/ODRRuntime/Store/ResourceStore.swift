@@ -373,6 +373,7 @@ public final class ResourceStore: Sendable {
             Self.removeTree(trash)
             try record()
         }
+        CrashPoint.midPurge.reached()
         try moveOut()
         lease.unlockAndRemove()
         Self.removeTree(trash)

@@ -102,6 +102,29 @@ struct StoreConcurrencyTests {
         #expect(try reopened.verify().isEmpty)
     }
 
+    /// A purge killed between its two steps (`ODR_CRASH_AT=mid-purge`) leaves no damage to log:
+    /// the row says not installed and the purge is in the log; the next open deletes the folder
+    /// without a `repair` event, and the store verifies.
+    @Test(.enabled(if: ODRExecutable.url != nil))
+    func aPurgeKilledMidwayLogsNoRepair() async throws {
+        let fixture = try CatalogFixture.game(bigBytes: 1000)
+        try await fixture.build()
+        let directory = try TemporaryDirectory(prefix: "odr-store")
+        let common = ["--catalog", fixture.catalog.path, "--store", directory.appending("store").path]
+        #expect(try await ODRExecutable.run(["fetch", "--quiet"] + common + ["small"]).status == 0)
+        let crashed = try await ODRExecutable.run(["purge", "--bytes", "1"] + common, environment: ["ODR_CRASH_AT": "mid-purge"])
+        #expect(crashed.killedBySignal)
+        let store = try ResourceStore(directory: directory.appending("store"))
+        let events = try store.events()
+        #expect(events.filter { $0.kind == .repair }.isEmpty, "\(events)")
+        let purged = try #require(events.first { $0.kind == .purge }?.packID)
+        #expect(events.filter { $0.kind == .purge }.count == 1)
+        #expect(try !store.installedPackIDs().contains(purged))
+        #expect(store.repairReport.removedPackFolders == [purged])
+        #expect(!FileManager.default.fileExists(atPath: store.packURL(id: purged).path))
+        #expect(try store.verify().isEmpty)
+    }
+
     /// `odr status` and the store's usage count what `staging/` holds (an interrupted download),
     /// per pack and in all.
     @Test(.enabled(if: ODRExecutable.url != nil))
