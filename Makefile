@@ -56,6 +56,9 @@ test: deps
 	# odrpack and the C programs) crashed with SIGSEGV reading /proc/self/fd past about 1,360
 	# entries. Serially the peak is about 200 descriptors and the run takes about 95 s instead of 30.
 	$(SWIFT) test --skip-build --no-parallel
+	# The soak test (CONTRIBUTING.md, "Soak test"): 60 s of processes fetching, holding, purging,
+	# verifying and being killed on one store; fails on any broken promise. Adds about 70 s (debug build).
+	"$$($(SWIFT) build --show-bin-path)/odrbench" soak --seconds 60 --workers 4 --kill
 
 demo: deps
 	$(SWIFT) build --product odrpack

@@ -26,32 +26,50 @@ enum ChildProcess {
     static func measure(_ arguments: [String], quiet: Bool = false) throws -> ChildMeasurement {
         let outputURL = FileManager.default.temporaryDirectory.appending(path: "odrbench-\(UUID().uuidString).out")
         defer { try? FileManager.default.removeItem(at: outputURL) }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 1, outputURL.path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        if quiet { posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0) }
-        let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
-        defer { for pointer in argv { free(pointer) } }
-        var pid: pid_t = 0
         let start = ContinuousClock.now
-        let spawned = posix_spawnp(&pid, arguments[0], &actions, nil, argv, environ)
-        guard spawned == 0 else {
-            throw ValidationFailure("could not start \(arguments[0]): \(String(cString: strerror(spawned)))")
-        }
-        var status: Int32 = 0
-        var usage = rusage()
-        while wait4(pid, &status, 0, &usage) < 0 {
-            guard errno == EINTR else { throw ValidationFailure("waiting for \(arguments[0]) failed") }
-        }
+        let pid = try spawn(arguments, stdout: outputURL.path, stderr: quiet ? "/dev/null" : nil)
+        let (exitStatus, usage) = try wait(pid, name: arguments[0])
         let elapsed = ContinuousClock.now - start
-        let exitStatus = (status & 0x7F) == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
         let output = (try? String(contentsOf: outputURL, encoding: .utf8)) ?? ""
         return ChildMeasurement(
             status: exitStatus,
             seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18,
             peakMemory: Int64(usage.ru_maxrss) * 1024,
             output: output)
+    }
+
+    /// Starts `arguments[0]` (a path, or a name looked up on PATH) without waiting for it, its
+    /// stdout and stderr written to the files at those paths (`nil`: this process's own), its
+    /// stdin the descriptor `stdin` when given.
+    ///
+    /// - Returns: its process id, for ``wait(_:name:)`` (and `kill`).
+    static func spawn(_ arguments: [String], stdout: String?, stderr: String?, stdin: Int32? = nil) throws -> pid_t {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        if let stdin { posix_spawn_file_actions_adddup2(&actions, stdin, 0) }
+        if let stdout { posix_spawn_file_actions_addopen(&actions, 1, stdout, O_WRONLY | O_CREAT | O_TRUNC, 0o644) }
+        if let stderr { posix_spawn_file_actions_addopen(&actions, 2, stderr, O_WRONLY | O_CREAT | O_TRUNC, 0o644) }
+        let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
+        defer { for pointer in argv { free(pointer) } }
+        var pid: pid_t = 0
+        let spawned = posix_spawnp(&pid, arguments[0], &actions, nil, argv, environ)
+        guard spawned == 0 else {
+            throw ValidationFailure("could not start \(arguments[0]): \(String(cString: strerror(spawned)))")
+        }
+        return pid
+    }
+
+    /// Waits for the child `pid` (started as `name`) to exit.
+    ///
+    /// - Returns: its exit status (128 + the signal when a signal ended it) and its resource usage.
+    static func wait(_ pid: pid_t, name: String) throws -> (status: Int32, usage: rusage) {
+        var status: Int32 = 0
+        var usage = rusage()
+        while wait4(pid, &status, 0, &usage) < 0 {
+            guard errno == EINTR else { throw ValidationFailure("waiting for \(name) failed") }
+        }
+        return ((status & 0x7F) == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F), usage)
     }
 
     /// Whether ``measureAlone(_:quiet:)`` reports a command's own peak memory (it needs `/usr/bin/time`).

@@ -11,11 +11,13 @@ import Foundation
 ///
 /// Points: `download` (half of a pack's bytes arrived, and at least ``downloadMinimumBytes``, so the
 /// partial download is resumable), `unpack` (every entry extracted and verified
-/// in `staging/`, before the rename), `after-rename` (the pack is in `packs/`, its row not committed).
+/// in `staging/`, before the rename), `after-rename` (the pack is in `packs/`, its row not committed),
+/// `mid-purge` (a purge recorded, its folder still in `packs/`).
 enum CrashPoint: String {
     case download
     case unpack
     case afterRename = "after-rename"
+    case midPurge = "mid-purge"
 
     private static let armed = ProcessInfo.processInfo.environment["ODR_CRASH_AT"].flatMap(CrashPoint.init(rawValue:))
 

@@ -32,6 +32,11 @@ final class FileLock {
         try acquire(path, blocking: false)
     }
 
+    /// Takes a shared lock, or returns `nil` at once when another descriptor holds the file exclusively.
+    static func tryLockShared(_ path: String) throws(ResourceError) -> FileLock? {
+        try acquire(path, blocking: false, shared: true)
+    }
+
     /// Takes a shared lock, blocking the calling thread while another descriptor holds the file
     /// exclusively (a purge does so only while it renames a pack away and records that).
     static func lockShared(_ path: String) throws(ResourceError) -> FileLock {
@@ -91,13 +96,20 @@ final class FileLock {
             result = flock(descriptor, LOCK_SH)
         } while result != 0 && errno == EINTR
         guard result == 0 else { return false }
-        var held = stat(), current = stat()
-        if fstat(descriptor, &held) == 0, stat(path, &current) == 0,
-           held.st_ino == current.st_ino, held.st_dev == current.st_dev {
-            return true
-        }
+        if Self.isFile(descriptor, at: path) { return true }
         flock(descriptor, LOCK_UN)
         return false
+    }
+
+    /// Whether the file this lock holds is still the one at ``path``: `false` once it was deleted
+    /// or replaced (whoever locks the path now does not contend with this lock).
+    var isStillOnDisk: Bool { descriptor >= 0 && Self.isFile(descriptor, at: path) }
+
+    /// Whether the open `descriptor` is the file at `path` (same device and inode).
+    private static func isFile(_ descriptor: Int32, at path: String) -> Bool {
+        var held = stat(), current = stat()
+        return fstat(descriptor, &held) == 0 && stat(path, &current) == 0
+            && held.st_ino == current.st_ino && held.st_dev == current.st_dev
     }
 
     /// Releases the lock; later calls do nothing.
@@ -130,11 +142,7 @@ final class FileLock {
                 throw StoreFailure.posix("lock '\(path)'")
             }
             // The holder before us may have deleted the file: then we locked an orphan; start over.
-            var held = stat(), current = stat()
-            if fstat(descriptor, &held) == 0, stat(path, &current) == 0,
-               held.st_ino == current.st_ino, held.st_dev == current.st_dev {
-                return FileLock(path: path, descriptor: descriptor)
-            }
+            if isFile(descriptor, at: path) { return FileLock(path: path, descriptor: descriptor) }
             close(descriptor)
         }
     }

@@ -19,12 +19,31 @@ import ODRFormat
 /// `flock` calls and six `stat`s). Meanwhile a purge in another process skips the pack as in use;
 /// a purge or an "in use?" question in this process drops the linger first (``unlinger(_:)``),
 /// so it sees only real holders.
+///
+/// A lease file deleted outside the runtime while held (`rm locks/*`) would leave its holders
+/// locking a file no other process can see: a purge would create the path anew, lock it and remove
+/// the pack. So, while this process holds or lingers on any lease, it checks every
+/// ``fileCheckInterval`` that each lease's file is still the one at its path, and locks the path
+/// anew (creating it) when it is not. The install of a pack creates its lease file
+/// (``touch(_:)``), so a purge that finds the file of an installed pack missing knows it was
+/// deleted: it re-creates it with a note inside (``recreateIfMissing(_:)``) and counts the pack as
+/// in use until that file is ``recreatedTrustSeconds`` old, time for every holder to have locked it.
 final class PackLeases: Sendable {
     private let locks: URL
     private let state = Locked(State())
 
     /// How long a lease stays locked after its last holder lets go.
     static let lingerInterval: Duration = .seconds(1)
+
+    /// How often held and lingering leases are checked to still be the file at their path.
+    static let fileCheckInterval: Duration = .milliseconds(200)
+
+    /// How long a lease file a purge re-created (see ``recreateIfMissing(_:)``) counts as held:
+    /// five of ``fileCheckInterval``, so every holder of the deleted file has locked the new one.
+    static let recreatedTrustSeconds: Double = 1
+
+    /// What a purge writes into a lease file it re-creates; lease files are otherwise empty.
+    static let recreatedNote = "re-created by a purge: this lease file was deleted while its pack was installed\n"
 
     /// The most leases that linger at once, each an open descriptor: a quarter of the process's
     /// descriptor limit, at most 4,096. Beyond it a lease is unlocked when its last holder lets go.
@@ -42,6 +61,8 @@ final class PackLeases: Sendable {
         var lingering: [String: (lock: UncheckedLock, since: UInt64)] = [:]
         /// Whether a ``sweep()`` is scheduled.
         var sweepScheduled = false
+        /// Whether a ``checkFiles()`` is scheduled.
+        var fileCheckScheduled = false
         /// Descriptors of lease files no holder uses now, unlocked but kept open, so leasing the
         /// pack again (a level replayed, a request begun and ended each frame) costs a `flock`
         /// instead of creating and opening the file. Oldest first; at most ``idleLimit``.
@@ -128,8 +149,75 @@ final class PackLeases: Sendable {
                     throw error
                 }
             }
+            if !state.held.isEmpty, !state.fileCheckScheduled {
+                state.fileCheckScheduled = true
+                scheduleFileCheck()
+            }
             return fresh
         }
+    }
+
+    private func scheduleFileCheck() {
+        let milliseconds = Int(Self.fileCheckInterval.components.attoseconds / 1_000_000_000_000_000)
+            + Int(Self.fileCheckInterval.components.seconds) * 1000
+        DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + .milliseconds(milliseconds)) { [weak self] in
+            self?.checkFiles()
+        }
+    }
+
+    /// Locks anew, shared, the path of every held or lingering lease whose file is no longer the
+    /// one there (deleted or replaced outside the runtime); schedules itself again while any is.
+    private func checkFiles() {
+        state.withLock { state in
+            for (id, lease) in state.held where !lease.lock.lock.isStillOnDisk {
+                // Refused only while a purge holds the new file: then it is removing the pack already.
+                guard let renewed = try? FileLock.tryLockShared(path(for: id)) else { continue }
+                lease.lock.lock.unlock()
+                state.held[id] = (lease.count, UncheckedLock(lock: renewed))
+            }
+            for (id, entry) in state.lingering where !entry.lock.lock.isStillOnDisk {
+                guard let renewed = try? FileLock.tryLockShared(path(for: id)) else { continue }
+                entry.lock.lock.unlock()
+                state.lingering[id] = (UncheckedLock(lock: renewed), entry.since)
+            }
+            if state.held.isEmpty && state.lingering.isEmpty {
+                state.fileCheckScheduled = false
+            } else {
+                scheduleFileCheck()
+            }
+        }
+    }
+
+    /// Creates pack `id`'s lease file unless it exists (an install does, so that a missing one
+    /// later means it was deleted outside the runtime); best effort.
+    func touch(_ id: String) {
+        let descriptor = open(path(for: id), O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
+        if descriptor >= 0 { close(descriptor) }
+    }
+
+    /// For a purge of installed pack `id`: when its lease file is missing (deleted outside the
+    /// runtime, perhaps while a process held it), creates it with ``recreatedNote`` inside.
+    ///
+    /// - Returns: whether the file was missing.
+    func recreateIfMissing(_ id: String) -> Bool {
+        let path = path(for: id)
+        guard access(path, F_OK) != 0, errno == ENOENT else { return false }
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else { return true }
+        defer { close(descriptor) }
+        let note = Array(Self.recreatedNote.utf8)
+        _ = write(descriptor, note, note.count)
+        return true
+    }
+
+    /// Whether pack `id`'s lease file is one a purge re-created (``recreateIfMissing(_:)``) less
+    /// than ``recreatedTrustSeconds`` ago: until then, a holder of the deleted file may not have
+    /// locked it yet, so the pack counts as in use.
+    func wasRecreatedRecently(_ id: String) -> Bool {
+        var info = stat()
+        guard stat(path(for: id), &info) == 0, info.st_size > 0 else { return false }
+        let modified = Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9
+        return Date().timeIntervalSince1970 - modified < Self.recreatedTrustSeconds
     }
 
     /// Lets go of one hold on each pack of `ids`; a pack's lease lingers after its last holder
@@ -152,7 +240,7 @@ final class PackLeases: Sendable {
             Self.retireLingering(id, from: &state)
             return false
         }
-        return heldHere || FileLock.isHeld(path(for: id))
+        return heldHere || FileLock.isHeld(path(for: id)) || wasRecreatedRecently(id)
     }
 
     /// Unlocks pack `id`'s lease now if it only lingers (no holder), so that this process can take

@@ -146,6 +146,17 @@ extension ResourceStore {
         do { manifestData = try manifest?.encoded() } catch {
             throw ResourceError(.invalidCatalog, "The version manifest could not be stored.", url: followed.url, cause: error)
         }
+        // A read-only database that holds this very index and manifest already: nothing to store
+        // but the time of the check, so installed tags stay usable.
+        if readOnly == .notWritable, try read("read a stored catalog", { db in
+            try Bool.fetchOne(db, sql: """
+                SELECT EXISTS (SELECT 1 FROM catalog WHERE url = ? AND highestSerial = ? AND currentVersion IS ? AND indexJSON IS ?)
+                   AND (? IS NULL OR EXISTS (SELECT 1 FROM manifest WHERE catalogURL = ? AND version = ?))
+                """, arguments: [key, followed.highestSerial, followed.currentVersion, indexData,
+                                 manifest?.version, key, manifest?.version]) ?? false
+        }) {
+            return
+        }
         // Written before the transaction that names it; if that transaction fails, the file is an
         // orphan that the next repair removes.
         var compactDigest: String?

@@ -83,6 +83,7 @@ extension ResourceStore {
         } catch {
             throw StoreFailure.database("be read for repair", error, directory: directory)
         }
+        repairDidReadInstalledRowsHook.withLock { $0 }?(directory)
         let packFolders = (try? fileManager.contentsOfDirectory(atPath: packs.path)) ?? []
         // Sorting only the few orphans, not a thousand installed names, keeps a clean open quick.
         for name in packFolders.filter({ installed[$0] == nil }).sorted() {
@@ -109,7 +110,7 @@ extension ResourceStore {
                 guard let held = try lock(pack.id) else { continue }
                 defer { held.unlock() }
                 guard canWrite, !FileManager.default.fileExists(atPath: packs.appending(path: pack.id).path) else { continue }
-                try markNotInstalled(pack, database: database, directory: directory, clock: clock)
+                guard try markNotInstalled(pack, database: database, directory: directory, clock: clock) else { continue }
                 report.packsMarkedNotInstalled.append(pack.id)
             }
             return report
@@ -160,8 +161,11 @@ extension ResourceStore {
             defer { held.unlock() }
             guard !trusted || !isComplete(folder, entries: entries) else { continue }
             backfill.removeAll { $0.id == pack.id }
+            // The row, read again under the lock, decides: a purge in another process may have
+            // removed the pack since `installed` was read, and that is no damage to report.
+            guard try isInstalled(pack.id, database: database, directory: directory) else { continue }
             removeTree(folder)
-            try markNotInstalled(pack, database: database, directory: directory, clock: clock)
+            guard try markNotInstalled(pack, database: database, directory: directory, clock: clock) else { continue }
             report.packsMarkedNotInstalled.append(pack.id)
         }
         if !backfill.isEmpty, canWrite {
@@ -279,13 +283,36 @@ extension ResourceStore {
         }) ?? true
     }
 
-    private static func markNotInstalled(_ pack: InstalledPack, database: DatabasePool, directory: URL, clock: () -> Double) throws(ResourceError) {
+    /// Called (tests only) with the store directory right after repair read which packs are
+    /// installed, before it looks at their folders: the moment another process's purge may finish.
+    static let repairDidReadInstalledRowsHook = Locked<(@Sendable (URL) -> Void)?>(nil)
+
+    /// Whether pack `id`'s row says installed now (read again, under the pack's lock).
+    private static func isInstalled(_ id: String, database: DatabasePool, directory: URL) throws(ResourceError) -> Bool {
+        do {
+            return try database.read { db in
+                try Bool.fetchOne(db, sql: "SELECT 1 FROM pack WHERE id = ? AND isInstalled", arguments: [id]) ?? false
+            }
+        } catch {
+            throw StoreFailure.database("be read for repair", error, directory: directory)
+        }
+    }
+
+    /// Marks `pack` not installed and logs a `repair` event, in one transaction, if its row still
+    /// says installed; call with the pack's lock held. Repair lists packs before it locks them, so a
+    /// purge in another process may have marked the pack not installed meanwhile: then nothing is
+    /// written or logged, since nothing was damaged.
+    ///
+    /// - Returns: whether the row was changed.
+    private static func markNotInstalled(_ pack: InstalledPack, database: DatabasePool, directory: URL, clock: () -> Double) throws(ResourceError) -> Bool {
         let now = clock()
         do {
-            try database.write { db in
-                try db.execute(sql: "UPDATE pack SET isInstalled = 0 WHERE id = ?", arguments: [pack.id])
+            return try database.write { db in
+                try db.execute(sql: "UPDATE pack SET isInstalled = 0 WHERE id = ? AND isInstalled", arguments: [pack.id])
+                guard db.changesCount > 0 else { return false }
                 try log(db, StoreEvent(time: now, kind: .repair, packID: pack.id, bytes: pack.installedBytes,
                                        reason: "files missing or incomplete"))
+                return true
             }
         } catch {
             throw StoreFailure.database("record a repair", error, directory: directory)

@@ -40,8 +40,18 @@ public final class ResourceStore: Sendable {
     /// loss cannot leave a recorded pack with missing bytes. On by default.
     public let synchronousWrites: Bool
     let database: DatabasePool
-    /// Whether the database was opened read-only because the disk was full (see ``init(directory:synchronousWrites:clock:)``).
-    let isReadOnly: Bool
+    /// Why the database was opened read-only, if it was (see ``init(directory:synchronousWrites:clock:)``).
+    let readOnly: ReadOnlyCause?
+    /// Whether the database was opened read-only.
+    var isReadOnly: Bool { readOnly != nil }
+
+    /// Why a store's database was opened read-only.
+    enum ReadOnlyCause: Equatable, Sendable {
+        /// The disk was too full for SQLite to open it for writing.
+        case diskFull
+        /// This process may not write the database file, its `-wal` or `-shm` file, or its folder.
+        case notWritable
+    }
     let clock: @Sendable () -> Double
     /// Held while the store is open; tells the next opener whether everyone closed it cleanly.
     private let session: StoreSession
@@ -60,7 +70,9 @@ public final class ResourceStore: Sendable {
     ///   - clock: seconds since 1970; tests inject their own.
     /// Opening writes nothing to a database whose migrations all ran. When the disk is too full for
     /// SQLite to open the database for writing, it is opened read-only: reads work, and every write
-    /// (an install, a purge, a use time) fails with `out-of-space`.
+    /// (an install, a purge, a use time) fails with `out-of-space`. So it is when the database file
+    /// or the store folder is read-only for this process (`locks/` must stay writable): installed
+    /// packs can be used, and every write fails with `storage-failure` naming the read-only file.
     ///
     /// - Throws: ``ResourceError`` with `storage-failure` (or `out-of-space`) when the directory or
     ///   the database cannot be created or read.
@@ -84,10 +96,10 @@ public final class ResourceStore: Sendable {
         // would otherwise both run `v1` ("table catalog already exists") or `v3` twice.
         let storeLock = try FileLock.lockBlocking(Self.storeLockPath(in: Self.locksURL(in: self.directory)))
         defer { storeLock.unlock() }
-        (database, isReadOnly) = try Self.openDatabase(at: self.directory)
-        session = try StoreSession(locks: Self.locksURL(in: self.directory), writesMarker: synchronousWrites && !isReadOnly)
+        (database, readOnly) = try Self.openDatabase(at: self.directory)
+        session = try StoreSession(locks: Self.locksURL(in: self.directory), writesMarker: synchronousWrites && readOnly == nil)
         repairReport = try Self.repair(directory: self.directory, database: database, clock: clock,
-                                       checkEveryEntry: !session.openedAfterCleanClose, canWrite: !isReadOnly)
+                                       checkEveryEntry: !session.openedAfterCleanClose, canWrite: readOnly == nil)
     }
 
     /// Creates `folder` (and its parents) unless it exists; another process creating it at the
@@ -110,10 +122,12 @@ public final class ResourceStore: Sendable {
     /// A store whose migrations all ran is only read here, so opening writes nothing to the
     /// database. When the file system is full (SQLite cannot even set up its 32 KiB shared-memory
     /// index), the database file is opened read-only and immutable instead: reading commands
-    /// (`status`, `path`, `verify`, `log`) still work, and writes fail with `out-of-space`.
+    /// (`status`, `path`, `verify`, `log`) still work, and writes fail with `out-of-space`. When the
+    /// database or its folder is not writable, it is opened read-only (immutable only if SQLite
+    /// cannot read it otherwise), and writes fail with `storage-failure`.
     ///
-    /// - Returns: the pool, and whether it is read-only.
-    private static func openDatabase(at directory: URL) throws(ResourceError) -> (DatabasePool, Bool) {
+    /// - Returns: the pool, and why it is read-only, if it is.
+    private static func openDatabase(at directory: URL) throws(ResourceError) -> (DatabasePool, ReadOnlyCause?) {
         let path = directory.appending(path: databaseName).path
         var configuration = Configuration()
         configuration.busyMode = .timeout(30)
@@ -126,21 +140,27 @@ public final class ResourceStore: Sendable {
             if try !database.writeWithoutTransaction({ db in try StoreSchema.migrator.hasCompletedMigrations(db) }) {
                 try StoreSchema.migrator.migrate(database)
             }
-            return (database, false)
+            return (database, nil)
         } catch {
             let failure = StoreFailure.database("be opened at '\(directory.path)'", error, directory: directory)
-            guard failure.code == .outOfSpace, FileManager.default.fileExists(atPath: path) else { throw failure }
-            // Read-only and without locks or the shared-memory index (`immutable=1`), which is what
-            // needs the space: sound while the disk is full, since then no process can commit.
+            guard FileManager.default.fileExists(atPath: path) else { throw failure }
             configuration.readonly = true
-            guard let encoded = path.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) else { throw failure }
-            do {
-                let database = try DatabasePool(path: "file:\(encoded)?immutable=1", configuration: configuration)
-                guard try database.read({ db in try StoreSchema.migrator.hasCompletedMigrations(db) }) else { throw failure }
-                return (database, true)
-            } catch {
-                throw failure
+            func openReadOnly(_ path: String) throws -> DatabasePool? {
+                let database = try DatabasePool(path: path, configuration: configuration)
+                return try database.read({ db in try StoreSchema.migrator.hasCompletedMigrations(db) }) ? database : nil
             }
+            // `immutable=1`: read-only and without locks or the shared-memory index, which is what
+            // needs the space (or a writable folder). Sound while the disk is full, since then no
+            // process can commit; for a read-only file, only a fallback when SQLite cannot read it
+            // with locks (a read-only `-shm`).
+            guard let encoded = path.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) else { throw failure }
+            if failure.code == .outOfSpace {
+                guard let database = try? openReadOnly("file:\(encoded)?immutable=1") else { throw failure }
+                return (database, .diskFull)
+            }
+            guard !StoreFailure.isWritable(directory) else { throw failure }
+            guard let database = (try? openReadOnly(path)) ?? (try? openReadOnly("file:\(encoded)?immutable=1")) else { throw failure }
+            return (database, .notWritable)
         }
     }
 
@@ -201,10 +221,16 @@ public final class ResourceStore: Sendable {
         do { return try database.write(body) } catch { throw StoreFailure.database(operation, error, directory: directory) }
     }
 
-    /// Throws `out-of-space` when the store was opened read-only on a full disk.
+    /// Throws `out-of-space` when the store was opened read-only on a full disk, `storage-failure`
+    /// naming the read-only file when it was opened read-only for want of permission.
     private func requireWritable(_ operation: String) throws(ResourceError) {
-        guard isReadOnly else { return }
-        throw ResourceError(.outOfSpace, "The store's database could not \(operation): its disk was full when the store was opened, so the store is open read-only. Free some space on that disk, then try again.")
+        switch readOnly {
+        case nil: return
+        case .diskFull:
+            throw ResourceError(.outOfSpace, "The store's database could not \(operation): its disk was full when the store was opened, so the store is open read-only. Free some space on that disk, then try again.")
+        case .notWritable:
+            throw ResourceError(.storageFailure, "The store's database could not \(operation): \(StoreFailure.DatabaseTrouble.readOnly(path: directory.appending(path: Self.databaseName).path).explanation).")
+        }
     }
 
     // MARK: - Packs
@@ -268,6 +294,8 @@ public final class ResourceStore: Sendable {
     /// against (what opening the store checks are still there).
     func recordInstall(_ pack: PackRecord, entries: [PackEntryExpectation], reason: String) throws(ResourceError) {
         let now = clock()
+        // Its lease file exists from now on, so a purge that finds it missing knows it was deleted.
+        leases.touch(pack.id)
         try write("record an installed pack") { db in
             try db.execute(sql: """
                 INSERT INTO pack (id, archiveBytes, installedBytes, installedAt, lastUsedAt, isInstalled, useCount)
@@ -287,9 +315,10 @@ public final class ResourceStore: Sendable {
     /// Deletes an installed pack's files and records why, unless a request in some process uses it.
     ///
     /// A pack whose lease (see ``isPackInUse(id:)``) any process holds, this one included, is left
-    /// alone: the call returns `false` at once instead of waiting. The folder first leaves `packs/`
-    /// by an atomic rename into `staging/`, so a crash midway leaves either the whole pack or none
-    /// of it (the rest is cleaned up when the store opens).
+    /// alone: the call returns `false` at once instead of waiting. The row is marked not installed
+    /// (with the event) first; then the folder leaves `packs/` by an atomic rename into `staging/`,
+    /// so a crash midway leaves either the whole folder, without a row (deleted when the store next
+    /// opens), or none of it.
     ///
     /// - Returns: `true` when the pack was deleted; `false` when it was not installed or is in use.
     /// - Throws: `invalid-argument` when `id` is not a pack id (nothing is touched).
@@ -312,12 +341,17 @@ public final class ResourceStore: Sendable {
         // Held exclusively only across the rename and the row update, so a process beginning to
         // use the pack meanwhile waits that long at most, then finds it gone and installs it again.
         leases.unlinger(id)
+        // A lease file deleted outside the runtime may still be held by a process that has not yet
+        // locked its path anew (see ``PackLeases``): the pack counts as in use a moment longer.
+        if leases.recreateIfMissing(id) || leases.wasRecreatedRecently(id) { return false }
         guard let lease = try FileLock.tryLock(leases.path(for: id)) else { return false }
         defer { lease.unlockAndRemove() }
         let folder = try packFolder(id: id)
         let trash = stagingURL.appending(path: "\(id).removed-\(UUID().uuidString)")
-        if rename(folder.path, trash.path) != 0, errno != ENOENT {
-            throw StoreFailure.posix("move '\(folder.path)' out of packs/")
+        func moveOut() throws(ResourceError) {
+            if rename(folder.path, trash.path) != 0, errno != ENOENT {
+                throw StoreFailure.posix("move '\(folder.path)' out of packs/")
+            }
         }
         let now = clock()
         func record() throws(ResourceError) {
@@ -326,14 +360,21 @@ public final class ResourceStore: Sendable {
                 try Self.log(db, StoreEvent(time: now, kind: kind, packID: id, bytes: row.installedBytes, reason: reason))
             }
         }
+        // The row first, then the folder: a process killed in between leaves a folder without an
+        // installed row, which the next open deletes, and a log that tells what happened. (The
+        // other way round, it left an installed row without its folder, which the next open logged
+        // as a `repair` of damage that never happened.)
         do {
             try record()
         } catch where error.code == .outOfSpace {
-            // A disk too full for the database to grow: the files are out of packs/ already, and
-            // deleting them makes the room to record that.
+            // A disk too full for the database to grow: deleting the files makes the room to record
+            // that. Killed before the record, the row says installed without a folder: repaired at open.
+            try moveOut()
             Self.removeTree(trash)
             try record()
         }
+        CrashPoint.midPurge.reached()
+        try moveOut()
         lease.unlockAndRemove()
         Self.removeTree(trash)
         return true

@@ -57,6 +57,44 @@ struct PackLeaseTests {
         #expect(!FileManager.default.fileExists(atPath: manager.store.packURL(id: held).path))
     }
 
+    /// Deleting the lease file of a pack another process holds (`rm locks/*.lease`) does not let a
+    /// purge remove it: the purge finds the file missing and counts the pack in use, the holder
+    /// locks the path anew, and later purges find it held (docs/STORE.md, "Tampering").
+    @Test(.enabled(if: ODRExecutable.url != nil))
+    func aDeletedLeaseFileDoesNotLetAPurgeRemoveAHeldPack() async throws {
+        let fixture = try await Self.fixture()
+        let manager = try fixture.manager(url: fixture.game.catalog)
+        try await manager.loadCatalog()
+        _ = try await manager.fetch(tags: ["held", "free"])
+        let held = try #require(try fixture.game.manifest(1).packs.first { $0.tags == ["held"] }).id
+        let store = fixture.stores.appending("store").path
+        let child = try RunningProcess(try #require(ODRExecutable.url),
+                                       ["hold", "--catalog", fixture.game.catalog.path, "--store", store, "held"])
+        try await child.waitForOutput(containing: "holding held")
+        let lease = manager.store.leases.path(for: held)
+        #expect(FileLock.isHeld(lease))
+
+        // Deleted, and a purge comes at once, before the holder can notice.
+        try FileManager.default.removeItem(atPath: lease)
+        #expect(try await manager.store.removePack(id: held, reason: .leastRecentlyUsed) == false)
+        #expect(manager.store.isPackInUse(id: held))
+        // The holder locks the re-created file; once the purge's grace is over, it is held as before.
+        try await waitUntil("the holder to lock the lease file again") { FileLock.isHeld(lease) }
+        try await waitUntil("the re-created file to be trusted") { !manager.store.leases.wasRecreatedRecently(held) }
+        #expect(try await manager.purge(bytes: 1 << 40).deletions.map(\.packID).contains(held) == false)
+
+        // Deleted again, and this time the holder notices first: it creates and locks the path.
+        try FileManager.default.removeItem(atPath: lease)
+        try await waitUntil("the holder to create and lock the lease file") { FileLock.isHeld(lease) }
+        #expect(try await manager.store.removePack(id: held, reason: .leastRecentlyUsed) == false)
+        #expect(FileManager.default.fileExists(atPath: manager.store.packURL(id: held).path))
+        #expect(try manager.store.verify().isEmpty)
+
+        try await child.kill()
+        try await waitUntil("the lease to go") { !manager.store.isPackInUse(id: held) }
+        #expect(try await manager.store.removePack(id: held, reason: .leastRecentlyUsed))
+    }
+
     @Test func aRequestForAPackAnotherManagerPurgedInstallsItAgain() async throws {
         let fixture = try await Self.fixture()
         let game = try fixture.manager(url: fixture.game.catalog)

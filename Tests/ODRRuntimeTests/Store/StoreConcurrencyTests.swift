@@ -70,6 +70,61 @@ struct StoreConcurrencyTests {
         #expect(try store.verify().isEmpty)
     }
 
+    /// Opening a store while another store value purges a pack logs no `repair`: repair lists the
+    /// installed rows before it looks at the folders, and a pack purged in between was removed, not
+    /// damaged. The purge runs at exactly that moment (after the rows were read). The store is open
+    /// elsewhere, so the opener checks every entry, as it does whenever a purger can be running.
+    @Test func openingDuringAPurgeLogsNoRepair() async throws {
+        let fixture = try CatalogFixture.game(bigBytes: 1000)
+        try await fixture.build()
+        let directory = try TemporaryDirectory(prefix: "odr-store")
+        let (store, snapshot, _) = try await InstallerTests.install(["small"], from: fixture.catalog, store: directory.url)
+        let id = try #require(try snapshot.packs(forTags: ["small"]).first?.id)
+        let purged = Locked(false)
+        let target = directory.url.standardizedFileURL
+        ResourceStore.repairDidReadInstalledRowsHook.withLock {
+            $0 = { folder in
+                guard folder == target, !purged.withLock({ $0 }) else { return }
+                // What a purge in another process does: under the pack lock, the folder leaves
+                // packs/ and the row says not installed.
+                guard let lock = try? FileLock.lockBlocking(store.lockPath(for: id)) else { return }
+                defer { lock.unlock() }
+                purged.withLock { $0 = (try? store.removeInstalledPackLocked(id: id, event: .purge, reason: "test")) ?? false }
+            }
+        }
+        defer { ResourceStore.repairDidReadInstalledRowsHook.withLock { $0 = nil } }
+        let reopened = try ResourceStore(directory: directory.url)
+        #expect(purged.withLock { $0 })
+        #expect(reopened.repairReport.packsMarkedNotInstalled.isEmpty)
+        let events = try reopened.events()
+        #expect(events.filter { $0.kind == .repair }.isEmpty, "\(events)")
+        #expect(events.filter { $0.kind == .purge }.map(\.packID) == [id])
+        #expect(try reopened.verify().isEmpty)
+    }
+
+    /// A purge killed between its two steps (`ODR_CRASH_AT=mid-purge`) leaves no damage to log:
+    /// the row says not installed and the purge is in the log; the next open deletes the folder
+    /// without a `repair` event, and the store verifies.
+    @Test(.enabled(if: ODRExecutable.url != nil))
+    func aPurgeKilledMidwayLogsNoRepair() async throws {
+        let fixture = try CatalogFixture.game(bigBytes: 1000)
+        try await fixture.build()
+        let directory = try TemporaryDirectory(prefix: "odr-store")
+        let common = ["--catalog", fixture.catalog.path, "--store", directory.appending("store").path]
+        #expect(try await ODRExecutable.run(["fetch", "--quiet"] + common + ["small"]).status == 0)
+        let crashed = try await ODRExecutable.run(["purge", "--bytes", "1"] + common, environment: ["ODR_CRASH_AT": "mid-purge"])
+        #expect(crashed.killedBySignal)
+        let store = try ResourceStore(directory: directory.appending("store"))
+        let events = try store.events()
+        #expect(events.filter { $0.kind == .repair }.isEmpty, "\(events)")
+        let purged = try #require(events.first { $0.kind == .purge }?.packID)
+        #expect(events.filter { $0.kind == .purge }.count == 1)
+        #expect(try !store.installedPackIDs().contains(purged))
+        #expect(store.repairReport.removedPackFolders == [purged])
+        #expect(!FileManager.default.fileExists(atPath: store.packURL(id: purged).path))
+        #expect(try store.verify().isEmpty)
+    }
+
     /// `odr status` and the store's usage count what `staging/` holds (an interrupted download),
     /// per pack and in all.
     @Test(.enabled(if: ODRExecutable.url != nil))
