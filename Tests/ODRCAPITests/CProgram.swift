@@ -11,15 +11,18 @@ enum CProgram {
     static let includeDirectory = packageRoot.appending(path: "Sources/CODR/include")
 
     /// Compiles `source` (relative to the package root) into `directory` with warnings as errors,
-    /// linked to the built library under its installed name, `libodr.so`, with an rpath to it;
-    /// `flags` go to `cc` too (`-fsanitize=address`).
+    /// linked to the built library under its installed names, `libodr.so` and `libodr.so.1` (the
+    /// SONAME `make install` links it with), with an rpath to them; `flags` go to `cc` too
+    /// (`-fsanitize=address`).
     static func build(_ source: String, in directory: TemporaryDirectory, flags: [String] = []) async throws -> URL {
         let built = try #require(builtLibrary(product: "odrc"), "libodrc.so is not built; run swift build --build-tests first")
         let libraries = directory.appending("lib")
         try FileManager.default.createDirectory(at: libraries, withIntermediateDirectories: true)
-        let installed = libraries.appending(path: "libodr.so")
-        if !FileManager.default.fileExists(atPath: installed.path) {
-            try FileManager.default.createSymbolicLink(at: installed, withDestinationURL: built)
+        for name in ["libodr.so", "libodr.so.1"] {
+            let installed = libraries.appending(path: name)
+            if !FileManager.default.fileExists(atPath: installed.path) {
+                try FileManager.default.createSymbolicLink(at: installed, withDestinationURL: built)
+            }
         }
         let output = directory.appending(URL(filePath: source).deletingPathExtension().lastPathComponent)
         let result = try await runCommandOffPool("cc", [
