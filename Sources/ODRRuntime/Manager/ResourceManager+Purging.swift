@@ -159,9 +159,13 @@ extension ResourceManager {
             let (budgetNeed, diskNeed, fitNeed) = try state.withLock { state throws(ResourceError) -> (Int64, Int64, Int64) in
                 var budgetNeed: Int64 = 0, diskNeed: Int64 = 0, fitNeed: Int64 = 0
                 if let budget = configuration.cacheBudget {
-                    // Staging counts: an interrupted download's bytes are on disk all the same.
-                    let downloading = state.downloads
-                    let stagedBytes = staged.filter { downloading[$0.packID] == nil }.map(\.bytes).clampedSum()
+                    // Staging counts: an interrupted download's bytes are on disk all the same. Not
+                    // a download of this manager (its reservation counts it), nor a pack installed
+                    // since `staged` was walked: its staging became the installed bytes counted in
+                    // `used` (counting both failed a fetch under a budget it fitted).
+                    let downloading = state.downloads, installed = state.installedIDs
+                    let stagedBytes = staged.filter { downloading[$0.packID] == nil && !installed.contains($0.packID) }
+                        .map(\.bytes).clampedSum()
                     let used = try store.installedUsage().bytes
                     budgetNeed = [used, stagedBytes, state.reservedBytes, installing, Int64(0).clampedSubtracting(budget)].clampedSum()
                 }

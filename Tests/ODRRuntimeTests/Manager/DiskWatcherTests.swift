@@ -199,6 +199,32 @@ struct DiskWatcherTests {
         #expect(try manager.store.usage().installedBytes <= 150_000)
     }
 
+    /// A budget check walks `staging/` before it takes the manager's lock; a pack of this manager
+    /// installed in between has its bytes in `used` then, and its staging, seen by the walk, must
+    /// not count again. Here the walk's view is left on disk (the pack's lock held, so no purge can
+    /// reclaim it, as none can reclaim bytes that already moved): b fits the budget beside a.
+    @Test func stagingOfAPackInstalledSinceTheWalkIsNotCountedTwice() async throws {
+        let fixture = try await Self.fixture()
+        let manager = try fixture.manager(url: fixture.game.catalog) {
+            $0.diskSpace = SimulatedDisk(capacity: 1 << 40)
+            $0.cacheBudget = 250_000
+        }
+        try await manager.loadCatalog()
+        let first = ResourceRequest(tags: ["a"], manager: manager)
+        try await first.beginAccessingResources()
+        let a = try Self.packID(ofTag: "a", fixture)
+        let staging = manager.store.stagingURL.appending(path: "\(a).d", directoryHint: .isDirectory)
+        try FileManager.default.createDirectory(at: staging, withIntermediateDirectories: true)
+        try deterministicBytes(count: 60_000, seed: 9).write(to: staging.appending(path: "part"))
+        let lock = try #require(try FileLock.tryLock(manager.store.lockPath(for: a)))
+        defer { lock.unlock() }
+        // a (100,000 bytes) and b (100,000) fit 250,000; with a's staging counted again they did not.
+        let report = try await manager.fetch(tags: ["b"])
+        #expect(report.install.installed == [try Self.packID(ofTag: "b", fixture)])
+        #expect(report.purged.isEmpty)
+        try first.endAccessingResources()
+    }
+
     @Test func aWatermarkLargerThanTheDiskPurgesWhatCanGoButFailsOnlyWhenTheDownloadDoesNotFit() async throws {
         let fixture = try await Self.fixture()
         let clock = SteppingClock(), disk = SimulatedDisk(capacity: 1 << 40)
