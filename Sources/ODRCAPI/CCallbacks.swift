@@ -131,6 +131,8 @@ final class PendingCalls: Sendable {
     /// Calls stay listed until then, so a second thread settling at the same time waits too.
     func settle(cancelling: Bool) {
         let pending = calls.withLock { $0 }
+        // The usual end of a request begun conditionally, or whose begin was settled already.
+        guard !pending.isEmpty else { return }
         if cancelling { for call in pending { call.task.cancel() } }
         for call in pending { call.slot.settle() }
         calls.withLock { calls in calls.removeAll { $0.slot.isDone } }

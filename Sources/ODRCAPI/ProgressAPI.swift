@@ -55,6 +55,9 @@ final class CProgressCallback: Sendable {
 
     /// Removes the callback; once this returns it has returned and never runs again.
     func stop() {
+        // No callback set (the usual case, and after an earlier stop, which waited on `gate`): none
+        // can be running, so the gate is not needed; every end and destroy passes here.
+        guard slot.withLock({ $0.function != nil || $0.token != nil }) else { return }
         gate.withLock { stopLocked() }
     }
 
