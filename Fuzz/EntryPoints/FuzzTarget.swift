@@ -37,6 +37,9 @@ package enum FuzzTarget: String, CaseIterable, Sendable {
     /// HTTP response header lines as curl hands them over (`Content-Range`, `Content-Length`,
     /// `ETag`, `Last-Modified`, status lines).
     case responseHeaders = "response-headers"
+    /// The system bus's messages after `BEGIN`, as the NetworkManager probe reads them for the
+    /// `Metered` property (``NetworkManagerBusProbe``).
+    case dbusReply = "dbus-reply"
 
     /// Runs one input through the target's production entry points.
     ///
@@ -67,6 +70,11 @@ package enum FuzzTarget: String, CaseIterable, Sendable {
         case .responseHeaders:
             var headers = ResponseHeaders()
             for line in Self.lines(bytes) { headers.receive(line) }
+        case .dbusReply:
+            // No answer is the probe's "unmetered"; as an error here, a seed proves it reaches the value.
+            guard NetworkManagerBusProbe.meteredValue(inReplies: [UInt8](bytes)) != nil else {
+                throw ResourceError(.unexpectedResponse, "The bytes hold no reply to the Get call with a u in its variant.")
+            }
         }
     }
 

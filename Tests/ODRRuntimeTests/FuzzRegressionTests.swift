@@ -156,6 +156,24 @@ private struct FuzzSeeds {
             "range-unknown-total": "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes 5-9/*\r\nContent-Length:   5  \r\n\r\n",
         ]
         for (name, block) in blocks { try write(.responseHeaders, name, Data(block.utf8)) }
+
+        // What the system bus sends after BEGIN: the Hello reply, NameAcquired, then the answer to
+        // Get (serial 2), metered (4) and not (2); and an error reply before a good one.
+        let hello = DBusMessage.encode(type: DBusMessage.methodReturn, flags: 1, serial: 1,
+                                       fields: [(5, .uint32(1)), (6, .string(":1.42")), (8, .signature("s"))], body: [.string(":1.42")])
+        let acquired = DBusMessage.encode(type: DBusMessage.signal, flags: 1, serial: 2,
+                                          fields: [(1, .objectPath("/org/freedesktop/DBus")), (2, .string("org.freedesktop.DBus")),
+                                                   (3, .string("NameAcquired")), (8, .signature("s"))], body: [.string(":1.42")])
+        func metered(_ value: UInt32) -> [UInt8] {
+            DBusMessage.encode(type: DBusMessage.methodReturn, flags: 1, serial: 3,
+                               fields: [(5, .uint32(2)), (8, .signature("v"))], body: [.variantUInt32(value)])
+        }
+        let refused = DBusMessage.encode(type: DBusMessage.error, flags: 1, serial: 3,
+                                         fields: [(4, .string("org.freedesktop.DBus.Error.AccessDenied")), (5, .uint32(7)), (8, .signature("s"))],
+                                         body: [.string("denied")])
+        try write(.dbusReply, "metered", Data(hello + acquired + metered(4)))
+        try write(.dbusReply, "unmetered", Data(hello + acquired + metered(2)))
+        try write(.dbusReply, "other-error-first", Data(refused + metered(1)))
     }
 
     /// `archive` with its end record in ZIP64 form (the writer uses it only past 65,535 entries or

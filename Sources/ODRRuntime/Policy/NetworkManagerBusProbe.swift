@@ -67,19 +67,51 @@ public struct NetworkManagerBusProbe: NetworkConditionProbe {
                                          destination: "org.freedesktop.NetworkManager",
                                          arguments: ["org.freedesktop.NetworkManager", "Metered"])
         guard connection.send(hello + get) else { return nil }
-        // The Hello reply and the NameAcquired signal come first; a few more are tolerated.
+        return Self.meteredValue(from: connection)
+    }
+
+    /// The `u` that answers the `Get` call (serial 2) among the bus's next messages: the Hello
+    /// reply and the NameAcquired signal come first, and a few more are tolerated. `nil` for an
+    /// error reply, another signature, or bytes that are not messages.
+    static func meteredValue(from source: some BusByteSource) -> UInt32? {
         for _ in 0..<8 {
-            guard let message = DBusMessage.read(from: connection) else { return nil }
+            guard let message = DBusMessage.read(from: source) else { return nil }
             guard message.replySerial == 2 else { continue }
             guard message.type == DBusMessage.methodReturn, message.signature == "v" else { return nil }
             return message.variantUInt32()
         }
         return nil
     }
+
+    /// ``meteredValue(from:)`` of bytes in memory, as the bus would send them after `BEGIN`: the
+    /// fuzz target `dbus-reply` and its replay in `make test` read them through the same parser.
+    package static func meteredValue(inReplies bytes: [UInt8]) -> UInt32? {
+        meteredValue(from: BusBytes(bytes))
+    }
+}
+
+/// Where the bus's bytes come from: the socket, or bytes in memory.
+protocol BusByteSource: AnyObject {
+    /// The next `count` bytes, or `nil` when there are not that many.
+    func read(_ count: Int) -> [UInt8]?
+}
+
+/// Bytes in memory as a ``BusByteSource``.
+final class BusBytes: BusByteSource {
+    private let bytes: [UInt8]
+    private var position = 0
+
+    init(_ bytes: [UInt8]) { self.bytes = bytes }
+
+    func read(_ count: Int) -> [UInt8]? {
+        guard count >= 0, bytes.count - position >= count else { return nil }
+        defer { position += count }
+        return Array(bytes[position..<(position + count)])
+    }
 }
 
 /// A blocking connection to a Unix socket with a timeout on every step.
-final class BusConnection {
+final class BusConnection: BusByteSource {
     private var descriptor: Int32
     private var buffer: [UInt8] = []
 
@@ -158,11 +190,11 @@ final class BusConnection {
 }
 
 /// The few D-Bus messages the probe writes and reads (the D-Bus specification's wire format).
-struct DBusMessage {
+package struct DBusMessage {
     static let methodCallType: UInt8 = 1
-    static let methodReturn: UInt8 = 2
-    static let error: UInt8 = 3
-    static let signal: UInt8 = 4
+    package static let methodReturn: UInt8 = 2
+    package static let error: UInt8 = 3
+    package static let signal: UInt8 = 4
     /// The most bytes a message's header fields or body may take here: NetworkManager's answers
     /// take well under 200.
     static let maximumPart = 64 << 10
@@ -174,7 +206,7 @@ struct DBusMessage {
     var bigEndian = false
 
     /// A header field's or an argument's value.
-    enum Value {
+    package enum Value {
         case string(String), objectPath(String), signature(String), uint32(UInt32)
         /// A variant holding a `u`.
         case variantUInt32(UInt32)
@@ -189,7 +221,7 @@ struct DBusMessage {
     }
 
     /// A little-endian message.
-    static func encode(type: UInt8, flags: UInt8, serial: UInt32, fields: [(UInt8, Value)], body: [Value]) -> [UInt8] {
+    package static func encode(type: UInt8, flags: UInt8, serial: UInt32, fields: [(UInt8, Value)], body: [Value]) -> [UInt8] {
         var bodyBytes = Writer()
         for value in body { bodyBytes.append(value) }
         // The fields start at offset 16, a multiple of 8, so aligning within them aligns in the message.
@@ -213,7 +245,7 @@ struct DBusMessage {
     /// Reads one message; `nil` when the connection ends or the bytes are not a message this
     /// reader accepts (an endianness flag other than `l`/`B`, a part over ``maximumPart``, a header
     /// field it cannot skip).
-    static func read(from connection: BusConnection) -> DBusMessage? {
+    static func read(from connection: some BusByteSource) -> DBusMessage? {
         guard let head = connection.read(16), head[0] == UInt8(ascii: "l") || head[0] == UInt8(ascii: "B") else { return nil }
         var header = Reader(bytes: head, bigEndian: head[0] == UInt8(ascii: "B"))
         header.position = 4
