@@ -434,12 +434,8 @@ int main(int argc, char **argv) {
     null_handle_checks();
     trust_checks(argv[1], argv[2]);
 
-    odr_config *config = NULL;
+    odr_config *config = checks_config(argv[1], argv[2]);
     odr_manager *manager = NULL;
-    odr_config_create(&config);
-    odr_config_set_string(config, ODR_OPT_CATALOG_URL, argv[1]);
-    odr_config_set_string(config, ODR_OPT_STORE_DIRECTORY, argv[2]);
-    odr_config_set_int(config, ODR_OPT_FREE_SPACE_WATERMARK, 0);
     EXPECT(odr_manager_create(config, &manager), ODR_OK, "create the manager");
     odr_config_free(config);
     if (!manager) return 1;

@@ -1,5 +1,5 @@
 /*
- * The checks of the C programs that test the C API (api_checks.c, variant_checks.c): one line per
+ * The checks of the C programs that test the C API (api_checks.c, variant_checks.c, ...): one line per
  * check, "ok <name>" or "FAIL <name>: ...", counted for the summary line each program prints last.
  */
 #ifndef ODR_TEST_CHECKS_H
@@ -30,5 +30,16 @@ static void check(int ok, const char *name, odr_status got, odr_status expected)
     } while (0)
 
 #define TRUE_THAT(condition, name) check((condition), (name), ODR_OK, ODR_OK)
+
+/* The configuration every check program starts from: the catalog at `url`, the store at `store`,
+ * and no free-space watermark (a test machine's disk may be nearly full). The caller frees it. */
+static inline odr_config *checks_config(const char *url, const char *store) {
+    odr_config *config = NULL;
+    odr_config_create(&config);
+    odr_config_set_string(config, ODR_OPT_CATALOG_URL, url);
+    odr_config_set_string(config, ODR_OPT_STORE_DIRECTORY, store);
+    odr_config_set_int(config, ODR_OPT_FREE_SPACE_WATERMARK, 0);
+    return config;
+}
 
 #endif

@@ -103,12 +103,8 @@ static odr_request *request_for(odr_manager *manager, const char *tag) {
 static odr_manager *manager_at(const char *url, const char *store, const char *suffix, odr_config **keep) {
     char path[4096];
     snprintf(path, sizeof path, "%s%s", store, suffix);
-    odr_config *config = NULL;
+    odr_config *config = checks_config(url, path);
     odr_manager *manager = NULL;
-    odr_config_create(&config);
-    odr_config_set_string(config, ODR_OPT_CATALOG_URL, url);
-    odr_config_set_string(config, ODR_OPT_STORE_DIRECTORY, path);
-    odr_config_set_int(config, ODR_OPT_FREE_SPACE_WATERMARK, 0);
     if (keep) {
         *keep = config;
         return NULL;

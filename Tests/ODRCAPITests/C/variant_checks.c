@@ -45,12 +45,8 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: %s CATALOG-URL STORE-DIRECTORY TREE-2X-SOURCE\n", argv[0]);
         return 2;
     }
-    odr_config *config = NULL;
+    odr_config *config = checks_config(argv[1], argv[2]);
     odr_manager *manager = NULL;
-    odr_config_create(&config);
-    odr_config_set_string(config, ODR_OPT_CATALOG_URL, argv[1]);
-    odr_config_set_string(config, ODR_OPT_STORE_DIRECTORY, argv[2]);
-    odr_config_set_int(config, ODR_OPT_FREE_SPACE_WATERMARK, 0);
     EXPECT(odr_config_set_string(config, ODR_OPT_VARIANT, "resolution=1x"), ODR_OK, "choose 1x");
     EXPECT(odr_config_set_string(config, ODR_OPT_VARIANT, "resolution=2x"), ODR_OK, "choose 2x instead (replaces 1x)");
     EXPECT(odr_config_set_string(config, ODR_OPT_VARIANT, "texture=etc2"), ODR_OK, "choose ETC2 textures");
