@@ -82,12 +82,15 @@ install: deps
 	sed -e "s|@PREFIX@|$$prefix|" -e "s|@VERSION@|$$version|" scripts/odr.pc.in > "$$prefix/lib/pkgconfig/odr.pc"; \
 	echo "installed libodr $$version into $$prefix (PKG_CONFIG_PATH=$$prefix/lib/pkgconfig)"
 
-# `make bundle PREFIX=... BUNDLE=...`: what a game ships (docs/C-API.md, "What a shipping game
-# bundles"): libodr.so.1 and the Swift runtime libraries it loads, stripped, each finding the others
-# beside itself ($$ORIGIN), plus odr.h; prints each file's size and the total.
+# `make bundle BUNDLE=...`: what a game ships (docs/C-API.md, "What a shipping game bundles"):
+# libodr.so.1 and the Swift runtime libraries it loads, stripped, each finding the others beside
+# itself ($$ORIGIN), plus odr.h; prints each file's size and the total. It installs into a scratch
+# prefix of its own (BUNDLE_PREFIX), never into PREFIX.
 BUNDLE ?= .build/odr-bundle
-bundle: install
-	@scripts/bundle-c.sh "$(PREFIX)" "$(BUNDLE)"
+BUNDLE_PREFIX ?= .build/odr-bundle-install
+bundle: deps
+	@$(MAKE) --no-print-directory install PREFIX="$(BUNDLE_PREFIX)"
+	@scripts/bundle-c.sh "$(BUNDLE_PREFIX)" "$(BUNDLE)"
 
 # Fuzzing (CONTRIBUTING.md, "Fuzzing"): `make fuzz` builds one libFuzzer executable per reader of
 # untrusted bytes (Fuzz/Targets/, added to the package only when ODR_FUZZ=1) with address
