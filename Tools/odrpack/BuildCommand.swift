@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import ODRBuilder
+import ODRFormat
 
 /// `odrpack build ASSETS --output CATALOG`: packs tagged assets into a new catalog version.
 struct BuildCommand: AsyncParsableCommand {
@@ -21,6 +22,7 @@ struct BuildCommand: AsyncParsableCommand {
               odrpack build assets -o out/catalog --distribution test --json > report.json
               odrpack build assets --output out/catalog --rules ci/odr.json --no-cache
               odrpack build assets --output out/catalog --sign-with keys/release.key --expires-in 30
+              odrpack build assets --output out/catalog --report-html build-report.html
             """
     )
 
@@ -54,6 +56,10 @@ struct BuildCommand: AsyncParsableCommand {
     @Flag(help: "Print the report as JSON.")
     var json = false
 
+    @Option(name: .customLong("report-html"),
+            help: ArgumentHelp("Also write the version's HTML report (as odrpack report --html, against the version before it), e.g. --report-html report.html.", valueName: "file"))
+    var reportHTML: String?
+
     @OptionGroup var signing: SigningOptions
 
     func validate() throws {
@@ -76,6 +82,14 @@ struct BuildCommand: AsyncParsableCommand {
             defer { bar.finish() }
             options.signing = try signing.signing()
             return try await CatalogBuilder(options: options).build { bar.update($0) }
+        }
+        if let reportHTML {
+            try await reportingLibraryErrors {
+                let catalog = CatalogDirectory(root: options.output)
+                let earlier = try catalog.loadIndex().versions.map(\.number).filter { $0 < report.version }.max()
+                try CatalogReport(catalog: catalog, version: report.version, against: earlier, build: report)
+                    .writeHTML(to: URL(filePath: reportHTML))
+            }
         }
         if json {
             try printJSON(report)

@@ -16,6 +16,7 @@ struct ODRPack: AsyncParsableCommand {
             InspectCommand.self,
             VerifyCommand.self,
             DiffCommand.self,
+            ReportCommand.self,
             DistributionCommand.self,
             PruneCommand.self,
             SignCommand.self,

@@ -234,13 +234,7 @@ public struct CatalogBuilder: Sendable {
         let budgetTags = manifest.initialInstallTags + manifest.prefetchOrder.filter { !manifest.initialInstallTags.contains($0) }
         // With variants, the budget holds for the device that needs the most: the default one or
         // one preferring any single value.
-        let devices = [VariantPreferences()] + manifest.variantAxes.flatMap { axis in
-            axis.values.map { Self.device(preferring: $0, of: axis) }
-        }
-        let budgetBytes = devices.map { device -> Int64 in
-            let index = ManifestIndex(manifest, variants: device)
-            return index.packs(forTags: budgetTags).reduce(Int64(0)) { $0 + (index.pack(id: $1)?.installedBytes ?? 0) }
-        }.max() ?? 0
+        let budgetBytes = BuildReport.initialInstallBytes(of: manifest, tags: budgetTags)
         if budgetBytes > rules.limits.initialInstallAndPrefetch {
             warnings.append(BuildWarning(
                 .budgetExceeded,

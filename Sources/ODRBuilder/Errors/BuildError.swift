@@ -73,6 +73,12 @@ public struct BuildError: Error, CustomStringConvertible, Sendable {
         /// A distribution name that is empty or uses characters names may not use.
         public static let invalidDistribution = Code(rawValue: "catalog.invalidDistribution")
 
+        // Reports.
+        /// `--variant` names an axis the version does not declare, or a value its axis does not list.
+        public static let unknownVariant = Code(rawValue: "report.unknownVariant")
+        /// The report file cannot be written (its folder is missing or read-only, or the disk is full).
+        public static let reportUnwritable = Code(rawValue: "report.unwritable")
+
         // Signing.
         /// A key file is missing, unreadable, of the wrong kind (a public key given to sign), or a
         /// key pair would overwrite existing files.

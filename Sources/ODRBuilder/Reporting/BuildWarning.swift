@@ -23,6 +23,11 @@ public struct BuildWarning: Codable, Sendable, Equatable, CustomStringConvertibl
         public static let budgetExceeded = Code(rawValue: "budgetExceeded")
         /// A symbolic link or special file was skipped.
         public static let skippedFile = Code(rawValue: "skippedFile")
+        /// Large files were stored uncompressed although most of their bytes compress well
+        /// (`odrpack report` samples them).
+        public static let storedCompressible = Code(rawValue: "storedCompressible")
+        /// Files were deflated although it saves under 10%.
+        public static let deflatedPoorly = Code(rawValue: "deflatedPoorly")
     }
 
     /// The kind of warning.
