@@ -89,6 +89,27 @@ struct CatalogReportTests {
         #expect(forest.downloadBytes < (row["download"] ?? 0))
     }
 
+    @Test func compressionChoicesThatMissedAreWarnedAbout() async throws {
+        let game = try CatalogFixture(rules: #"{"tags": {"media": ["media"]}}"#)
+        let text = Data(String(repeating: "level data that compresses well\n", count: 20_000).utf8)
+        // Random first 64 KiB (the writer's sample): stored, though the rest is text.
+        try game.write("media/late-text.bin", deterministicBytes(count: 64 << 10, seed: 1) + text)
+        // Text first: deflated, though the rest is random and the whole saves about 6%.
+        try game.write("media/late-noise.bin", text.prefix(64 << 10) + deterministicBytes(count: 1 << 20, seed: 2))
+        try game.write("media/plain.txt", text)
+        try await game.build()
+        let files = Dictionary(uniqueKeysWithValues: try game.manifest(1).files.map { ($0.path, $0) })
+        #expect(files["media/late-text.bin"]?.method == .stored)
+        #expect(files["media/late-noise.bin"]?.method == .deflate)
+
+        let report = try CatalogReport(catalog: CatalogDirectory(root: game.catalog))
+        let stored = try #require(report.summary.warnings.first { $0.code == .storedCompressible })
+        #expect(stored.message.contains("media/late-text.bin") && !stored.message.contains("plain.txt"))
+        let poor = try #require(report.summary.warnings.first { $0.code == .deflatedPoorly })
+        #expect(poor.message.contains("media/late-noise.bin") && !poor.message.contains("plain.txt"))
+        #expect(report.html().contains("data-code=\"storedCompressible\""))
+    }
+
     @Test func badInputIsATypedErrorAndWritesNothing() async throws {
         let game = try await Self.twoVersions()
         let catalog = CatalogDirectory(root: game.catalog)
