@@ -133,6 +133,9 @@ extension CatalogReport {
         if !rest.isEmpty, let box = boxes.last {
             svg += "<rect class=\"other\" x=\"\(number(box.x))\" y=\"\(number(box.y))\" width=\"\(number(box.width))\" "
                 + "height=\"\(number(box.height))\"><title>\(rest.count) smaller packs · \(ByteCount.format(restBytes))</title></rect>"
+            if box.width > 120, box.height > 16 {
+                svg += "<text x=\"\(number(box.x + 4))\" y=\"\(number(box.y + 13))\">\(rest.count) smaller packs · \(ByteCount.format(restBytes))</text>"
+            }
         }
         let note = rest.isEmpty ? "" : " The \(rest.count) smallest packs (\(ByteCount.format(restBytes))) share the grey box; the JSON lists them."
         return """
@@ -353,7 +356,8 @@ extension CatalogReport {
           var p=packs[+rect.getAttribute('data-i')];if(!p)return;
           if(current)current.classList.remove('on');current=rect;rect.classList.add('on');
           panel.textContent='';
-          add(panel,'h3','['+p.tags.join(', ')+']'+(p.variant?' {'+p.variant+'}':'')+(p.parts>1?' part '+p.part+'/'+p.parts:''));
+          var names=p.tags.length>8?p.tags.slice(0,8).join(', ')+' and '+(p.tags.length-8)+' more':p.tags.join(', ');
+          add(panel,'h3','['+names+']'+(p.variant?' {'+p.variant+'}':'')+(p.parts>1?' part '+p.part+'/'+p.parts:''));
           add(panel,'p',fmt(p.download)+' download, '+fmt(p.installed)+' installed; '+p.files+' files in '+p.entries+' entries'+(p.shared?'; shared by '+p.tags.length+' tags':'')+(p.reused?'; reused from an earlier version':''));
           add(add(panel,'p'),'code',p.id);
           if(p.largest.length){
