@@ -89,6 +89,21 @@ struct CatalogReportTests {
         #expect(forest.downloadBytes < (row["download"] ?? 0))
     }
 
+    @Test func updateCostPerTagIsForTheChosenDevice() async throws {
+        let game = try CatalogFixture.variantGame()
+        try await game.build()
+        try game.write("Forest/tree@2x.png", deterministicBytes(count: 33_000, seed: 999))
+        try await game.build()
+        let catalog = CatalogDirectory(root: game.catalog)
+        func cost(_ device: VariantPreferences) throws -> Int64? {
+            try CatalogReport(catalog: catalog, version: 2, against: 1, device: device).update?.tagDownloadBytes["forest"]
+        }
+        // Only the 2x tree changed: a 2x device fetches it, a 1x device nothing.
+        #expect(try cost(VariantPreferences(["resolution": ["2x"]])) ?? 0 >= 33_000)
+        #expect(try cost(VariantPreferences(["resolution": ["1x"]])) == 0)
+        #expect(try cost(VariantPreferences()) == (try CatalogDiff(catalog: catalog, from: 1, to: 2)).changedTags.first?.downloadBytes)
+    }
+
     @Test func compressionChoicesThatMissedAreWarnedAbout() async throws {
         let game = try CatalogFixture(rules: #"{"tags": {"media": ["media"]}}"#)
         let text = Data(String(repeating: "level data that compresses well\n", count: 20_000).utf8)
