@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import ODRFormat
 @testable import ODRRuntime
 import ODRServe
@@ -30,8 +29,7 @@ struct TamperedStoreTests {
 
         /// Runs SQL on the store's database as another program would.
         func tamper(_ sql: String) throws {
-            let queue = try DatabaseQueue(path: database.path)
-            try queue.write { try $0.execute(sql: sql) }
+            try SQLiteDatabase(path: database.path).execute(sql: sql)
         }
 
         /// Every path below `root` outside the store: only the victim's folder and file.
