@@ -4,8 +4,8 @@ import ODRFormat
 import ODRTestSupport
 import Testing
 
-/// A store the previous release wrote (its database migrated by GRDB, which recorded its
-/// migrations in `grdb_migrations`) opens with this release's own SQLite layer, keeping its rows:
+/// A store the previous release wrote (its database migrated by the SQLite library it used, which
+/// recorded its migrations in `grdb_migrations`) opens with this release's own SQLite layer, keeping its rows:
 /// no migration runs again, no pack is forgotten (docs/STORE.md, "Schema and migrations").
 struct PreviousReleaseStoreTests {
     static let fixture = URL(filePath: #filePath).deletingLastPathComponent().appending(path: "Fixtures/previous-release-store.sql")

@@ -7,11 +7,11 @@ import Foundation
 /// Versioned schema changes, each run once per database, in order, in its own transaction.
 ///
 /// Which migrations ran is recorded in the table `grdb_migrations (identifier TEXT NOT NULL PRIMARY
-/// KEY)`: the name and layout GRDB's `DatabaseMigrator` used when it ran the store's migrations (up
-/// to the release that replaced GRDB by this layer), so a store an earlier release created and
-/// migrated is recognized as such and keeps its rows (docs/STORE.md, "Schema and migrations").
+/// KEY)`: the name and layout of the SQLite library earlier releases migrated the store with, so a
+/// store they created is recognized as migrated and keeps its rows (docs/STORE.md, "Schema and
+/// migrations").
 struct SQLiteMigrator {
-    /// The table of applied migrations; its name comes from GRDB and must not change.
+    /// The table of applied migrations; stores of earlier releases have it by this name, which must not change.
     static let appliedTable = "grdb_migrations"
 
     private var migrations: [(identifier: String, migrate: (SQLiteDatabase) throws -> Void)] = []

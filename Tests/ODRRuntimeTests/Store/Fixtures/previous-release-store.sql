@@ -1,7 +1,7 @@
--- A store's database as the previous release (the last with GRDB) left it, for
+-- A store's database as the previous release (the last on a third-party SQLite library) left it, for
 -- PreviousReleaseStoreTests: `sqlite3 store.sqlite .dump` of a store in which that release's `odr`
 -- fetched tags a, b and c of a three-tag catalog at file:///tmp/oldstore/catalog/, then purged a
--- and c (`odr purge --bytes 10`). GRDB's migrator recorded v1 to v7 in grdb_migrations; pack b
+-- and c (`odr purge --bytes 10`). Its migrator recorded v1 to v7 in grdb_migrations; pack b
 -- (94c44b88...) stayed installed with one entry, B/intro.txt ("beta\n").
 PRAGMA foreign_keys=OFF;
 BEGIN TRANSACTION;
