@@ -197,6 +197,22 @@ struct TamperedStoreTests {
         #expect(try store.verify().isEmpty)
     }
 
+    /// A trust record whose key set is not a blob (an integer, text) is damaged, not read as "no
+    /// key set": that would forget a key rotation and accept the rotated-away keys again.
+    @Test(arguments: ["7", "'{\"version\":1}'"])
+    func aTrustRecordWithAKeySetOfAnotherTypeIsDamagedNotForgotten(_ keySet: String) throws {
+        let directory = try TemporaryDirectory(prefix: "odr-tampered")
+        let store = try ResourceStore(directory: directory.url)
+        try SQLiteDatabase(path: directory.appending(ResourceStore.databaseName).path)
+            .execute(sql: "INSERT INTO catalogTrust (catalogID, highestSerial, keySetJSON) VALUES ('game', 3, \(keySet))")
+        #expect {
+            _ = try store.catalogTrust(catalogID: "game")
+        } throws: { error in
+            let error = error as? ResourceError
+            return error?.code == .storageFailure && error?.message.contains("--repair") == true
+        }
+    }
+
     // MARK: The way back from a damaged file
 
     @Test func verifyRepairBringsBackAFileChangedInPlace() async throws {
