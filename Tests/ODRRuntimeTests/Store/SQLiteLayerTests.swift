@@ -72,6 +72,8 @@ struct SQLiteLayerTests {
         #expect(try db.fetchOne(sql: "SELECT name FROM item")?.value(at: 0) == .null)
         // A wrong number of arguments, or arguments for several statements, is an error.
         #expect { try db.execute(sql: "UPDATE item SET name = ?", arguments: [1, 2]) } throws: { ($0 as? SQLiteError)?.resultCode == SQLITE_RANGE }
+        #expect { try db.execute(sql: "DELETE FROM item WHERE id = ?") } throws: { ($0 as? SQLiteError)?.resultCode == SQLITE_RANGE }
+        #expect(try db.fetchAll(sql: "SELECT * FROM item").count == 1)
         #expect { try db.execute(sql: "UPDATE item SET name = ?; DELETE FROM item", arguments: [1]) } throws: { ($0 as? SQLiteError)?.resultCode == SQLITE_MISUSE }
         withExtendedLifetime(directory) {}
     }

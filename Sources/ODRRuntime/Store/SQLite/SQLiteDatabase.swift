@@ -61,7 +61,7 @@ final class SQLiteDatabase: @unchecked Sendable {
     }
 
     /// Runs `sql`: with `arguments`, one statement bound to them; without, any number of
-    /// statements separated by `;` (a migration's script).
+    /// statements separated by `;` (a migration's script), none with a placeholder.
     func execute(sql: String, arguments: SQLiteArguments = []) throws(SQLiteError) {
         guard arguments.values.isEmpty else {
             try makeStatement(sql: sql).execute(arguments: arguments)
@@ -81,6 +81,11 @@ final class SQLiteDatabase: @unchecked Sendable {
                 next = tail
                 guard let statement else { continue }  // only whitespace or a comment
                 defer { sqlite3_finalize(statement) }
+                // An unbound placeholder would be NULL: a missing argument, not a value.
+                guard sqlite3_bind_parameter_count(statement) == 0 else {
+                    failure = SQLiteError(extendedResultCode: SQLITE_RANGE, message: "a placeholder without an argument", sql: sql)
+                    return
+                }
                 var stepped: Int32
                 repeat { stepped = sqlite3_step(statement) } while stepped == SQLITE_ROW
                 guard stepped == SQLITE_DONE else {

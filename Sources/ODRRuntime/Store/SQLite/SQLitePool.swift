@@ -30,14 +30,12 @@ final class SQLitePool: Sendable {
     static let keptReaders = 5
 
     let path: String
-    let readOnly: Bool
     private let writer: Locked<SQLiteDatabase>
     private let idleReaders = Locked<[SQLiteDatabase]>([])
 
     /// Opens the database at `path` (created if missing unless `readOnly`), in WAL mode.
     init(path: String, readOnly: Bool = false) throws(SQLiteError) {
         self.path = path
-        self.readOnly = readOnly
         let connection = try SQLiteDatabase(path: path, readOnly: readOnly, busyTimeoutMilliseconds: Self.busyTimeoutMilliseconds)
         if !readOnly { try Self.setUpWAL(connection) }
         writer = Locked(connection)
