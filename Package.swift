@@ -28,7 +28,6 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
-        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
@@ -45,6 +44,11 @@ let package = Package(
             name: "CCurl",
             pkgConfig: "libcurl",
             providers: [.apt(["libcurl4-openssl-dev"])]
+        ),
+        .systemLibrary(
+            name: "CSQLite",
+            pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]
         ),
 
         // Libraries.
@@ -66,7 +70,7 @@ let package = Package(
             dependencies: [
                 "ODRFormat",
                 "CCurl",
-                .product(name: "GRDB", package: "GRDB.swift"),
+                "CSQLite",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
@@ -170,8 +174,8 @@ let package = Package(
         ),
         .testTarget(
             name: "ODRRuntimeTests",
-            dependencies: ["ODRRuntime", "ODRFormat", "ODRServe", "ODRTestSupport", "ODRFuzzing", "CCurl",
-                           .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: ["ODRRuntime", "ODRFormat", "ODRServe", "ODRTestSupport", "ODRFuzzing", "CCurl", "CSQLite"],
+            exclude: ["Store/Fixtures"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

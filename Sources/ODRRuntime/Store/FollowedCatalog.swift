@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import ODRFormat
 
 /// A catalog the store follows, as it was at the last successful check.

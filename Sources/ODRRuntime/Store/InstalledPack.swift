@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// A pack the store knows about: what it weighs, when it was installed and used, and its state.
 public struct InstalledPack: Sendable, Hashable, Codable {

@@ -1,5 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
-import GRDB
+#endif
 import ODRFormat
 
 extension ResourceStore {
@@ -13,12 +16,12 @@ extension ResourceStore {
     /// - Throws: `storage-failure` when the database cannot be read or the trust state is damaged.
     public func followedCatalog(url: URL) throws(ResourceError) -> FollowedCatalog? {
         let row = try read("read a followed catalog") { db in
-            try Row.fetchOne(db, sql: "SELECT * FROM catalog WHERE url = ?", arguments: [CatalogLocation.key(url)])
+            try db.fetchOne(sql: "SELECT * FROM catalog WHERE url = ?", arguments: [CatalogLocation.key(url)])
         }
         guard let row else { return nil }
         var followed: FollowedCatalog
         do throws(DamagedRow) {
-            let data = try? row.decode(Data?.self, forColumn: "indexJSON")
+            let data = try? row["indexJSON"]?.blob()
             followed = FollowedCatalog(
                 url: CatalogLocation.base(url), distribution: try StoreRow.text(row, "distribution"),
                 validators: TransferValidators(entityTag: try StoreRow.optionalText(row, "entityTag"),
@@ -27,7 +30,7 @@ extension ResourceStore {
                 index: data.flatMap { $0 }.flatMap { try? CatalogIndex.decode(from: $0) },
                 currentVersion: try StoreRow.optionalInteger(row, "currentVersion", in: 1...StoreRow.maximumCount).map { Int($0) },
                 checkedAt: try StoreRow.optionalNumber(row, "checkedAt"),
-                keySet: Self.keySet(fromJSON: try? row.decode(Data?.self, forColumn: "keySetJSON")))
+                keySet: Self.keySet(fromJSON: try? row["keySetJSON"]?.blob()))
         } catch {
             return nil
         }
@@ -48,7 +51,7 @@ extension ResourceStore {
     ///   reset silently; `odr verify --repair` forgets it, and the next check starts from the app's keys.
     func catalogTrust(catalogID: String) throws(ResourceError) -> CatalogTrustState? {
         let row = try read("read a catalog's trust") { db in
-            try Row.fetchOne(db, sql: "SELECT * FROM catalogTrust WHERE catalogID = ?", arguments: [catalogID])
+            try db.fetchOne(sql: "SELECT * FROM catalogTrust WHERE catalogID = ?", arguments: [catalogID])
         }
         guard let row else { return nil }
         do throws(DamagedRow) {
@@ -58,10 +61,12 @@ extension ResourceStore {
         }
     }
 
-    static func catalogTrust(from row: Row) throws(DamagedRow) -> CatalogTrustState {
-        let json = try? row.decode(Data?.self, forColumn: "keySetJSON")
+    static func catalogTrust(from row: SQLiteRow) throws(DamagedRow) -> CatalogTrustState {
+        // A value other than NULL or a key set's JSON (another type included) is damage: trust
+        // is never reset silently.
+        let json = try StoreRow.optionalBlob(row, "keySetJSON")
         let keySet = Self.keySet(fromJSON: json)
-        if json.flatMap({ $0 }) != nil, keySet == nil { throw DamagedRow(problem: "keySetJSON is not a key set") }
+        if json != nil, keySet == nil { throw DamagedRow(problem: "keySetJSON is not a key set") }
         return CatalogTrustState(highestSerial: Int(try StoreRow.integer(row, "highestSerial", in: -1...StoreRow.maximumCount)),
                                  keySet: keySet)
     }
@@ -91,17 +96,18 @@ extension ResourceStore {
     /// damaged one only costs decoding the JSON again.
     ///
     /// - Throws: `FormatError` when the JSON is damaged; a database error when it cannot be read.
-    static func storedManifest(in database: DatabasePool, manifests: URL, catalogKey: String, version: Int) throws -> VersionManifest? {
-        let arguments: StatementArguments = [catalogKey, version]
+    static func storedManifest(in database: SQLitePool, manifests: URL, catalogKey: String, version: Int) throws -> VersionManifest? {
+        let arguments: SQLiteArguments = [catalogKey, version]
         let digest = try database.read { db in
-            try String.fetchOne(db, sql: "SELECT jsonSHA256 FROM manifestFile WHERE catalogURL = ? AND version = ?", arguments: arguments)
+            try db.fetchOne(sql: "SELECT jsonSHA256 FROM manifestFile WHERE catalogURL = ? AND version = ?", arguments: arguments)?
+                .value(at: 0).text()
         }
         if let digest, HexDigest.isSHA256(digest),
            let manifest = try? VersionManifest(compactFileAt: compactFileURL(digest: digest, in: manifests)) {
             return manifest
         }
         let json = try database.read { db in
-            try Data.fetchOne(db, sql: "SELECT json FROM manifest WHERE catalogURL = ? AND version = ?", arguments: arguments)
+            try db.fetchOne(sql: "SELECT json FROM manifest WHERE catalogURL = ? AND version = ?", arguments: arguments)?.value(at: 0).blob()
         }
         guard let json else { return nil }
         let manifest = try VersionManifest.decode(from: json)
@@ -123,7 +129,7 @@ extension ResourceStore {
         return digest
     }
 
-    private static func recordCompactFile(digest: String, catalogKey: String, version: Int, _ db: Database) throws {
+    private static func recordCompactFile(digest: String, catalogKey: String, version: Int, _ db: SQLiteDatabase) throws {
         try db.execute(sql: "INSERT OR REPLACE INTO manifestFile (catalogURL, version, jsonSHA256) VALUES (?, ?, ?)",
                        arguments: [catalogKey, version, digest])
     }
@@ -149,11 +155,11 @@ extension ResourceStore {
         // A read-only database that holds this very index and manifest already: nothing to store
         // but the time of the check, so installed tags stay usable.
         if readOnly == .notWritable, try read("read a stored catalog", { db in
-            try Bool.fetchOne(db, sql: """
+            try db.fetchOne(sql: """
                 SELECT EXISTS (SELECT 1 FROM catalog WHERE url = ? AND highestSerial = ? AND currentVersion IS ? AND indexJSON IS ?)
                    AND (? IS NULL OR EXISTS (SELECT 1 FROM manifest WHERE catalogURL = ? AND version = ?))
                 """, arguments: [key, followed.highestSerial, followed.currentVersion, indexData,
-                                 manifest?.version, key, manifest?.version]) ?? false
+                                 manifest?.version, key, manifest?.version])?.value(at: 0).bool() ?? false
         }) {
             return
         }
@@ -167,7 +173,7 @@ extension ResourceStore {
         try write("store a catalog") { db in
             // A damaged row counts as never fetched, as `followedCatalog(url:)` reads it; the
             // trust kept per catalog id below still holds.
-            let highest = try Row.fetchOne(db, sql: "SELECT highestSerial FROM catalog WHERE url = ?", arguments: [key])
+            let highest = try db.fetchOne(sql: "SELECT highestSerial FROM catalog WHERE url = ?", arguments: [key])
                 .flatMap { try? StoreRow.integer($0, "highestSerial", in: -1...StoreRow.maximumCount) }.map { Int($0) } ?? -1
             if highest > followed.highestSerial {
                 throw CatalogClient.rollbackError(serial: followed.highestSerial, highest: highest, url: followed.url)
@@ -175,7 +181,7 @@ extension ResourceStore {
             if let id = followed.index?.id {
                 // Checked again in the transaction: another process, through any URL, may have
                 // accepted a higher serial or followed a rotation since this client read the trust.
-                let stored = try Row.fetchOne(db, sql: "SELECT * FROM catalogTrust WHERE catalogID = ?", arguments: [id])
+                let stored = try db.fetchOne(sql: "SELECT * FROM catalogTrust WHERE catalogID = ?", arguments: [id])
                     .map { row throws -> CatalogTrustState in
                         do throws(DamagedRow) { return try Self.catalogTrust(from: row) } catch {
                             throw ResourceError(.storageFailure, "The store's trust record of catalog '\(id)' is damaged (\(error.problem)). Run `odr verify --repair`, then check the catalog again.")
@@ -233,8 +239,9 @@ extension ResourceStore {
     public func versions(includingPack id: String) throws(ResourceError) -> [Int] {
         try read("read pack versions") { db in
             // Version numbers start at 1; a row changed outside the runtime may say otherwise.
-            try Int.fetchAll(db, sql: "SELECT DISTINCT version FROM packVersion WHERE packID = ? AND typeof(version) = 'integer' AND version >= 1 ORDER BY version",
-                             arguments: [id])
+            try db.fetchAll(sql: "SELECT DISTINCT version FROM packVersion WHERE packID = ? AND typeof(version) = 'integer' AND version >= 1 ORDER BY version",
+                            arguments: [id])
+                .compactMap { row throws(SQLiteError) in try row.value(at: 0).integer().flatMap { Int(exactly: $0) } }
         }
     }
 }

@@ -3,8 +3,11 @@ import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
-import GRDB
+#endif
 import ODRFormat
 
 extension ResourceStore {
@@ -27,7 +30,7 @@ extension ResourceStore {
     /// pack is only checked to have its folder. With `canWrite` false (the database was opened
     /// read-only on a full disk) only files are deleted: rows are left for a later open to fix.
     /// Call with the store lock held.
-    static func repair(directory: URL, database: DatabasePool, clock: () -> Double,
+    static func repair(directory: URL, database: SQLitePool, clock: () -> Double,
                        checkEveryEntry: Bool, canWrite: Bool = true) throws(ResourceError) -> StoreRepairReport {
         var report = StoreRepairReport()
         report.checkedEveryEntry = checkEveryEntry
@@ -58,9 +61,7 @@ extension ResourceStore {
             guard let held = try lock(id) else { continue }
             defer { held.unlock() }
             // A pack being assembled: its verified entries, and the journal that places a cut one.
-            var isFolder: ObjCBool = false
-            let assembling = itemNames.contains("\(id).d")
-                && fileManager.fileExists(atPath: staging.appending(path: "\(id).d").path, isDirectory: &isFolder) && isFolder.boolValue
+            let assembling = itemNames.contains("\(id).d") && isFolder(staging.appending(path: "\(id).d").path)
             // Worth keeping only for a pack a stored catalog version still lists and the store lacks;
             // otherwise no install would ever pick it up again.
             let resumable = assembling && (name == "\(id).d" || name == "\(id).journal") && stillWanted(id, database: database)
@@ -97,7 +98,7 @@ extension ResourceStore {
             defer { held.unlock() }
             // Re-read under the lock: another process may have committed it meanwhile.
             let committed = (try? database.read { db in
-                try Bool.fetchOne(db, sql: "SELECT isInstalled FROM pack WHERE id = ?", arguments: [name])
+                try db.fetchOne(sql: "SELECT isInstalled FROM pack WHERE id = ?", arguments: [name])?.value(at: 0).bool()
             }) ?? nil
             if committed == true { continue }
             removeTree(packs.appending(path: name))
@@ -122,7 +123,7 @@ extension ResourceStore {
         do {
             recorded = try database.read { db in
                 var result: [String: [RecordedEntry]] = [:]
-                let rows = try Row.fetchCursor(db, sql: """
+                let rows = try db.fetchCursor(sql: """
                     SELECT e.packID, e.name, e.size FROM packEntry e JOIN pack p ON p.id = e.packID WHERE p.isInstalled
                     """)
                 while let row = try rows.next() {
@@ -186,7 +187,7 @@ extension ResourceStore {
     /// any uncommitted folder is; the next fetch installs the pack again.
     ///
     /// - Returns: each deleted row, described.
-    static func resetDamagedRows(database: DatabasePool, locks: URL, clock: () -> Double) throws(ResourceError) -> [String] {
+    static func resetDamagedRows(database: SQLitePool, locks: URL, clock: () -> Double) throws(ResourceError) -> [String] {
         let damaged: [DamagedRow]
         do {
             damaged = try database.read { db in try packRows(db).damaged }
@@ -241,9 +242,9 @@ extension ResourceStore {
         report.removedDamagedRows = try Self.resetDamagedRows(database: database, locks: Self.locksURL(in: directory), clock: clock)
         let forgotten: [String] = try write("forget damaged trust records") { db in
             var forgotten: [String] = []
-            for row in try Row.fetchAll(db, sql: "SELECT rowid AS rowNumber, catalogID, highestSerial, keySetJSON FROM catalogTrust") {
+            for row in try db.fetchAll(sql: "SELECT rowid AS rowNumber, catalogID, highestSerial, keySetJSON FROM catalogTrust") {
                 guard (try? Self.catalogTrust(from: row)) == nil else { continue }
-                try db.execute(sql: "DELETE FROM catalogTrust WHERE rowid = ?", arguments: [row["rowNumber"] as Int64?])
+                try db.execute(sql: "DELETE FROM catalogTrust WHERE rowid = ?", arguments: [try row.value("rowNumber").integer()])
                 forgotten.append("trust record of catalog '\((try? StoreRow.text(row, "catalogID")) ?? "?")' (damaged)")
             }
             return forgotten
@@ -275,10 +276,10 @@ extension ResourceStore {
     }
 
     /// Whether a stored catalog version lists pack `id` and the store does not hold it installed.
-    private static func stillWanted(_ id: String, database: DatabasePool) -> Bool {
+    private static func stillWanted(_ id: String, database: SQLitePool) -> Bool {
         (try? database.read { db in
-            let listed = try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM packVersion WHERE packID = ?)", arguments: [id]) ?? false
-            let installed = try Bool.fetchOne(db, sql: "SELECT isInstalled FROM pack WHERE id = ?", arguments: [id]) ?? false
+            let listed = try db.fetchOne(sql: "SELECT EXISTS (SELECT 1 FROM packVersion WHERE packID = ?)", arguments: [id])?.value(at: 0).bool() ?? false
+            let installed = try db.fetchOne(sql: "SELECT isInstalled FROM pack WHERE id = ?", arguments: [id])?.value(at: 0).bool() ?? false
             return listed && !installed
         }) ?? true
     }
@@ -288,10 +289,10 @@ extension ResourceStore {
     static let repairDidReadInstalledRowsHook = Locked<(@Sendable (URL) -> Void)?>(nil)
 
     /// Whether pack `id`'s row says installed now (read again, under the pack's lock).
-    private static func isInstalled(_ id: String, database: DatabasePool, directory: URL) throws(ResourceError) -> Bool {
+    private static func isInstalled(_ id: String, database: SQLitePool, directory: URL) throws(ResourceError) -> Bool {
         do {
             return try database.read { db in
-                try Bool.fetchOne(db, sql: "SELECT 1 FROM pack WHERE id = ? AND isInstalled", arguments: [id]) ?? false
+                try db.fetchOne(sql: "SELECT 1 FROM pack WHERE id = ? AND isInstalled", arguments: [id]) != nil
             }
         } catch {
             throw StoreFailure.database("be read for repair", error, directory: directory)
@@ -304,7 +305,7 @@ extension ResourceStore {
     /// written or logged, since nothing was damaged.
     ///
     /// - Returns: whether the row was changed.
-    private static func markNotInstalled(_ pack: InstalledPack, database: DatabasePool, directory: URL, clock: () -> Double) throws(ResourceError) -> Bool {
+    private static func markNotInstalled(_ pack: InstalledPack, database: SQLitePool, directory: URL, clock: () -> Double) throws(ResourceError) -> Bool {
         let now = clock()
         do {
             return try database.write { db in
@@ -348,9 +349,11 @@ extension ResourceStore {
     /// transaction that failed after its file was written, or by an interrupted write. Another
     /// process may be between writing a file and committing its name; removing that file only
     /// costs its next read a decode of the JSON, which writes it again.
-    static func removeUnnamedManifestFiles(in folder: URL, database: DatabasePool) -> [String] {
+    static func removeUnnamedManifestFiles(in folder: URL, database: SQLitePool) -> [String] {
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder.path), !names.isEmpty,
-              let named = try? database.read({ db in Set(try String.fetchAll(db, sql: "SELECT jsonSHA256 FROM manifestFile")) })
+              let named = try? database.read({ db in
+                  Set(try db.fetchAll(sql: "SELECT jsonSHA256 FROM manifestFile").compactMap { row throws(SQLiteError) in try row.value(at: 0).text() })
+              })
         else { return [] }
         var removed: [String] = []
         for name in names.sorted() where !(name.hasSuffix(".odrm") && named.contains(String(name.dropLast(5)))) {
@@ -362,14 +365,14 @@ extension ResourceStore {
 }
 
 struct ManifestCache {
-    let database: DatabasePool
+    let database: SQLitePool
     /// The store's folder of compact manifests.
     let folder: URL
     private var decoded: [String: ManifestIndex] = [:]
     /// When each stored manifest was fetched, by "catalogURL#version"; read once.
     private var fetchedAt: [String: Double]?
 
-    init(database: DatabasePool, folder: URL) {
+    init(database: SQLitePool, folder: URL) {
         self.database = database
         self.folder = folder
     }
@@ -382,7 +385,7 @@ struct ManifestCache {
         if fetchedAt == nil {
             fetchedAt = (try? database.read { db in
                 var times: [String: Double] = [:]
-                for row in try Row.fetchAll(db, sql: "SELECT catalogURL, version, fetchedAt FROM manifest") {
+                for row in try db.fetchAll(sql: "SELECT catalogURL, version, fetchedAt FROM manifest") {
                     // A damaged row is not a manifest to read.
                     guard let url = try? StoreRow.text(row, "catalogURL"), let time = try? StoreRow.number(row, "fetchedAt"),
                           let version = try? StoreRow.integer(row, "version", in: 1...StoreRow.maximumCount) else { continue }
@@ -392,7 +395,7 @@ struct ManifestCache {
             }) ?? [:]
         }
         let candidates = (try? database.read { db in
-            try Row.fetchAll(db, sql: "SELECT catalogURL, version FROM packVersion WHERE packID = ?", arguments: [id])
+            try db.fetchAll(sql: "SELECT catalogURL, version FROM packVersion WHERE packID = ?", arguments: [id])
                 .compactMap { row -> (catalogURL: String, version: Int)? in
                     guard let url = try? StoreRow.text(row, "catalogURL"),
                           let version = try? StoreRow.integer(row, "version", in: 1...StoreRow.maximumCount) else { return nil }

@@ -3,8 +3,11 @@ import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
-import GRDB
+#endif
 import ODRFormat
 
 /// Where a tag stands in a store, as Xcode's on-demand resources gauge shows it.
@@ -61,7 +64,7 @@ extension ResourceStore {
                                 url: snapshot.catalogURL)
         }
         let recorded = try read("read an installed entry") { db in
-            try Row.fetchOne(db, sql: "SELECT size, sha256 FROM packEntry WHERE packID = ? AND name = ?", arguments: [file.pack, file.entry])
+            try db.fetchOne(sql: "SELECT size, sha256 FROM packEntry WHERE packID = ? AND name = ?", arguments: [file.pack, file.entry])
         }
         // Entries recorded before the store kept SHA-256s (migration v4) are compared by size.
         let matches = recorded.map { row in
@@ -106,7 +109,7 @@ extension ResourceStore {
     public func isInstalled(_ id: String, asIn snapshot: CatalogSnapshot) throws(ResourceError) -> Bool {
         let entries = snapshot.lookup.expectedEntries(inPack: id)
         return try read("read an installed pack") { db in
-            guard let row = try Row.fetchAll(db, sql: "SELECT * FROM pack WHERE id = ? ORDER BY number", arguments: [id]).first,
+            guard let row = try db.fetchAll(sql: "SELECT * FROM pack WHERE id = ? ORDER BY number", arguments: [id]).first,
                   (try? Self.pack(from: row))?.isInstalled == true else { return false }
             return try StoreSchema.recordedEntries(ofPack: id, match: entries, db)
         }

@@ -1,5 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
-import GRDB
+#endif
 import ODRFormat
 
 extension ResourceStore {
@@ -27,10 +30,10 @@ extension ResourceStore {
                 let chunk = Array(wanted[start..<min(start + 500, wanted.count)])
                 start += chunk.count
                 let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
-                let cursor = try Row.fetchCursor(db, sql: """
+                let cursor = try db.fetchCursor(sql: """
                     SELECT e.sha256, e.packID, e.name FROM packEntry e JOIN pack p ON p.id = e.packID
                     WHERE p.isInstalled AND e.sha256 IN (\(marks))
-                    """, arguments: StatementArguments(chunk))
+                    """, arguments: SQLiteArguments(chunk))
                 while let row = try cursor.next() {
                     // Only a pack id and a clean entry name become a path (the row may have been changed outside the runtime).
                     guard let sha = try? StoreRow.text(row, "sha256"), let pack = try? StoreRow.packID(row, "packID"),

@@ -3,7 +3,11 @@ import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import ODRFormat
 
 extension ResourceStore {
@@ -34,10 +38,8 @@ extension ResourceStore {
             guard !id.isEmpty else { continue }
             var pack = packs[id] ?? StagedPack(packID: id, bytes: 0, modifiedAt: 0)
             let top = root + "/" + name
-            var paths = [top]
-            if let walker = FileManager.default.enumerator(atPath: top) {
-                while let relative = walker.nextObject() as? String { paths.append(top + "/" + relative) }
-            }
+            // Below a folder, every item (links are not followed); a file has none.
+            let paths = [top] + ((try? FileManager.default.subpathsOfDirectory(atPath: top)) ?? []).map { top + "/" + $0 }
             for path in paths {
                 var info = stat()
                 guard lstat(path, &info) == 0 else { continue }

@@ -3,7 +3,11 @@ import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import ODRFormat
 
 extension ResourceStore {
@@ -63,12 +67,11 @@ extension ResourceStore {
                     }
                 }
             }
-            if let walker = FileManager.default.enumerator(atPath: folder.path) {
-                while let relative = walker.nextObject() as? String {
-                    if (walker.fileAttributes?[.type] as? FileAttributeType) != .typeDirectory, !expectedPaths.contains(relative) {
-                        problems.append(StoreProblem(packID: pack.id, path: relative, message: "not listed by the manifest"))
-                    }
-                }
+            // Every item below the folder (links are not followed) but folders.
+            for relative in (try? FileManager.default.subpathsOfDirectory(atPath: folder.path)) ?? [] where !expectedPaths.contains(relative) {
+                var info = stat()
+                guard lstat(folder.path + "/" + relative, &info) != 0 || info.st_mode & S_IFMT != S_IFDIR else { continue }
+                problems.append(StoreProblem(packID: pack.id, path: relative, message: "not listed by the manifest"))
             }
         }
         return problems

@@ -3,8 +3,11 @@ import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
-import GRDB
+#endif
 import ODRFormat
 
 /// Where installed packs live on disk, and the database that remembers them across restarts.
@@ -39,7 +42,7 @@ public final class ResourceStore: Sendable {
     /// Whether installed files are flushed to stable storage before they are recorded, so a power
     /// loss cannot leave a recorded pack with missing bytes. On by default.
     public let synchronousWrites: Bool
-    let database: DatabasePool
+    let database: SQLitePool
     /// Why the database was opened read-only, if it was (see ``init(directory:synchronousWrites:clock:)``).
     let readOnly: ReadOnlyCause?
     /// Whether the database was opened read-only.
@@ -91,9 +94,9 @@ public final class ResourceStore: Sendable {
         leases = PackLeases.shared(locks: Self.locksURL(in: self.directory))
         let packsPath = Self.packsURL(in: self.directory).path
         packsPathPrefix = packsPath.hasSuffix("/") ? packsPath : packsPath + "/"
-        // Creating the database and migrating it happen under the store lock: GRDB's migrator reads
-        // which migrations ran before its transaction, so two processes opening a new store at once
-        // would otherwise both run `v1` ("table catalog already exists") or `v3` twice.
+        // Creating the database and migrating it happen under the store lock, so processes opening
+        // a new store at once migrate it once: the first runs every migration, the others find
+        // them all recorded (the migrator also checks each one again inside its transaction).
         let storeLock = try FileLock.lockBlocking(Self.storeLockPath(in: Self.locksURL(in: self.directory)))
         defer { storeLock.unlock() }
         (database, readOnly) = try Self.openDatabase(at: self.directory)
@@ -108,8 +111,7 @@ public final class ResourceStore: Sendable {
         do {
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         } catch {
-            var isFolder: ObjCBool = false
-            if FileManager.default.fileExists(atPath: folder.path, isDirectory: &isFolder), isFolder.boolValue { return }
+            if isFolder(folder.path) { return }
             // The system call again, for its errno: a full disk is `out-of-space`.
             if mkdir(folder.path, 0o755) != 0, errno == ENOSPC || errno == EDQUOT { throw StoreFailure.posix("create '\(folder.path)'") }
             throw ResourceError(.storageFailure, "Could not create the store directory '\(folder.path)'. Check its permissions.",
@@ -127,13 +129,10 @@ public final class ResourceStore: Sendable {
     /// cannot read it otherwise), and writes fail with `storage-failure`.
     ///
     /// - Returns: the pool, and why it is read-only, if it is.
-    private static func openDatabase(at directory: URL) throws(ResourceError) -> (DatabasePool, ReadOnlyCause?) {
+    private static func openDatabase(at directory: URL) throws(ResourceError) -> (SQLitePool, ReadOnlyCause?) {
         let path = directory.appending(path: databaseName).path
-        var configuration = Configuration()
-        configuration.busyMode = .timeout(30)
-        configuration.label = "odr-store"
         do {
-            let database = try DatabasePool(path: path, configuration: configuration)
+            let database = try SQLitePool(path: path)
             // Asked on the writer connection, which migrates: a reader connection that had read the
             // schema before a migration kept reading rows without the columns it added (a store from
             // before `v6` lost every pack row, read as having no `useCount`).
@@ -144,16 +143,15 @@ public final class ResourceStore: Sendable {
         } catch {
             let failure = StoreFailure.database("be opened at '\(directory.path)'", error, directory: directory)
             guard FileManager.default.fileExists(atPath: path) else { throw failure }
-            configuration.readonly = true
-            func openReadOnly(_ path: String) throws -> DatabasePool? {
-                let database = try DatabasePool(path: path, configuration: configuration)
+            func openReadOnly(_ path: String) throws -> SQLitePool? {
+                let database = try SQLitePool(path: path, readOnly: true)
                 return try database.read({ db in try StoreSchema.migrator.hasCompletedMigrations(db) }) ? database : nil
             }
             // `immutable=1`: read-only and without locks or the shared-memory index, which is what
             // needs the space (or a writable folder). Sound while the disk is full, since then no
             // process can commit; for a read-only file, only a fallback when SQLite cannot read it
             // with locks (a read-only `-shm`).
-            guard let encoded = path.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) else { throw failure }
+            let encoded = SQLitePool.uriPath(path)
             if failure.code == .outOfSpace {
                 guard let database = try? openReadOnly("file:\(encoded)?immutable=1") else { throw failure }
                 return (database, .diskFull)
@@ -202,6 +200,12 @@ public final class ResourceStore: Sendable {
         Self.locksURL(in: directory).appending(path: "\(try Self.checkedPackID(id)).lock").path
     }
 
+    /// Whether `path` is a folder (or a link to one).
+    static func isFolder(_ path: String) -> Bool {
+        var info = stat()
+        return stat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFDIR
+    }
+
     static func packsURL(in directory: URL) -> URL { directory.appending(path: "packs", directoryHint: .isDirectory) }
     static func stagingURL(in directory: URL) -> URL { directory.appending(path: "staging", directoryHint: .isDirectory) }
     static func locksURL(in directory: URL) -> URL { directory.appending(path: "locks", directoryHint: .isDirectory) }
@@ -212,11 +216,11 @@ public final class ResourceStore: Sendable {
 
     // MARK: - Database access
 
-    func read<T>(_ operation: String, _ body: (Database) throws -> T) throws(ResourceError) -> T {
+    func read<T>(_ operation: String, _ body: (SQLiteDatabase) throws -> T) throws(ResourceError) -> T {
         do { return try database.read(body) } catch { throw StoreFailure.database(operation, error, directory: directory) }
     }
 
-    func write<T>(_ operation: String, _ body: (Database) throws -> T) throws(ResourceError) -> T {
+    func write<T>(_ operation: String, _ body: (SQLiteDatabase) throws -> T) throws(ResourceError) -> T {
         try requireWritable(operation)
         do { return try database.write(body) } catch { throw StoreFailure.database(operation, error, directory: directory) }
     }
@@ -246,7 +250,7 @@ public final class ResourceStore: Sendable {
     /// The row of pack `id`, if the store has one it can trust (see ``packs()``).
     public func pack(id: String) throws(ResourceError) -> InstalledPack? {
         try read("read a pack") { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM pack WHERE id = ? ORDER BY number", arguments: [id]).first.flatMap { try? Self.pack(from: $0) }
+            try db.fetchAll(sql: "SELECT * FROM pack WHERE id = ? ORDER BY number", arguments: [id]).first.flatMap { try? Self.pack(from: $0) }
         }
     }
 
@@ -257,9 +261,9 @@ public final class ResourceStore: Sendable {
 
     /// Every pack row, the damaged ones apart: a row with a value outside its limits, or a second
     /// row of one id (the schema forbids it, but a database changed outside the runtime may not).
-    static func packRows(_ db: Database, installedOnly: Bool = false) throws -> (packs: [InstalledPack], damaged: [DamagedRow]) {
+    static func packRows(_ db: SQLiteDatabase, installedOnly: Bool = false) throws -> (packs: [InstalledPack], damaged: [DamagedRow]) {
         var packs: [InstalledPack] = [], damaged: [DamagedRow] = [], seen = Set<String>()
-        let rows = try Row.fetchCursor(db, sql: "SELECT * FROM pack \(installedOnly ? "WHERE isInstalled " : "")ORDER BY number")
+        let rows = try db.fetchCursor(sql: "SELECT * FROM pack \(installedOnly ? "WHERE isInstalled " : "")ORDER BY number")
         while let row = try rows.next() {
             do throws(DamagedRow) {
                 let pack = try pack(from: row)
@@ -399,7 +403,7 @@ public final class ResourceStore: Sendable {
     public func preservationPriorityOverrides(catalogURL: URL) throws(ResourceError) -> [String: Double] {
         try read("read preservation priorities") { db in
             var result: [String: Double] = [:]
-            for row in try Row.fetchAll(db, sql: "SELECT tag, priority FROM tagPriority WHERE catalogURL = ?",
+            for row in try db.fetchAll(sql: "SELECT tag, priority FROM tagPriority WHERE catalogURL = ?",
                                         arguments: [CatalogLocation.key(catalogURL)]) {
                 // A damaged row is left out: the manifest's priority stands.
                 guard let tag = try? StoreRow.text(row, "tag"), let priority = try? StoreRow.number(row, "priority") else { continue }
@@ -412,7 +416,7 @@ public final class ResourceStore: Sendable {
     /// The event log, oldest first; rows damaged outside the runtime are left out.
     public func events() throws(ResourceError) -> [StoreEvent] {
         try read("read the event log") { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM event ORDER BY number").compactMap { row -> StoreEvent? in
+            try db.fetchAll(sql: "SELECT * FROM event ORDER BY number").compactMap { row -> StoreEvent? in
                 do throws(DamagedRow) {
                     return StoreEvent(time: try StoreRow.number(row, "time"), kind: StoreEvent.Kind(rawValue: try StoreRow.text(row, "kind")),
                                       packID: try StoreRow.text(row, "packID"), bytes: try StoreRow.bytes(row, "bytes"),
@@ -447,13 +451,13 @@ public final class ResourceStore: Sendable {
 
     // MARK: - Helpers
 
-    static func log(_ db: Database, _ event: StoreEvent) throws {
+    static func log(_ db: SQLiteDatabase, _ event: StoreEvent) throws {
         try db.execute(sql: "INSERT INTO event (time, kind, packID, bytes, reason) VALUES (?, ?, ?, ?, ?)",
                        arguments: [event.time, event.kind.rawValue, event.packID, event.bytes, event.reason])
     }
 
     /// A pack row, every value checked against its limits (sizes 0...2^62, finite times, a pack id).
-    static func pack(from row: Row) throws(DamagedRow) -> InstalledPack {
+    static func pack(from row: SQLiteRow) throws(DamagedRow) -> InstalledPack {
         let id = try StoreRow.packID(row, "id")
         do throws(DamagedRow) {
             return InstalledPack(

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// One line of the store's log: a pack installed, purged, or repaired after a crash, and why.
 public struct StoreEvent: Sendable, Hashable, Codable {

@@ -3,8 +3,12 @@ import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
-import GRDB
+#endif
+import CSQLite
 
 /// The lower-level cause of a store or installer failure: a system call or database error, as text.
 ///
@@ -32,7 +36,7 @@ struct StoreFailure: Error, CustomStringConvertible, Sendable {
     static func database(_ operation: String, _ error: any Error, directory: URL? = nil) -> ResourceError {
         if let error = error as? ResourceError { return error }
         let cause = StoreFailure(description: "\(error)")
-        guard let error = error as? DatabaseError else {
+        guard let error = error as? SQLiteError else {
             return ResourceError(.storageFailure, "The store's database could not \(operation): \(error). Run `odr verify`.", cause: cause)
         }
         if isDiskFull(error, directory: directory) {
@@ -41,7 +45,7 @@ struct StoreFailure: Error, CustomStringConvertible, Sendable {
                 "The store's database could not \(operation): the disk is full. Free some space (`odr purge --bytes N` deletes packs no request uses), then try again.",
                 cause: cause)
         }
-        let sqlite = error.message.map { "SQLite: \($0)" } ?? "SQLite code \(error.extendedResultCode.rawValue)"
+        let sqlite = error.message.map { "SQLite: \($0)" } ?? "SQLite code \(error.extendedResultCode)"
         return ResourceError(.storageFailure, "The store's database could not \(operation): \(kind(of: error, directory: directory).explanation) (\(sqlite)).", cause: cause)
     }
 
@@ -65,17 +69,18 @@ struct StoreFailure: Error, CustomStringConvertible, Sendable {
         }
     }
 
-    /// Classifies a database error by SQLite's result code; a file that cannot be opened is
-    /// read-only when this process may not write it or its folder.
-    static func kind(of error: DatabaseError, directory: URL?) -> DatabaseTrouble {
+    /// Classifies a database error by SQLite's primary result code (so every extended code, such
+    /// as `SQLITE_IOERR_SHORT_READ` or `SQLITE_BUSY_SNAPSHOT`, counts as its primary one); a file
+    /// that cannot be opened is read-only when this process may not write it or its folder.
+    static func kind(of error: SQLiteError, directory: URL?) -> DatabaseTrouble {
         let path = directory?.appending(path: ResourceStore.databaseName).path ?? ResourceStore.databaseName
         switch error.resultCode {
-        case .SQLITE_READONLY, .SQLITE_PERM, .SQLITE_AUTH: return .readOnly(path: path)
-        case .SQLITE_BUSY, .SQLITE_LOCKED: return .locked
-        case .SQLITE_CORRUPT, .SQLITE_NOTADB: return .corrupt(path: path)
-        case .SQLITE_CANTOPEN, .SQLITE_IOERR:
+        case SQLITE_READONLY, SQLITE_PERM, SQLITE_AUTH: return .readOnly(path: path)
+        case SQLITE_BUSY, SQLITE_LOCKED: return .locked
+        case SQLITE_CORRUPT, SQLITE_NOTADB: return .corrupt(path: path)
+        case SQLITE_CANTOPEN, SQLITE_IOERR:
             if let directory, !isWritable(directory) { return .readOnly(path: path) }
-            return error.resultCode == .SQLITE_IOERR ? .ioError : .other
+            return error.resultCode == SQLITE_IOERR ? .ioError : .other
         default: return .other
         }
     }
@@ -93,9 +98,9 @@ struct StoreFailure: Error, CustomStringConvertible, Sendable {
     /// Whether a database error means the disk is full: `SQLITE_FULL`, or an I/O error (SQLite
     /// reports a shared-memory index it cannot allocate as one) while `directory`'s file system has
     /// less than ``nearlyFullBytes`` free.
-    private static func isDiskFull(_ error: DatabaseError, directory: URL?) -> Bool {
-        if error.resultCode == .SQLITE_FULL { return true }
-        guard error.resultCode == .SQLITE_IOERR || error.resultCode == .SQLITE_CANTOPEN, let directory else { return false }
+    private static func isDiskFull(_ error: SQLiteError, directory: URL?) -> Bool {
+        if error.resultCode == SQLITE_FULL { return true }
+        guard error.resultCode == SQLITE_IOERR || error.resultCode == SQLITE_CANTOPEN, let directory else { return false }
         var info = statvfs()
         guard statvfs(directory.path, &info) == 0 else { return false }
         // Checked: an overflowing product (no real file system) does not count as full.

@@ -1,11 +1,14 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
-import GRDB
+#endif
 import ODRFormat
 
 /// The store's tables, as versioned migrations; a store opened by a newer runtime is migrated forward.
 enum StoreSchema {
-    static var migrator: DatabaseMigrator {
-        var migrator = DatabaseMigrator()
+    static var migrator: SQLiteMigrator {
+        var migrator = SQLiteMigrator()
         migrator.registerMigration("v1") { db in
             // One row per catalog the app follows (its base URL), with what the last check saw.
             try db.execute(sql: """
@@ -132,10 +135,10 @@ enum StoreSchema {
                 )
                 """)
             var trust: [String: (serial: Int64, keySet: TrustedKeySet?, json: Data?)] = [:]
-            for row in try Row.fetchAll(db, sql: "SELECT catalogID, highestSerial, keySetJSON FROM catalog WHERE catalogID IS NOT NULL") {
+            for row in try db.fetchAll(sql: "SELECT catalogID, highestSerial, keySetJSON FROM catalog WHERE catalogID IS NOT NULL") {
                 guard let id = try? StoreRow.text(row, "catalogID"),
                       let serial = try? StoreRow.integer(row, "highestSerial", in: -1...StoreRow.maximumCount) else { continue }
-                let json = (try? row.decode(Data?.self, forColumn: "keySetJSON")) ?? nil
+                let json = (try? row["keySetJSON"]?.blob()) ?? nil
                 let keySet = ResourceStore.keySet(fromJSON: json)
                 var entry = trust[id] ?? (serial, nil, nil)
                 entry.serial = max(entry.serial, serial)
@@ -151,7 +154,7 @@ enum StoreSchema {
     }
 
     /// Replaces the recorded entries of pack `id`.
-    static func recordEntries(_ entries: [PackEntryExpectation], ofPack id: String, _ db: Database) throws {
+    static func recordEntries(_ entries: [PackEntryExpectation], ofPack id: String, _ db: SQLiteDatabase) throws {
         try db.execute(sql: "DELETE FROM packEntry WHERE packID = ?", arguments: [id])
         let insert = try db.cachedStatement(sql: "INSERT OR REPLACE INTO packEntry (packID, name, size, sha256) VALUES (?, ?, ?, ?)")
         for entry in entries { try insert.execute(arguments: [id, entry.name, entry.size, entry.sha256]) }
@@ -160,9 +163,9 @@ enum StoreSchema {
     /// Whether the entries recorded for pack `id` are `expected`: the same names with the same sizes
     /// and SHA-256s. A pack id that another manifest lists with other contents is not installed for
     /// this one. Entries recorded before migration `v4` have no SHA-256 and compare by name and size.
-    static func recordedEntries(ofPack id: String, match expected: [PackEntryExpectation], _ db: Database) throws -> Bool {
+    static func recordedEntries(ofPack id: String, match expected: [PackEntryExpectation], _ db: SQLiteDatabase) throws -> Bool {
         var recorded: [String: (size: Int64, sha256: String?)] = [:]
-        for row in try Row.fetchAll(db, sql: "SELECT name, size, sha256 FROM packEntry WHERE packID = ?", arguments: [id]) {
+        for row in try db.fetchAll(sql: "SELECT name, size, sha256 FROM packEntry WHERE packID = ?", arguments: [id]) {
             do throws(DamagedRow) {
                 recorded[try StoreRow.text(row, "name")] = (try StoreRow.bytes(row, "size"), try StoreRow.optionalText(row, "sha256"))
             } catch {
@@ -177,7 +180,7 @@ enum StoreSchema {
     }
 
     /// Marks every pack that no followed catalog's current version lists as superseded.
-    static func updateSupersededFlags(_ db: Database) throws {
+    static func updateSupersededFlags(_ db: SQLiteDatabase) throws {
         try db.execute(sql: """
             UPDATE pack SET isSuperseded = NOT EXISTS (
                 SELECT 1 FROM packVersion pv JOIN catalog c

@@ -3,7 +3,11 @@ import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Whether everyone who had a store open closed it, so the next open can skip checking every
 /// installed file: a file system's clean-unmount flag, for a store.

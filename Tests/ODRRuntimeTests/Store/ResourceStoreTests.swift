@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import ODRFormat
 @testable import ODRRuntime
 import ODRTestSupport
@@ -73,21 +72,21 @@ struct ResourceStoreTests {
         let directory = try TemporaryDirectory(prefix: "odr-store")
         let (store, snapshot, _) = try await InstallerTests.install(["small", "big"], from: fixture.catalog, store: directory.url)
         let packs = snapshot.manifest.packs.map(\.id)
-        let database = try DatabaseQueue(path: directory.appending(ResourceStore.databaseName).path)
-        let recorded = try await database.read { try Int.fetchOne($0, sql: "SELECT COUNT(*) FROM packEntry") }
+        let database = try SQLiteDatabase(path: directory.appending(ResourceStore.databaseName).path)
+        let recorded = try database.fetchOne(sql: "SELECT COUNT(*) FROM packEntry")?.value(at: 0).integer()
         #expect((recorded ?? 0) > 0)
-        try await database.write { try $0.execute(sql: "DELETE FROM packEntry") }
+        try database.execute(sql: "DELETE FROM packEntry")
         let incomplete = packs[0]
         let victim = try #require(snapshot.manifest.expectedEntries(inPack: incomplete).first)
         try FileManager.default.removeItem(at: store.packURL(id: incomplete).appending(path: victim.name))
 
         let first = try withExtendedLifetime(store) { try ResourceStore(directory: directory.url) }
         #expect(first.repairReport.packsMarkedNotInstalled == [incomplete])
-        let backfilled = try await database.read { try String.fetchSet($0, sql: "SELECT DISTINCT packID FROM packEntry") }
+        let backfilled = Set(try database.fetchAll(sql: "SELECT DISTINCT packID FROM packEntry").compactMap { try $0.value(at: 0).text() })
         #expect(backfilled == Set(packs.dropFirst()))
 
         // With the manifests gone, only the recorded entries can tell that a file is missing.
-        try await database.write { try $0.execute(sql: "DELETE FROM manifest") }
+        try database.execute(sql: "DELETE FROM manifest")
         let damaged = packs[1]
         let second = try #require(snapshot.manifest.expectedEntries(inPack: damaged).first)
         try FileManager.default.removeItem(at: first.packURL(id: damaged).appending(path: second.name))
@@ -131,11 +130,9 @@ struct ResourceStoreTests {
         try await fixture.build()
         let directory = try TemporaryDirectory(prefix: "odr-store")
         let (store, snapshot, _) = try await InstallerTests.install(["small"], from: fixture.catalog, store: directory.url)
-        let database = try DatabaseQueue(path: directory.appending(ResourceStore.databaseName).path)
-        let (digest, json) = try await database.read { db in
-            (try #require(try String.fetchOne(db, sql: "SELECT jsonSHA256 FROM manifestFile")),
-             try #require(try Data.fetchOne(db, sql: "SELECT json FROM manifest")))
-        }
+        let database = try SQLiteDatabase(path: directory.appending(ResourceStore.databaseName).path)
+        let digest = try #require(try database.fetchOne(sql: "SELECT jsonSHA256 FROM manifestFile")?.value(at: 0).text())
+        let json = try #require(try database.fetchOne(sql: "SELECT json FROM manifest")?.value(at: 0).blob())
         #expect(digest == ContentHash.sha256Hex(of: json))
         let file = directory.appending("manifests/\(digest).odrm")
         let compact = try Data(contentsOf: file)
@@ -226,14 +223,12 @@ struct ResourceStoreTests {
         let id = String(repeating: "c", count: 64)
         do {
             // A store as the runtime left it before the use-count migration.
-            let old = try DatabaseQueue(path: directory.url.appending(path: ResourceStore.databaseName).path)
+            let old = try SQLiteDatabase(path: directory.url.appending(path: ResourceStore.databaseName).path)
             try StoreSchema.migrator.migrate(old, upTo: "v4")
-            try old.write { db in
-                try db.execute(sql: """
-                    INSERT INTO pack (id, archiveBytes, installedBytes, installedAt, lastUsedAt, isInstalled)
-                    VALUES ('\(id)', 10, 20, 1, 2, 0)
-                    """)
-            }
+            try old.execute(sql: """
+                INSERT INTO pack (id, archiveBytes, installedBytes, installedAt, lastUsedAt, isInstalled)
+                VALUES ('\(id)', 10, 20, 1, 2, 0)
+                """)
         }
         let store = try ResourceStore(directory: directory.url)
         let pack = try #require(try store.pack(id: id))
@@ -251,13 +246,11 @@ struct ResourceStoreTests {
         let rotated = try JSONEncoder().encode(try TrustedKeySet(version: 2, keys: [key], threshold: 1))
         let first = try JSONEncoder().encode(try TrustedKeySet(version: 1, keys: [key], threshold: 1))
         do {
-            let old = try DatabaseQueue(path: directory.url.appending(path: ResourceStore.databaseName).path)
+            let old = try SQLiteDatabase(path: directory.url.appending(path: ResourceStore.databaseName).path)
             try StoreSchema.migrator.migrate(old, upTo: "v6")
-            try old.write { db in
-                for (url, serial, keySet) in [("http://a/", 7, rotated), ("http://b/", 9, first)] {
-                    try db.execute(sql: "INSERT INTO catalog (url, distribution, catalogID, highestSerial, keySetJSON) VALUES (?, 'live', 'game', ?, ?)",
-                                   arguments: [url, serial, keySet])
-                }
+            for (url, serial, keySet) in [("http://a/", 7, rotated), ("http://b/", 9, first)] {
+                try old.execute(sql: "INSERT INTO catalog (url, distribution, catalogID, highestSerial, keySetJSON) VALUES (?, 'live', 'game', ?, ?)",
+                                arguments: [url, serial, keySet])
             }
         }
         let store = try ResourceStore(directory: directory.url)

@@ -2,7 +2,7 @@
 import Glibc
 #endif
 import Foundation
-import GRDB
+import CSQLite
 @testable import ODRRuntime
 import ODRTestSupport
 import Testing
@@ -13,20 +13,20 @@ import Testing
 struct StoreFailureTests {
     @Test func eachDatabaseFailureNamesItsCauseAndItsWayOut() {
         let directory = URL(filePath: "/nonexistent-odr-store")
-        func message(_ code: ResultCode, _ text: String) -> ResourceError {
-            StoreFailure.database("record a use", DatabaseError(resultCode: code, message: text), directory: directory)
+        func message(_ code: Int32, _ text: String) -> ResourceError {
+            StoreFailure.database("record a use", SQLiteError(extendedResultCode: code, message: text), directory: directory)
         }
-        let locked = message(.SQLITE_BUSY, "database is locked")
+        let locked = message(SQLITE_BUSY, "database is locked")
         #expect(locked.code == .storageFailure)
         #expect(locked.message.contains("locked for over 30 seconds") && locked.message.contains("SQLite: database is locked"), "\(locked.message)")
-        let readOnly = message(.SQLITE_READONLY, "attempt to write a readonly database")
+        let readOnly = message(SQLITE_READONLY, "attempt to write a readonly database")
         #expect(readOnly.message.contains("read-only") && readOnly.message.contains("/nonexistent-odr-store/store.sqlite"), "\(readOnly.message)")
         #expect(!readOnly.message.contains("wait for it"))
-        let corrupt = message(.SQLITE_NOTADB, "file is not a database")
+        let corrupt = message(SQLITE_NOTADB, "file is not a database")
         #expect(corrupt.message.contains("damaged") && corrupt.message.contains("aside"), "\(corrupt.message)")
-        let io = message(.SQLITE_IOERR, "disk I/O error")
+        let io = message(SQLITE_IOERR, "disk I/O error")
         #expect(io.message.contains("I/O error"), "\(io.message)")
-        #expect(message(.SQLITE_FULL, "database or disk is full").code == .outOfSpace)
+        #expect(message(SQLITE_FULL, "database or disk is full").code == .outOfSpace)
     }
 
     /// A database file that is not a database: the store does not open, and says the file is damaged.
@@ -93,5 +93,27 @@ struct StoreFailureTests {
         #expect(purge.status != 0)
         #expect(purge.stderr.contains("read-only"), "\(purge.stderr)")
         #expect(try Data(contentsOf: URL(filePath: database)) == before, "nothing was written")
+    }
+}
+
+extension StoreFailureTests {
+    /// SQLite's extended result codes count as their primary code: an extended I/O error is an I/O
+    /// error, a stale snapshot a lock, a moved database read-only, a damaged index a damaged file.
+    @Test func anExtendedResultCodeIsClassifiedByItsPrimaryCode() {
+        // No directory: an I/O error of a directory this process may not write counts as read-only.
+        func kind(_ code: Int32) -> StoreFailure.DatabaseTrouble {
+            StoreFailure.kind(of: SQLiteError(extendedResultCode: code), directory: nil)
+        }
+        #expect(kind(ExtendedCode.ioErrorShortRead) == .ioError)
+        #expect(kind(ExtendedCode.ioErrorFsync) == .ioError)
+        #expect(kind(ExtendedCode.busySnapshot) == .locked)
+        #expect(kind(ExtendedCode.lockedSharedCache) == .locked)
+        #expect(kind(ExtendedCode.readOnlyDatabaseMoved) == .readOnly(path: "store.sqlite"))
+        #expect(kind(ExtendedCode.corruptIndex) == .corrupt(path: "store.sqlite"))
+        #expect(kind(ExtendedCode.constraintPrimaryKey) == .other)
+        let full = StoreFailure.database("record a use", SQLiteError(extendedResultCode: SQLITE_FULL, message: "database or disk is full"))
+        #expect(full.code == .outOfSpace)
+        let short = StoreFailure.database("record a use", SQLiteError(extendedResultCode: ExtendedCode.ioErrorShortRead))
+        #expect(short.code == .storageFailure && short.message.contains("I/O error"), "\(short.message)")
     }
 }

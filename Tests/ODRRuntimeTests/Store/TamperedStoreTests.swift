@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import ODRFormat
 @testable import ODRRuntime
 import ODRServe
@@ -30,8 +29,7 @@ struct TamperedStoreTests {
 
         /// Runs SQL on the store's database as another program would.
         func tamper(_ sql: String) throws {
-            let queue = try DatabaseQueue(path: database.path)
-            try queue.write { try $0.execute(sql: sql) }
+            try SQLiteDatabase(path: database.path).execute(sql: sql)
         }
 
         /// Every path below `root` outside the store: only the victim's folder and file.
@@ -197,6 +195,22 @@ struct TamperedStoreTests {
         _ = try await client.refresh()
         #expect(try store.catalogTrust(catalogID: fixture.index().id)?.highestSerial == serial)
         #expect(try store.verify().isEmpty)
+    }
+
+    /// A trust record whose key set is not a blob (an integer, text) is damaged, not read as "no
+    /// key set": that would forget a key rotation and accept the rotated-away keys again.
+    @Test(arguments: ["7", "'{\"version\":1}'"])
+    func aTrustRecordWithAKeySetOfAnotherTypeIsDamagedNotForgotten(_ keySet: String) throws {
+        let directory = try TemporaryDirectory(prefix: "odr-tampered")
+        let store = try ResourceStore(directory: directory.url)
+        try SQLiteDatabase(path: directory.appending(ResourceStore.databaseName).path)
+            .execute(sql: "INSERT INTO catalogTrust (catalogID, highestSerial, keySetJSON) VALUES ('game', 3, \(keySet))")
+        #expect {
+            _ = try store.catalogTrust(catalogID: "game")
+        } throws: { error in
+            let error = error as? ResourceError
+            return error?.code == .storageFailure && error?.message.contains("--repair") == true
+        }
     }
 
     // MARK: The way back from a damaged file
