@@ -17,6 +17,8 @@ final class ConfigHandle: Sendable {
         var headers: [String: String] = [:]
         var trustedKeys: [PublicSigningKey] = []
         var signatureThreshold = 1
+        var mirrors: [URL] = []
+        var allowsUnsignedCatalogFromMirrors = false
         var downloadPolicy = DownloadPolicy()
         var variants = VariantPreferences()
         /// `ODR_OPT_NETWORK_METERED`: a fixed answer, or `nil` (-1) to ask NetworkManager.
@@ -48,6 +50,8 @@ final class ConfigHandle: Sendable {
         configuration.signatureThreshold = settings.signatureThreshold
         configuration.downloadPolicy = settings.downloadPolicy
         configuration.variants = settings.variants
+        configuration.mirrors = settings.mirrors
+        configuration.allowsUnsignedCatalogFromMirrors = settings.allowsUnsignedCatalogFromMirrors
         if let fixed = settings.fixedNetwork { configuration.networkProbe = FixedNetworkProbe(fixed) }
         return configuration
     }
@@ -128,6 +132,16 @@ public func odrConfigSetString(_ config: OpaquePointer?, _ option: odr_option, _
             }
             let choice = try ConfigHandle.variantChoice(try CInput.nonEmptyString(value, "The variant choice (ODR_OPT_VARIANT)"))
             handle.settings.withLock { $0.variants.values.merge(choice.values) { _, new in new } }
+        case ODR_OPT_MIRROR:
+            guard let value else {
+                handle.settings.withLock { $0.mirrors = [] }
+                return
+            }
+            let text = try CInput.nonEmptyString(value, "The mirror (ODR_OPT_MIRROR)")
+            guard let url = URL(string: text), let scheme = url.scheme, ["http", "https"].contains(scheme), url.host != nil else {
+                throw invalidArgument("ODR_OPT_MIRROR '\(text)' is not an http:// or https:// URL; give the URL of the catalog's folder on the other origin.")
+            }
+            handle.settings.withLock { if !$0.mirrors.contains(url) { $0.mirrors.append(url) } }
         default:
             throw invalidArgument("Option \(option.rawValue) is not a string option; number options take odr_config_set_int.")
         }
@@ -156,6 +170,11 @@ public func odrConfigSetInt(_ config: OpaquePointer?, _ option: odr_option, _ va
             // Checked against the number of keys when the manager opens, as in Swift.
             guard (1...1024).contains(value) else { throw invalidArgument("ODR_OPT_SIGNATURE_THRESHOLD must be at least 1 (and at most the number of trusted keys); \(value) is not.") }
             handle.settings.withLock { $0.signatureThreshold = Int(value) }
+        case ODR_OPT_ALLOW_UNSIGNED_MIRRORS:
+            guard (0...1).contains(value) else {
+                throw invalidArgument("ODR_OPT_ALLOW_UNSIGNED_MIRRORS must be 0 (only the primary's unsigned catalog) or 1 (a mirror's too); \(value) is neither.")
+            }
+            handle.settings.withLock { $0.allowsUnsignedCatalogFromMirrors = value == 1 }
         case ODR_OPT_NETWORK_METERED:
             guard (-1...1).contains(value) else {
                 throw invalidArgument("ODR_OPT_NETWORK_METERED must be -1 (ask NetworkManager), 0 (unmetered) or 1 (metered); \(value) is none of them.")

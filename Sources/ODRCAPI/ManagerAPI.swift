@@ -288,6 +288,10 @@ public func odrManagerPollEvent(_ handle: OpaquePointer?, _ out: UnsafeMutablePo
                 copy(id, into: &event.pack_id)
                 copy(reason.rawValue, into: &event.purge_reason)
                 event.retry_in_ms = millisecondsUntil(next)
+            case .originSwitched:
+                // Not subscribed to (odr_event has no kind for it yet): the store's log keeps each
+                // switch, which odr log shows.
+                event.kind = ODR_EVENT_NONE
             }
         } else {
             event.kind = ODR_EVENT_NONE

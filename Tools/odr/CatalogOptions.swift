@@ -8,6 +8,15 @@ struct CatalogOptions: ParsableArguments {
     @Option(help: "The catalog's base URL (http://, https:// or file://), or a local catalog folder.")
     var catalog: String
 
+    @Option(name: .customLong("mirror"),
+            help: ArgumentHelp("Another origin serving the same catalog (a second CDN, the bucket behind the CDN), tried after --catalog when it fails: a download continues there where it stopped. Repeat for several, in order.",
+                               valueName: "url"))
+    var mirrors: [String] = []
+
+    @Flag(name: .customLong("allow-unsigned-mirrors"),
+          help: "Accept an unsigned catalog.json from a --mirror when the primary does not answer. Without --trusted-key nothing proves a mirror serves the published catalog; use only for mirrors you control.")
+    var allowUnsignedMirrors = false
+
     @Option(help: "The store directory (created if missing).")
     var store: String
 
@@ -47,9 +56,25 @@ struct CatalogOptions: ParsableArguments {
 
     var catalogURL: URL { ResourceManager.Configuration.catalogURL(parsing: catalog) }
 
+    /// The `--mirror` origins, in order.
+    var mirrorURLs: [URL] { mirrors.map(ResourceManager.Configuration.catalogURL(parsing:)) }
+
+    /// The catalog's origins (`--catalog`, then each `--mirror`) with their settings applied to `client`.
+    func applyOrigins(to client: inout CatalogClient) {
+        guard !mirrors.isEmpty else { return }
+        client.origins = OriginSet([catalogURL] + mirrorURLs)
+        client.allowsUnsignedCatalogFromMirrors = allowUnsignedMirrors
+    }
+
     func validate() throws {
         guard !catalog.isEmpty else { throw ValidationError("--catalog needs a URL or a folder.") }
         guard !store.isEmpty else { throw ValidationError("--store needs a directory.") }
+        for mirror in mirrors {
+            guard let scheme = URL(string: mirror)?.scheme, ["http", "https"].contains(scheme) else {
+                throw ValidationError("--mirror \(mirror): give an http:// or https:// URL of the catalog's folder on the other origin.")
+            }
+        }
+        if allowUnsignedMirrors, mirrors.isEmpty { throw ValidationError("--allow-unsigned-mirrors needs at least one --mirror.") }
         do { _ = try VariantPreferences.parse(variantChoices) } catch { throw ValidationError("--variant: \(error.message)") }
     }
 
@@ -59,8 +84,9 @@ struct CatalogOptions: ParsableArguments {
         let store = try ResourceStore(directory: URL(filePath: store, directoryHint: .isDirectory),
                                       synchronousWrites: !(install?.noSync ?? false))
         let engine = try TransferEngine()
-        let client = CatalogClient(catalogURL: catalogURL, distribution: distribution, store: store, transport: engine,
+        var client = CatalogClient(catalogURL: catalogURL, distribution: distribution, store: store, transport: engine,
                                    bundledCatalog: install?.bundledCatalog, trust: try trust(), variants: try variants())
+        applyOrigins(to: &client)
         return (store, client, engine)
     }
 }

@@ -174,6 +174,8 @@ final class DemoLog: @unchecked Sendable {
             case .downloadRetrying(let id, let reason, let attempt, let next):
                 let seconds = max(0, next.timeIntervalSinceNow)
                 pending.append("  pack \(id.prefix(12)): attempt \(attempt) failed (\(reason)); retrying in \(String(format: "%.1f", seconds)) s")
+            case .originSwitched(let from, let to, let reason):
+                pending.append("  switched from \(from.host ?? from.absoluteString) to \(to.host ?? to.absoluteString) (\(reason))")
             }
         }
     }

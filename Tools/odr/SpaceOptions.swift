@@ -36,6 +36,8 @@ extension CatalogOptions {
         configuration.trustedKeys = try trust().keys
         metered?.apply(to: &configuration.downloadPolicy)
         configuration.variants = try variants()
+        configuration.mirrors = mirrorURLs
+        configuration.allowsUnsignedCatalogFromMirrors = allowUnsignedMirrors
         return try ResourceManager(configuration: configuration)
     }
 }

@@ -165,6 +165,11 @@ typedef enum odr_option {
                                        choice. An axis not set takes the catalog's declared order.
                                        Requests download only the chosen variants' packs (plus the
                                        common ones) and resource paths resolve to the chosen file */
+    ODR_OPT_MIRROR = 7,             /* adds another origin serving the same catalog (an http:// or
+                                       https:// URL), tried after ODR_OPT_CATALOG_URL in the order
+                                       added; NULL removes every mirror. A download that fails on
+                                       one origin continues on the next where it stopped; the
+                                       failing origin is avoided for a minute (docs/HOSTING.md) */
 
     /* Numbers */
     ODR_OPT_IN_USE_LIMIT = 100,     /* most bytes in use at once; default 2 GiB; > 0 */
@@ -172,6 +177,9 @@ typedef enum odr_option {
     ODR_OPT_FREE_SPACE_WATERMARK = 102, /* purge below this many free bytes; default 256 MiB; >= 0 */
     ODR_OPT_MAX_CONCURRENT_TRANSFERS = 103, /* downloads at once; default 4; 1...64 */
     ODR_OPT_SIGNATURE_THRESHOLD = 104, /* distinct trusted keys that must sign; default 1; 1...trusted keys */
+    ODR_OPT_ALLOW_UNSIGNED_MIRRORS = 105, /* 1: accept an unsigned catalog.json from a mirror; 0
+                                       (default): only from the primary. Without trusted keys
+                                       nothing proves a mirror serves the published catalog */
 
     /* Numbers: the download policy (docs/RUNTIME.md, "Download policy") */
     ODR_OPT_METERED_URGENT = 120,   /* 1 (default): urgent downloads may use a metered network; 0: not */

@@ -31,6 +31,17 @@ public struct CatalogClient: Sendable {
     public let trust: CatalogTrust
     /// The device's choice of variants: every snapshot's ``CatalogSnapshot/lookup`` resolves it.
     public let variants: VariantPreferences
+    /// The origins serving the catalog when there are several (``catalogURL`` should be the
+    /// first): `catalog.json` and manifests come from the first that answers. `nil` asks
+    /// ``catalogURL`` only.
+    public var origins: OriginSet?
+    /// Whether an unsigned `catalog.json` is accepted from an origin other than the primary
+    /// (default `false`: without trusted keys, only the primary is believed). A signed catalog is
+    /// accepted from any origin, with the same checks.
+    public var allowsUnsignedCatalogFromMirrors = false
+    /// Called with the file (`catalog.json`, a manifest's path) each time its download moves to
+    /// another origin.
+    public var originSwitched: (@Sendable (String, TransferOriginSwitch) -> Void)?
 
     /// Creates a client for the catalog at `catalogURL`; nothing is fetched until ``snapshot(online:)``.
     public init(catalogURL: URL, distribution: String = "live", store: ResourceStore, transport: any Transport,
@@ -54,7 +65,7 @@ public struct CatalogClient: Sendable {
     ///   Nothing is stored when it throws.
     public func refresh() async throws(ResourceError) -> CatalogSnapshot {
         let followed = try store.followedCatalog(url: catalogURL)
-        var request = TransferRequest(url: CatalogLocation.url(of: CatalogIndex.fileName, in: catalogURL), priority: .urgent)
+        var request = originRequest(for: CatalogIndex.fileName)
         // A server that refuses connections is not retried: snapshot() falls back to the stored copy at once.
         request.retriesUnreachableServer = false
         if let followed, followed.index != nil, followed.distribution == distribution { request.conditional = followed.validators }
@@ -74,6 +85,7 @@ public struct CatalogClient: Sendable {
             index = stored
         } else {
             index = try decodeIndex(sink.data)
+            try requireTrustedOrigin(of: result, signed: trust.requiresSignatures)
         }
         // Trust is kept per catalog id for the whole store: another URL of the same catalog has
         // raised the serial and followed rotations for this one too.
@@ -174,8 +186,35 @@ public struct CatalogClient: Sendable {
         return stored
     }
 
+    /// A request for `relative` in the catalog: on the primary, failing over to the other origins
+    /// in their current order when there are several.
+    private func originRequest(for relative: String) -> TransferRequest {
+        guard let origins, origins.origins.count > 1, var request = origins.request(for: relative, priority: .urgent) else {
+            return TransferRequest(url: CatalogLocation.url(of: relative, in: catalogURL), priority: .urgent)
+        }
+        let report = originSwitched
+        request.originSwitched = { change in
+            origins.markFailed(change.from)
+            report?(relative, change)
+        }
+        return request
+    }
+
+    /// Refuses an unsigned `catalog.json` that an origin other than the primary served, unless
+    /// ``allowsUnsignedCatalogFromMirrors``: without a signature, only the primary is believed.
+    private func requireTrustedOrigin(of result: TransferResult, signed: Bool) throws(ResourceError) {
+        guard let origins, let served = result.servedBy else { return }
+        origins.markSucceeded(served)
+        guard !signed, !allowsUnsignedCatalogFromMirrors, let index = origins.index(of: served), index != 0 else { return }
+        throw ResourceError(.untrustedCatalog,
+                            "catalog.json came from the mirror \(origins.origins[index].absoluteString) because the primary did not answer, and it is not signed, so nothing proves it is the published one. Sign the catalog (odrpack sign) and configure its public key, or allow unsigned catalogs from mirrors you control (allowsUnsignedCatalogFromMirrors, odr --allow-unsigned-mirrors).",
+                            url: served, cause: UnsignedMirrorCatalog(mirror: origins.origins[index]))
+    }
+
+    /// Whether `error` means the published catalog could not be had (so the stored copy serves):
+    /// no origin answered, or only a mirror whose unsigned catalog is not believed did.
     static func isUnreachable(_ error: ResourceError) -> Bool {
-        [.networkUnavailable, .timedOut, .serverError, .untrustedServer].contains(error.code)
+        [.networkUnavailable, .timedOut, .serverError, .untrustedServer].contains(error.code) || error.cause is UnsignedMirrorCatalog
     }
 
     static func rollbackError(serial: Int, highest: Int, url: URL) -> ResourceError {
@@ -221,7 +260,7 @@ public struct CatalogClient: Sendable {
         } else {
             sink = DataSink(limit: trust.maximumManifestBytes, file: path)
         }
-        _ = try await transport.download(TransferRequest(url: url, priority: .urgent), into: sink)
+        _ = try await transport.download(originRequest(for: path), into: sink)
         let data = sink.data
         if let sha256 = entry?.sha256, let size = entry?.size {
             let digest = ContentHash.sha256Hex(of: data)
@@ -241,4 +280,10 @@ public struct CatalogClient: Sendable {
         }
         return manifest
     }
+}
+
+/// The cause of the `untrusted-catalog` error for an unsigned catalog a mirror served.
+struct UnsignedMirrorCatalog: Error, CustomStringConvertible, Sendable {
+    var mirror: URL
+    var description: String { "unsigned catalog.json from the mirror \(mirror.absoluteString)" }
 }

@@ -50,6 +50,14 @@ public struct PackInstaller: Sendable {
     /// invariants stand guard (read-only files, repair, `odr verify`), and a file changed behind the
     /// store's back would spread into the new pack.
     public var verifiesReusedFiles = true
+    /// The origins that serve the catalog, when there are several (see ``OriginSet``): each request
+    /// starts at the first origin not avoided and fails over to the others, continuing where it
+    /// stopped; bytes that fail verification make the installer fetch the refused entries again
+    /// from the next origin. `nil` (the default) downloads from the snapshot's URL only.
+    public var origins: OriginSet?
+    /// Called with the pack's id each time one of its downloads moves to another origin (the
+    /// manager turns it into ``ResourceManagerEvent/originSwitched(from:to:reason:)`` and a log line).
+    public var originSwitched: (@Sendable (String, TransferOriginSwitch) -> Void)?
 
     /// Creates an installer into `store` that downloads with `transport` what `bundledCatalog` lacks.
     public init(store: ResourceStore, transport: any Transport, bundledCatalog: URL? = nil) {
@@ -215,6 +223,8 @@ public struct PackInstaller: Sendable {
         parts: CutEntryParts?, policy initialPolicy: RangePolicy, tracker: ProgressTracker, outcome: inout PackOutcome
     ) async throws(ResourceError) {
         var policy = initialPolicy
+        // Refused bytes send the next attempt to another origin, once per other origin.
+        var integrityFailovers = 0
         while true {
             do {
                 try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
@@ -254,6 +264,11 @@ public struct PackInstaller: Sendable {
                 outcome.requests = plan.fetches.count
                 outcome.fetchedFiles = plan.fetchedEntries
                 return
+            } catch where error.code == .integrity && !source.isFileURL && integrityFailovers + 1 < (origins?.origins.count ?? 0) {
+                // The fetch marked the origin that served the refused bytes as failed: the next
+                // round asks another one, for what is not verified yet.
+                integrityFailovers += 1
+                if plan.fetches.contains(where: \.isWholeArchive) && Self.condemnsArchive(error) { discardStaging(of: pack) }
             } catch where error.code == .integrity && plan.fetches.contains(where: \.isWholeArchive) && Self.condemnsArchive(error) {
                 // The archive as a whole is not what the manifest describes (its central directory
                 // lists a link, or entries the manifest lacks): nothing taken from it is kept. A
@@ -285,27 +300,48 @@ public struct PackInstaller: Sendable {
         let syncFiles = store.synchronousWrites
         let priority = self.priority
         let transport = self.transport
+        // A bundled or local archive has no other origin.
+        let origins = source.isFileURL ? nil : self.origins
+        let originSwitched = self.originSwitched
         let one: @Sendable (PackFetchPlan.Fetch) async throws(ResourceError) -> Int64 = { fetch throws(ResourceError) in
             let sink = EntryRangeSink(packID: pack.id, fetch: fetch, allEntries: entries, folder: folder, journal: journal,
                                       parts: parts, syncFiles: syncFiles, source: source, received: { tracker.received($0, of: pack) },
                                       stalled: { tracker.stalled($0, of: pack) })
-            var request = TransferRequest(url: source, priority: priority)
+            var request = origins?.request(for: pack.archivePath, priority: priority) ?? TransferRequest(url: source, priority: priority)
+            // The origin serving now: the one to blame for bytes that fail verification.
+            let serving = Locked(request.url)
+            if let origins, !request.alternateURLs.isEmpty {
+                request.originSwitched = { change in
+                    origins.markFailed(change.from)
+                    serving.withLock { $0 = change.to }
+                    originSwitched?(pack.id, change)
+                }
+            }
             if fetch.isWholeArchive {
                 request.expectedSize = pack.archiveBytes
             } else {
                 request.byteRange = fetch.range
                 request.expectedSize = Int64(fetch.range.count)
+                // Validators of one origin guard nothing on another; the entries' hashes guard all.
                 let validators = journal.validators
-                if !validators.isEmpty { request.ifRange = validators }
+                if !validators.isEmpty, request.alternateURLs.isEmpty { request.ifRange = validators }
             }
             do throws(ResourceError) {
                 let result = try await transport.download(request, into: sink)
                 guard sink.isVerified else {
                     throw ResourceError(.integrity, "Pack \(pack.id.prefix(12)) was not verified completely; it was refused.", url: source)
                 }
+                if let origins, let served = result.servedBy { origins.markSucceeded(served) }
                 return result.bytes - result.resumedBytes
             } catch {
                 sink.close(keepingCurrentEntry: error.code != .integrity)
+                if error.code == .integrity, let origins, !request.alternateURLs.isEmpty {
+                    let bad = serving.withLock { $0 }
+                    origins.markFailed(bad)
+                    if let next = origins.urls(of: pack.archivePath).first, next != bad {
+                        originSwitched?(pack.id, TransferOriginSwitch(from: bad, to: next, reason: .integrity, keptBytes: 0))
+                    }
+                }
                 throw sink.formatFailure ?? error
             }
         }

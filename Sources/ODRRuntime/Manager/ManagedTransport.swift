@@ -3,7 +3,8 @@ import ODRFormat
 
 /// Wraps the manager's transport: adds the catalog's extra headers to every request, and keeps the
 /// live transfer handles by URL so that a request's priority changes, pauses and resumes reach the
-/// transfers of its packs, whichever component started them.
+/// transfers of its packs, whichever component started them. A transfer with alternate origins is
+/// kept under each of its URLs, so the settings of a pack's primary URL reach it on any origin.
 final class ManagedTransport: Transport {
     private let base: any Transport
     private let headers: [String: String]
@@ -23,17 +24,24 @@ final class ManagedTransport: Transport {
     func transfer(_ request: TransferRequest, into sink: any TransferSink) -> any TransferHandle {
         var request = request
         for (name, value) in headers where request.headers[name] == nil { request.headers[name] = value }
-        let (priority, paused) = state.withLock { ($0.priorities[request.url], $0.paused.contains(request.url)) }
+        let urls = [request.url] + request.alternateURLs
+        let (priority, paused) = state.withLock { state in
+            (urls.compactMap { state.priorities[$0] }.first, urls.contains { state.paused.contains($0) })
+        }
         if let priority { request.priority = priority }
         let handle = base.transfer(request, into: sink)
         let key = ObjectIdentifier(handle)
-        state.withLock { $0.handles[request.url, default: [:]][key] = handle }
+        state.withLock { state in
+            for url in urls { state.handles[url, default: [:]][key] = handle }
+        }
         if paused { handle.pause() }
         Task { [weak self] in
             _ = await handle.outcome()
             self?.state.withLock { state in
-                state.handles[request.url]?[key] = nil
-                if state.handles[request.url]?.isEmpty == true { state.handles[request.url] = nil }
+                for url in urls {
+                    state.handles[url]?[key] = nil
+                    if state.handles[url]?.isEmpty == true { state.handles[url] = nil }
+                }
             }
         }
         return handle

@@ -14,8 +14,34 @@ extension ResourceManager {
     /// let manager = try ResourceManager(configuration: configuration)
     /// ```
     public struct Configuration: Sendable {
-        /// The catalog's base URL (the directory holding `catalog.json`); `https://`, `http://` or `file://`.
+        /// The catalog's base URL (the directory holding `catalog.json`); `https://`, `http://` or
+        /// `file://`. The primary origin: the store keys the catalog by it.
         public var catalogURL: URL
+        /// Other origins that serve the same catalog (a second CDN, the bucket behind the CDN), tried
+        /// in this order after ``catalogURL``. Empty by default.
+        ///
+        /// `catalog.json` and manifests come from the first origin that answers; packs and their
+        /// ranges from any origin. A download that fails on one origin (no connection, a timeout,
+        /// HTTP 5xx, a wrong `Content-Range`, bytes that fail verification, or a 404 from a mirror
+        /// that has not received the file yet) continues on the next one where it stopped, keeping
+        /// the verified bytes; the failing origin is avoided for ``mirrorBackOff``. What is installed
+        /// is decided by the hashes the catalog pins, never by the host. A signed catalog is
+        /// accepted from any origin (with the same signature and serial checks); an unsigned one only
+        /// from the primary, unless ``allowsUnsignedCatalogFromMirrors``.
+        public var mirrors: [URL] = []
+        /// How long an origin that failed is avoided: transfers start at the next one meanwhile
+        /// (default 60 seconds).
+        public var mirrorBackOff: Duration = OriginSet.defaultBackOff
+        /// Whether an unsigned `catalog.json` is accepted from a mirror (default `false`).
+        ///
+        /// Without ``trustedKeys`` nothing proves where a catalog came from: a mirror's operator (or
+        /// anyone who can change what it serves) could then decide which packs and files the game
+        /// installs, since the catalog pins them. Turn this on only for mirrors you control as
+        /// tightly as the primary; better, sign the catalog (`odrpack sign`) and set ``trustedKeys``,
+        /// which makes every origin equally safe.
+        public var allowsUnsignedCatalogFromMirrors = false
+        /// Every origin, primary (``catalogURL``) first, then ``mirrors``.
+        public var origins: [URL] { [catalogURL] + mirrors }
         /// The distribution to follow.
         public var distribution: String = "live"
         /// Where installed packs, partial downloads and the database live.
@@ -122,6 +148,20 @@ extension ResourceManager {
         public init(catalogURL: URL, storeDirectory: URL) {
             self.catalogURL = catalogURL
             self.storeDirectory = storeDirectory
+        }
+
+        /// The defaults for a catalog served by several origins: `primary` first, then `mirrors`.
+        ///
+        /// ```swift
+        /// var configuration = ResourceManager.Configuration(
+        ///     primary: URL(string: "https://cdn-a.example.com/game/")!,
+        ///     mirrors: [URL(string: "https://cdn-b.example.com/game/")!],
+        ///     storeDirectory: URL(filePath: "/var/lib/mygame/odr"))
+        /// configuration.mirrorBackOff = .seconds(300)
+        /// ```
+        public init(primary: URL, mirrors: [URL], storeDirectory: URL) {
+            self.init(catalogURL: primary, storeDirectory: storeDirectory)
+            self.mirrors = mirrors
         }
     }
 }

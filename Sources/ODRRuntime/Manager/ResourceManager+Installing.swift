@@ -117,6 +117,10 @@ extension ResourceManager {
     func makeInstaller() -> PackInstaller {
         var installer = PackInstaller(store: store, transport: transport, bundledCatalog: configuration.bundledCatalog)
         installer.rangePolicy = configuration.rangePolicy
+        if origins.origins.count > 1 {
+            installer.origins = origins
+            installer.originSwitched = { [originLog] in originLog.record($0, $1) }
+        }
         return installer
     }
 

@@ -23,6 +23,10 @@ public final class ResourceManager: Sendable {
     let transport: ManagedTransport
     let client: CatalogClient
     let hub = EventHub()
+    /// The catalog's origins, primary first, with the back-off of those that failed.
+    let origins: OriginSet
+    /// Turns origin switches into events and log lines.
+    let originLog: OriginLog
     let state: Locked<State>
     let lastUse: LastUseRecorder
     /// The trace being recorded, if any (see ``startRecordingTrace(to:)``).
@@ -78,12 +82,23 @@ public final class ResourceManager: Sendable {
         transport = ManagedTransport(base: base, headers: configuration.extraHeaders)
         downloadGate = DownloadGate(policy: configuration.downloadPolicy, probe: configuration.networkProbe, clock: clock,
                                     storeDirectory: configuration.storeDirectory)
-        client = CatalogClient(
+        let origins = OriginSet(configuration.origins, backOff: configuration.mirrorBackOff, clock: clock)
+        let originLog = OriginLog(hub: hub, store: store)
+        self.origins = origins
+        self.originLog = originLog
+        var client = CatalogClient(
             catalogURL: configuration.catalogURL, distribution: configuration.distribution, store: store,
             transport: transport, bundledCatalog: configuration.bundledCatalog, trust: configuration.trust,
             variants: configuration.variants)
+        if origins.origins.count > 1 {
+            client.origins = origins
+            client.allowsUnsignedCatalogFromMirrors = configuration.allowsUnsignedCatalogFromMirrors
+            client.originSwitched = { [originLog] in originLog.record($0, $1) }
+        }
+        self.client = client
         lastUse = LastUseRecorder(store: store)
         state = Locked(State(installedIDs: try store.installedPackIDs()))
+        originLog.attach(self)
         do {
             if let stored = try client.storedSnapshot() {
                 try adopt(stored)

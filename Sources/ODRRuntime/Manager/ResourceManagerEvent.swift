@@ -41,6 +41,13 @@ public enum ResourceManagerEvent: Sendable, Equatable {
     /// the requests waiting for the pack says they are stalled (``ResourceRequest/ProgressSnapshot/isStalled``).
     /// When the attempts run out, their begin fails with the reason.
     case downloadRetrying(packID: String, reason: ResourceError.Code, attempt: Int, nextAttempt: Date)
+    /// A download (of `catalog.json`, a manifest or a pack) left origin `from` for `to` (see
+    /// ``ResourceManager/Configuration/mirrors``): `reason` is what failed there
+    /// (`network-unavailable`, `timed-out`, `server-error`, `resource-unavailable` for a stale
+    /// mirror's 404, `range-not-supported` or `unexpected-response` for a wrong `Content-Range`,
+    /// `integrity` for bytes that failed verification). `from` is avoided for
+    /// ``ResourceManager/Configuration/mirrorBackOff``. The store's log (`odr log`) keeps a line for each.
+    case originSwitched(from: URL, to: URL, reason: ResourceError.Code)
 }
 
 extension ResourceManager {
@@ -64,6 +71,8 @@ extension ResourceManager {
     public static let catalogCheckFailedNotification = Notification.Name("ODRResourceManagerCatalogCheckFailed")
     /// See ``packInstalledNotification``.
     public static let downloadRetryingNotification = Notification.Name("ODRResourceManagerDownloadRetrying")
+    /// See ``packInstalledNotification``.
+    public static let originSwitchedNotification = Notification.Name("ODRResourceManagerOriginSwitched")
 }
 
 /// Fans events out to every subscribed stream and to `NotificationCenter`.
@@ -104,6 +113,7 @@ final class EventHub: Sendable {
         case .tagPurged: ResourceManager.tagPurgedNotification
         case .catalogCheckFailed: ResourceManager.catalogCheckFailedNotification
         case .downloadRetrying: ResourceManager.downloadRetryingNotification
+        case .originSwitched: ResourceManager.originSwitchedNotification
         }
         NotificationCenter.default.post(name: name, object: manager, userInfo: ["event": event])
     }

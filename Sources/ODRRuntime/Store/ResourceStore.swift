@@ -413,6 +413,17 @@ public final class ResourceStore: Sendable {
         }
     }
 
+    /// Logs that a download of `subject` (a pack id, `catalog.json`, a manifest's path) moved to
+    /// another origin, as an ``StoreEvent/Kind/origin`` line: `odr log` then says which origin
+    /// served what and why the runtime switched.
+    public func logOriginSwitch(of subject: String, _ change: TransferOriginSwitch) throws(ResourceError) {
+        let now = clock()
+        let reason = "\(change.from.absoluteString) -> \(change.to.absoluteString): \(change.reason.rawValue)"
+        try write("log an origin switch") { db in
+            try Self.log(db, StoreEvent(time: now, kind: .origin, packID: subject, bytes: max(0, change.keptBytes), reason: reason))
+        }
+    }
+
     /// The event log, oldest first; rows damaged outside the runtime are left out.
     public func events() throws(ResourceError) -> [StoreEvent] {
         try read("read the event log") { db in

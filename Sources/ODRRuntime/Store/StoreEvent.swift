@@ -21,6 +21,9 @@ public struct StoreEvent: Sendable, Hashable, Codable {
         public static let purge = Kind(rawValue: "purge")
         /// Opening the store found a pack's files missing or incomplete and marked it not installed.
         public static let repair = Kind(rawValue: "repair")
+        /// A download moved to another origin (a mirror or second CDN): `packID` names the pack (or
+        /// `catalog.json`, a manifest), `bytes` what it kept, `reason` the origins and why.
+        public static let origin = Kind(rawValue: "origin")
     }
 
     /// When, in seconds since 1970.

@@ -49,17 +49,20 @@ struct TransferDelivery {
                     try await write(bytes, body: &body)
                 case .finished(let completion):
                     try await finish(body: body, statusCode: completion.statusCode, validators: completion.validators,
-                                     attempts: completion.attempts, resumedBytes: completion.resumedBytes)
+                                     attempts: completion.attempts, resumedBytes: completion.resumedBytes,
+                                     servedBy: completion.servedBy)
                     return
                 case .notModified(let completion):
                     operation.resolve(.success(TransferResult(
                         outcome: .notModified, statusCode: completion.statusCode, bytes: 0,
-                        validators: completion.validators, attempts: completion.attempts)))
+                        validators: completion.validators, attempts: completion.attempts, servedBy: completion.servedBy)))
                     return
                 case .failed(let error):
                     throw error
                 case .retrying(let retry):
                     await sink.retrying(retry)
+                case .originSwitched(let change):
+                    request.originSwitched?(change)
                 }
             }
         }
@@ -111,7 +114,7 @@ struct TransferDelivery {
             remaining? -= Int64(count)
             try await write(chunk, body: &body)
         }
-        try await finish(body: body, statusCode: 0, validators: .init(), attempts: 1, resumedBytes: 0)
+        try await finish(body: body, statusCode: 0, validators: .init(), attempts: 1, resumedBytes: 0, servedBy: request.url)
     }
 
     // MARK: Steps shared by both sources
@@ -141,7 +144,8 @@ struct TransferDelivery {
         }
     }
 
-    private func finish(body: Body, statusCode: Int, validators: TransferValidators, attempts: Int, resumedBytes: Int64) async throws {
+    private func finish(body: Body, statusCode: Int, validators: TransferValidators, attempts: Int, resumedBytes: Int64,
+                        servedBy: URL?) async throws {
         let digest = body.hasher?.finalize()
         if let expected = request.expectedSize, body.held != expected {
             throw sizeMismatch(received: body.held, expected: expected, atLeast: false)
@@ -154,7 +158,7 @@ struct TransferDelivery {
         try await sink.finish()
         operation.resolve(.success(TransferResult(
             outcome: .downloaded, statusCode: statusCode, bytes: body.held, resumedBytes: resumedBytes, sha256: digest,
-            validators: validators, attempts: attempts, peakBufferedBytes: operation.peakBufferedBytes)))
+            validators: validators, attempts: attempts, peakBufferedBytes: operation.peakBufferedBytes, servedBy: servedBy)))
     }
 
     private var cancelled: ResourceError {

@@ -224,9 +224,9 @@ final class TransferLoop {
     }
 
     private func configure(_ easy: CurlEasy, for session: TransferSession) throws(CurlError) {
-        let request = session.operation.request
-        try easy.set(CURLOPT_URL, request.url.absoluteString)
+        try easy.set(CURLOPT_URL, session.currentURL.absoluteString)
         try easy.set(CURLOPT_PROTOCOLS_STR, "http,https,file")
+        // A redirect may lead to another host (a CDN's edge), never to a local file or another scheme.
         try easy.set(CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
         try easy.set(CURLOPT_FOLLOWLOCATION, true)
         try easy.set(CURLOPT_MAXREDIRS, configuration.maximumRedirects)
@@ -244,7 +244,7 @@ final class TransferLoop {
         try easy.set(CURLOPT_LOW_SPEED_TIME, stallWindow)
         try easy.set(CURLOPT_USERAGENT, configuration.userAgent)
         try easy.set(CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS)
-        if request.url.scheme == "https" {
+        if session.currentURL.scheme == "https" {
             // Wait for a connection that can multiplex rather than open another one.
             try easy.set(CURLOPT_PIPEWAIT, true)
         }
@@ -263,7 +263,7 @@ final class TransferLoop {
         try? multi.remove(easy)
         defer { session.easy = nil }
         let operation = session.operation
-        let url = operation.request.url
+        let url = session.currentURL
         if operation.isStopped {
             drop(session)
             operation.deliver(.failed(Self.cancelledError(operation)))
@@ -280,11 +280,17 @@ final class TransferLoop {
             return
         }
         if let refusal = session.rangeRefusal {
-            // Another try would get the same answer; the caller must fall back to the whole file.
+            // Another try would get the same answer; another origin may serve the range, else the
+            // caller must fall back to the whole file.
+            if failOver(session, refusal) { return }
             fail(session, refusal)
             return
         }
         if session.restartFromZero {
+            // Another origin continues where the bytes stopped; a lone server starts over.
+            if failOver(session, ResourceError(.unexpectedResponse, "The server answered a range request with the wrong Content-Range.", url: url)) {
+                return
+            }
             session.received = 0
             session.validators = TransferValidators()
             retryOrFail(session, TransferFailure(
@@ -296,6 +302,7 @@ final class TransferLoop {
             let cause = CurlError(code: code, operation: "transfer", detail: easy.errorDetail)
             var failure = TransferFailure.curl(code, cause: cause, url: url)
             if TransferFailure.meansUnreachable(code), !operation.request.retriesUnreachableServer { failure.isRetryable = false }
+            if failOver(session, failure.error) { return }
             retryOrFail(session, failure)
             return
         }
@@ -315,15 +322,17 @@ final class TransferLoop {
             return
         }
         if let failure = TransferFailure.http(status: status, url: url) {
+            if failOver(session, failure.error) { return }
             retryOrFail(session, failure)
             return
         }
         let completion = TransferCompletion(statusCode: status, validators: session.validators,
-                                            attempts: session.attempts, resumedBytes: session.resumedBytes)
+                                            attempts: session.attempts, resumedBytes: session.resumedBytes, servedBy: url)
         sessions[session.sequence] = nil
         if status == 304 {
             operation.deliver(.notModified(TransferCompletion(
-                statusCode: status, validators: session.headers.validators, attempts: session.attempts, resumedBytes: 0)))
+                statusCode: status, validators: session.headers.validators, attempts: session.attempts, resumedBytes: 0,
+                servedBy: url)))
             return
         }
         // An empty body never reached the write callback; the sink still needs its head.
@@ -343,12 +352,46 @@ final class TransferLoop {
             return
         }
         session.notBefore = ContinuousClock.now.advanced(by: .milliseconds(Int(delay * 1000)))
+        if session.urls.count > 1 {
+            // Every origin failed this round: the next round starts at the origin after the last
+            // one tried (the request's first, after a full round), once the delay is over.
+            session.failedOrigins.removeAll()
+            let from = session.currentURL
+            session.switchOrigin(to: (session.urlIndex + 1) % session.urls.count)
+            session.operation.deliver(.originSwitched(TransferOriginSwitch(from: from, to: session.currentURL, reason: failure.error.code,
+                                                                           keptBytes: session.received)))
+        }
         queue.insert(session, sequence: session.sequence, priority: session.operation.control.priority)
         // Told at once, so the caller can show the stall rather than wait for the final error. (An
         // immediate retry is not a stall: the server answered, with something to start over from.)
         guard !immediately else { return }
         session.operation.deliver(.retrying(TransferRetry(code: failure.error.code, failedAttempt: session.attempts,
                                                           nextAttempt: Date(timeIntervalSinceNow: delay))))
+    }
+
+    /// Moves the transfer at once to the next origin that has not failed since its last progress,
+    /// keeping the bytes it holds; `false` when there is none, or `error` is not a host's fault.
+    ///
+    /// The attempt is not counted against the retry budget's delay: another host is not the one
+    /// that just failed. A round ends when every origin failed without progress; then the usual
+    /// retry (with its delay) or failure follows.
+    private func failOver(_ session: TransferSession, _ error: ResourceError) -> Bool {
+        guard session.urls.count > 1, Self.failsOver(error.code) else { return false }
+        session.failedOrigins.insert(session.urlIndex)
+        guard let next = session.nextUntriedOrigin() else { return false }
+        let from = session.currentURL
+        session.switchOrigin(to: next)
+        session.notBefore = .now
+        queue.insert(session, sequence: session.sequence, priority: session.operation.control.priority)
+        session.operation.deliver(.originSwitched(TransferOriginSwitch(from: from, to: session.currentURL, reason: error.code,
+                                                                       keptBytes: session.received)))
+        return true
+    }
+
+    /// Whether a failure with `code` may be the origin's fault, so another origin is worth asking:
+    /// no connection, a timeout, 5xx, a stale mirror's 404, a range served wrongly.
+    static func failsOver(_ code: ResourceError.Code) -> Bool {
+        [.networkUnavailable, .timedOut, .serverError, .resourceUnavailable, .rangeNotSupported, .unexpectedResponse].contains(code)
     }
 
     private func fail(_ session: TransferSession, _ error: ResourceError) {

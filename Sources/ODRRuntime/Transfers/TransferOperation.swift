@@ -46,6 +46,8 @@ final class TransferOperation: TransferHandle {
         case failed(ResourceError)
         /// An attempt failed; another follows.
         case retrying(TransferRetry)
+        /// The transfer moved to another origin.
+        case originSwitched(TransferOriginSwitch)
     }
 
     init(sequence: UInt64, request: TransferRequest, sink: any TransferSink, bufferLimit: Int, inbox: TransferInbox) {
@@ -298,4 +300,6 @@ struct TransferCompletion: Sendable {
     var validators: TransferValidators
     var attempts: Int
     var resumedBytes: Int64
+    /// The URL that answered.
+    var servedBy: URL?
 }

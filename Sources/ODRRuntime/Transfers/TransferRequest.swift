@@ -50,6 +50,20 @@ public struct TransferRequest: Sendable {
     /// bytes of another version. Retries within the transfer are guarded by the validators of the
     /// response the held bytes came from. Ignored without a ``byteRange``.
     public var ifRange: TransferValidators?
+    /// The same resource on other origins (mirrors, a second CDN), tried in order when ``url``
+    /// fails: no connection, a timeout, HTTP 5xx, a wrong `Content-Range`, or a 404 (a mirror that
+    /// does not have the file yet). The transfer continues on the next origin where it stopped, with
+    /// a `Range` request, keeping the bytes it holds.
+    ///
+    /// Only for content that is the same on every origin (content-addressed packs, pinned
+    /// manifests): validators of one host mean nothing on another, so a range continued there is
+    /// sent without `If-Range`, and ``expectedSHA256`` (or the caller's own per-entry hashes) is
+    /// what guards it. Each origin is tried once per round; when all failed, the ``RetryPolicy``'s
+    /// delay follows and the next round starts.
+    public var alternateURLs: [URL] = []
+    /// Called (from the task that feeds the sink, in order with its calls) each time the transfer
+    /// moves to another origin: which one, why, and how many bytes it kept.
+    public var originSwitched: (@Sendable (TransferOriginSwitch) -> Void)?
 
     /// A request for `url`; every setting can also be changed afterwards.
     public init(
@@ -79,6 +93,28 @@ public struct TransferRequest: Sendable {
         return ResourceError(.invalidArgument,
                              "The byte range \(byteRange.lowerBound)..<\(byteRange.upperBound) is empty or starts before byte 0; ask for at least one byte of the file.",
                              url: url)
+    }
+}
+
+/// A transfer left one origin for another (see ``TransferRequest/alternateURLs``).
+public struct TransferOriginSwitch: Sendable, Hashable {
+    /// The URL that failed.
+    public var from: URL
+    /// The URL the transfer continues from.
+    public var to: URL
+    /// What the failed attempt would have reported: `network-unavailable`, `timed-out`,
+    /// `server-error`, `resource-unavailable` (a stale mirror's 404), `range-not-supported` or
+    /// `unexpected-response` (a wrong `Content-Range`), `integrity` (bytes that failed verification).
+    public var reason: ResourceError.Code
+    /// Body bytes kept: the next origin is asked only for what follows them.
+    public var keptBytes: Int64
+
+    /// Describes a switch.
+    public init(from: URL, to: URL, reason: ResourceError.Code, keptBytes: Int64) {
+        self.from = from
+        self.to = to
+        self.reason = reason
+        self.keptBytes = keptBytes
     }
 }
 

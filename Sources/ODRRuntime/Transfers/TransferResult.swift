@@ -1,3 +1,9 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
 /// How a finished transfer ended, and what it saw.
 public struct TransferResult: Sendable {
     /// Whether the sink now holds a body or the caller's copy is still current.
@@ -24,10 +30,13 @@ public struct TransferResult: Sendable {
     public var attempts: Int
     /// The most bytes ever held between curl and the sink; bounded by the engine's buffer limit.
     public var peakBufferedBytes: Int
+    /// The URL that served the body: the request's, or one of its ``TransferRequest/alternateURLs``
+    /// after a failover. `nil` from a transport that does not say.
+    public var servedBy: URL?
 
     /// Creates a result, as the engine (or a stand-in transport in tests) does.
     public init(outcome: Outcome, statusCode: Int, bytes: Int64, resumedBytes: Int64 = 0, sha256: String? = nil,
-                validators: TransferValidators = .init(), attempts: Int = 1, peakBufferedBytes: Int = 0) {
+                validators: TransferValidators = .init(), attempts: Int = 1, peakBufferedBytes: Int = 0, servedBy: URL? = nil) {
         self.outcome = outcome
         self.statusCode = statusCode
         self.bytes = bytes
@@ -36,6 +45,7 @@ public struct TransferResult: Sendable {
         self.validators = validators
         self.attempts = attempts
         self.peakBufferedBytes = peakBufferedBytes
+        self.servedBy = servedBy
     }
 }
 

@@ -59,11 +59,20 @@ final class TransferSession {
 
     /// The cap on one response's header bytes (the engine's configuration).
     let maximumHeaderBytes: Int
+    /// The request's URL, then its alternates (``TransferRequest/alternateURLs``); `file://`
+    /// alternates are left out, since curl cannot pause a local read.
+    let urls: [URL]
+    /// Which of ``urls`` the current (or next) attempt asks.
+    var urlIndex = 0
+    /// The origins that failed since the last body byte arrived: a round of failover ends when
+    /// every origin is in here.
+    var failedOrigins: Set<Int> = []
 
     init(operation: TransferOperation, maximumHeaderBytes: Int) {
         self.operation = operation
         self.maximumHeaderBytes = maximumHeaderBytes
         isFile = operation.request.url.isFileURL
+        urls = [operation.request.url] + (isFile ? [] : operation.request.alternateURLs.filter { !$0.isFileURL })
         range = operation.request.byteRange
         received = operation.initialResumePoint?.offset ?? 0
         validators = operation.initialResumePoint?.validators
@@ -72,6 +81,26 @@ final class TransferSession {
     }
 
     var sequence: UInt64 { operation.sequence }
+
+    /// The URL the current (or next) attempt asks.
+    var currentURL: URL { urls[urlIndex] }
+
+    /// Whether held bytes may continue on another origin without validators: the caller declared
+    /// the resource identical everywhere by naming alternates.
+    var resumesAcrossOrigins: Bool { urls.count > 1 }
+
+    /// The first origin after the current one (in the request's order, wrapping) that has not
+    /// failed since the last progress, or `nil` when every one has.
+    func nextUntriedOrigin() -> Int? {
+        (1..<max(1, urls.count)).lazy.map { (self.urlIndex + $0) % self.urls.count }.first { !self.failedOrigins.contains($0) }
+    }
+
+    /// Moves the next attempt to origin `index`. The validators of the bytes held came from another
+    /// host and guard nothing there, so they are dropped (the range continues without `If-Range`).
+    func switchOrigin(to index: Int) {
+        urlIndex = index
+        validators = TransferValidators()
+    }
 
     /// Seconds since ``lastProgress`` (0 before the first attempt).
     var secondsWithoutProgress: Double {
@@ -92,7 +121,7 @@ final class TransferSession {
         headerBytes = 0
         headerRefusal = nil
         if lastProgress == nil { lastProgress = .now }
-        requestedOffset = (!isFile && received > 0 && validators.ifRangeValue != nil) ? received : 0
+        requestedOffset = (!isFile && received > 0 && (validators.ifRangeValue != nil || resumesAcrossOrigins)) ? received : 0
     }
 
     /// The request headers of the current attempt.
@@ -103,9 +132,9 @@ final class TransferSession {
         if let range {
             lines.append("Range: bytes=\(requestedSpan(of: range))")
             if let guardValue = validators.ifRangeValue { lines.append("If-Range: \(guardValue)") }
-        } else if requestedOffset > 0, let guardValue = validators.ifRangeValue {
+        } else if requestedOffset > 0 {
             lines.append("Range: bytes=\(requestedOffset)-")
-            lines.append("If-Range: \(guardValue)")
+            if let guardValue = validators.ifRangeValue { lines.append("If-Range: \(guardValue)") }
         }
         // Held bytes are a partial copy: a 304 for them would say nothing about the rest.
         if requestedOffset == 0, let conditional = operation.request.conditional {
@@ -136,6 +165,7 @@ final class TransferSession {
         case .accepted:
             received += Int64(bytes.count)
             lastProgress = .now
+            if !failedOrigins.isEmpty { failedOrigins.removeAll() }
             return bytes.count
         case .full:
             curlPaused = true
@@ -212,7 +242,7 @@ final class TransferSession {
         }
         return ResourceError(.rangeNotSupported,
                              reason + " Download the whole file instead, or refresh the catalog that planned the range.",
-                             url: operation.request.url)
+                             url: currentURL)
     }
 
     /// One header line from curl's header callback; `false` when the response's headers exceed
@@ -234,7 +264,7 @@ final class TransferSession {
     /// accepts for one line), naming the server.
     func oversizedHeaders() -> ResourceError {
         let limit = maximumHeaderBytes
-        let url = operation.request.url
+        let url = currentURL
         let server = (url.host ?? url.absoluteString) + (url.port.map { ":\($0)" } ?? "")
         return ResourceError(.unexpectedResponse,
                              "The server \(server) sent response headers larger than \(limit >> 10) KiB, more than any valid response needs; the transfer was stopped. Check the server or proxy at that address.",

@@ -145,6 +145,51 @@ static void config_checks(void) {
     odr_config_free(NULL);
 }
 
+/* Mirrors: with the primary refusing connections, the catalog comes from the mirror only when an
+ * unsigned catalog may come from a mirror; then a tag installs from it. */
+static void mirror_checks(const char *catalog_url, const char *store) {
+    odr_config *config = NULL;
+    char path[4096];
+    EXPECT(odr_config_create(&config), ODR_OK, "a config for mirrors");
+    EXPECT(odr_config_set_string(config, ODR_OPT_MIRROR, ""), ODR_E_INVALID_ARGUMENT, "an empty mirror");
+    EXPECT(odr_config_set_string(config, ODR_OPT_MIRROR, "ftp://mirror.example.com/game/"), ODR_E_INVALID_ARGUMENT, "an ftp mirror");
+    TRUE_THAT(strstr(odr_error_message(), "http") != NULL, "the message says a mirror is an http(s) URL");
+    EXPECT(odr_config_set_string(config, ODR_OPT_MIRROR, "file:///srv/catalog/"), ODR_E_INVALID_ARGUMENT, "a file: mirror");
+    EXPECT(odr_config_set_int(config, ODR_OPT_MIRROR, 1), ODR_E_INVALID_ARGUMENT, "a mirror set as a number");
+    EXPECT(odr_config_set_int(config, ODR_OPT_ALLOW_UNSIGNED_MIRRORS, 2), ODR_E_INVALID_ARGUMENT, "ODR_OPT_ALLOW_UNSIGNED_MIRRORS of 2");
+    EXPECT(odr_config_set_string(config, ODR_OPT_ALLOW_UNSIGNED_MIRRORS, "1"), ODR_E_INVALID_ARGUMENT, "ODR_OPT_ALLOW_UNSIGNED_MIRRORS set as a string");
+    EXPECT(odr_config_set_string(config, ODR_OPT_MIRROR, "http://mirror.example.com/game/"), ODR_OK, "a mirror");
+    EXPECT(odr_config_set_string(config, ODR_OPT_MIRROR, NULL), ODR_OK, "NULL removes every mirror");
+    odr_config_free(config);
+
+    snprintf(path, sizeof path, "%s-mirror", store);
+    /* Port 1 on loopback refuses connections at once: a primary that is down. */
+    config = checks_config("http://127.0.0.1:1/game/", path);
+    EXPECT(odr_config_set_string(config, ODR_OPT_MIRROR, catalog_url), ODR_OK, "the test server as the mirror");
+    odr_manager *manager = NULL;
+    EXPECT(odr_manager_create(config, &manager), ODR_OK, "a manager with a mirror");
+    EXPECT(odr_manager_prepare(manager, 1, 60000), ODR_E_CATALOG_UNAVAILABLE, "an unsigned catalog from a mirror is refused by default");
+    TRUE_THAT(strstr(odr_error_message(), "mirror") != NULL, "the message names the mirror");
+    odr_manager_destroy(manager);
+    manager = NULL;
+    EXPECT(odr_config_set_int(config, ODR_OPT_ALLOW_UNSIGNED_MIRRORS, 1), ODR_OK, "allow unsigned catalogs from mirrors");
+    EXPECT(odr_manager_create(config, &manager), ODR_OK, "a manager that allows them");
+    odr_config_free(config);
+    if (!manager) return;
+    EXPECT(odr_manager_prepare(manager, 1, 60000), ODR_OK, "the catalog comes from the mirror");
+    odr_request *request = request_for(manager, "level1");
+    EXPECT(odr_request_begin_wait(request, 60000), ODR_OK, "a tag installs from the mirror");
+    char file[4096];
+    size_t needed = 0;
+    EXPECT(odr_request_resource_path(request, "Levels/Level1/map.json", file, sizeof file, &needed), ODR_OK, "its file has a path");
+    FILE *opened = fopen(file, "rb");
+    TRUE_THAT(opened != NULL, "the file installed from the mirror is readable");
+    if (opened) fclose(opened);
+    odr_request_end(request);
+    odr_request_destroy(request);
+    odr_manager_destroy(manager);
+}
+
 /* A manager that trusts a key refuses the test's catalog, which nobody signed. */
 static void trust_checks(const char *catalog_url, const char *store) {
     /* The public key of docs/FORMAT.md's test vector: a valid key that did not sign this catalog. */
@@ -433,6 +478,7 @@ int main(int argc, char **argv) {
     config_checks();
     null_handle_checks();
     trust_checks(argv[1], argv[2]);
+    mirror_checks(argv[1], argv[2]);
 
     odr_config *config = checks_config(argv[1], argv[2]);
     odr_manager *manager = NULL;

@@ -1,0 +1,289 @@
+import Foundation
+import ODRFormat
+@testable import ODRRuntime
+import ODRServe
+import ODRTestSupport
+import Testing
+
+/// Two origins serving one catalog, each on its own loopback server: a primary that dies in the
+/// middle of a pack, serves damaged bytes, lacks a pack, or goes down with the mirror. Every test
+/// checks what the client ends with (files, store, errors) and the bytes each origin sent.
+struct OriginFailoverTests {
+    static let rules = """
+        { "catalogID": "origins", "tags": { "big": { "include": ["big"] } } }
+        """
+
+    /// A catalog whose tag `big` is one pack of four 1 MiB incompressible files.
+    static func fixture() async throws -> ManagerFixture {
+        let game = try CatalogFixture(rules: rules)
+        for (index, name) in ["a", "b", "c", "d"].enumerated() {
+            try game.write("big/\(name).bin", deterministicBytes(count: 1 << 20, seed: UInt64(90 + index)))
+        }
+        try await game.build()
+        return ManagerFixture(game: game, stores: try TemporaryDirectory(prefix: "odr-origins-store"))
+    }
+
+    static func bigPack(_ fixture: ManagerFixture) throws -> PackRecord {
+        try #require(try fixture.game.manifest(1).packs.first { $0.tags == ["big"] })
+    }
+
+    /// A manager with `mirror` as the second origin and quick retries.
+    static func manager(_ fixture: ManagerFixture, primary: CatalogServer, mirror: CatalogServer,
+                        store: String = "store") throws -> ResourceManager {
+        try fixture.manager(url: primary.baseURL, store: store) { configuration in
+            configuration.mirrors = [mirror.baseURL]
+            configuration.transport = try? TransferEngine(configuration: .init(retryPolicy: HTTPTransferTests.fastRetries))
+        }
+    }
+
+    /// Body bytes `server` sent for `path`.
+    static func sent(_ server: CatalogServer, _ path: String) -> Int {
+        server.requests().filter { $0.path == path }.reduce(0) { $0 + $1.bytesSent }
+    }
+
+    /// Collects the manager's origin switches as they are posted.
+    final class SwitchRecorder: Sendable {
+        let switches = Locked<[ResourceManagerEvent]>([])
+        let task: Task<Void, Never>
+
+        init(_ manager: ResourceManager) {
+            let events = manager.events()
+            let switches = self.switches
+            task = Task {
+                for await event in events {
+                    if case .originSwitched = event { switches.withLock { $0.append(event) } }
+                }
+            }
+        }
+
+        var reasons: [ResourceError.Code] {
+            switches.withLock { $0 }.compactMap { if case .originSwitched(_, _, let reason) = $0 { reason } else { nil } }
+        }
+    }
+
+    static func expectInstalled(_ manager: ResourceManager, _ fixture: ManagerFixture) async throws {
+        let request = ResourceRequest(tags: ["big"], manager: manager)
+        try await request.beginAccessingResources()
+        for name in ["a", "b", "c", "d"] {
+            let url = try #require(request.url(forResource: "big/\(name).bin"))
+            #expect(try Data(contentsOf: url) == fixture.game.contents(of: "big/\(name).bin"))
+        }
+        try request.endAccessingResources()
+        #expect(try manager.store.verify().isEmpty)
+    }
+
+    @Test func aPrimaryKilledMidPackFinishesFromTheMirrorWhereItStopped() async throws {
+        let fixture = try await Self.fixture()
+        let pack = try Self.bigPack(fixture)
+        let path = "/" + pack.archivePath
+        let stopAt = Int(pack.archiveBytes * 4 / 10)
+        try await withTestServer(root: fixture.game.catalog) { primary in
+            try await withTestServer(root: fixture.game.catalog) { mirror in
+                let manager = try Self.manager(fixture, primary: primary, mirror: mirror)
+                let recorder = SwitchRecorder(manager)
+                _ = try await manager.loadCatalog()
+                primary.injectFaults(.stall(afterBytes: stopAt), path: path)
+                let received = Locked<Int64>(0)
+                let fetch = Task { try await manager.fetch(tags: ["big"]) { progress in received.withLock { $0 = progress.completedBytes } } }
+                try await waitUntil("40% of the pack from the primary") { received.withLock { $0 } >= Int64(stopAt) }
+                // The primary dies: its connection drops and it refuses new ones.
+                try await primary.setConditions(NetworkConditions(offline: true))
+                _ = try await fetch.value
+                try await Self.expectInstalled(manager, fixture)
+
+                await mirror.waitUntilIdle()
+                let fromPrimary = Self.sent(primary, path)
+                let fromMirror = Self.sent(mirror, path)
+                #expect(fromPrimary == stopAt)
+                // The mirror sent the rest and nothing the primary had sent: at most one chunk in flight again.
+                #expect(fromPrimary + fromMirror <= Int(pack.archiveBytes) + (256 << 10))
+                #expect(fromMirror >= Int(pack.archiveBytes) - stopAt)
+                let ranges = mirror.requests().filter { $0.path == path }.compactMap(\.range)
+                #expect(ranges.count == 1)
+                #expect(ranges.first.map { $0.hasPrefix("bytes=\(stopAt)-") } == true, "\(ranges)")
+                try await waitUntil("the switch event") { !recorder.reasons.isEmpty }
+                #expect(recorder.reasons.first == .networkUnavailable || recorder.reasons.first == .timedOut)
+                let logged = try manager.store.events().filter { $0.kind == .origin }
+                #expect(logged.contains { $0.packID == pack.id && $0.reason.contains(mirror.baseURL.absoluteString) })
+                recorder.task.cancel()
+            }
+        }
+    }
+
+    @Test func aDamagedPackOnThePrimaryIsRefusedAndTheMirrorSendsOnlyWhatWasNotVerified() async throws {
+        let fixture = try await Self.fixture()
+        let pack = try Self.bigPack(fixture)
+        let path = "/" + pack.archivePath
+        try await withTestServer(root: fixture.game.catalog) { primary in
+            try await withTestServer(root: fixture.game.catalog) { mirror in
+                let manager = try Self.manager(fixture, primary: primary, mirror: mirror)
+                let recorder = SwitchRecorder(manager)
+                _ = try await manager.loadCatalog()
+                // A bad edge flips a bit in the third file (past the first two and their headers).
+                primary.injectFaults(.corrupt(atOffset: (2 << 20) + (512 << 10)), count: 100, path: path)
+                _ = try await manager.fetch(tags: ["big"])
+                try await Self.expectInstalled(manager, fixture)
+
+                await mirror.waitUntilIdle()
+                let fromMirror = Self.sent(mirror, path)
+                // The first two files were verified and kept: the mirror sent about the last two.
+                #expect(fromMirror > 0)
+                #expect(fromMirror <= Int(pack.archiveBytes) / 2 + (64 << 10), "mirror sent \(fromMirror)")
+                #expect(primary.requests().filter { $0.path == path }.count == 1)
+                try await waitUntil("the integrity switch") { recorder.reasons.contains(.integrity) }
+                recorder.task.cancel()
+            }
+        }
+    }
+
+    @Test func aStaleOriginWithoutThePackIsPassedOverAndLogged() async throws {
+        let fixture = try await Self.fixture()
+        let pack = try Self.bigPack(fixture)
+        let path = "/" + pack.archivePath
+        // The primary's copy lacks the new pack (it has not received it yet).
+        let stale = try TemporaryDirectory(prefix: "odr-stale-origin")
+        try FileManager.default.removeItem(at: stale.url)
+        try FileManager.default.copyItem(at: fixture.game.catalog, to: stale.url)
+        try FileManager.default.removeItem(at: stale.appending(pack.archivePath))
+        try await withTestServer(root: stale.url) { primary in
+            try await withTestServer(root: fixture.game.catalog) { mirror in
+                let manager = try Self.manager(fixture, primary: primary, mirror: mirror)
+                let recorder = SwitchRecorder(manager)
+                _ = try await manager.loadCatalog()
+                _ = try await manager.fetch(tags: ["big"])
+                try await Self.expectInstalled(manager, fixture)
+
+                await primary.waitUntilIdle()
+                await mirror.waitUntilIdle()
+                #expect(primary.requests().filter { $0.path == path }.map(\.status) == [404])
+                #expect(Self.sent(mirror, path) == Int(pack.archiveBytes))
+                try await waitUntil("the stale-mirror switch") { recorder.reasons.contains(.resourceUnavailable) }
+                let logged = try manager.store.events().filter { $0.kind == .origin }
+                #expect(logged.contains { $0.packID == pack.id && $0.reason.hasSuffix(ResourceError.Code.resourceUnavailable.rawValue) })
+                recorder.task.cancel()
+            }
+        }
+    }
+
+    @Test func bothOriginsDownFailsAsUnreachableKeepsTheBytesAndTheNextRunContinues() async throws {
+        let fixture = try await Self.fixture()
+        let pack = try Self.bigPack(fixture)
+        let path = "/" + pack.archivePath
+        let stopAt = Int(pack.archiveBytes * 4 / 10)
+        try await withTestServer(root: fixture.game.catalog) { primary in
+            try await withTestServer(root: fixture.game.catalog) { mirror in
+                do {
+                    let manager = try Self.manager(fixture, primary: primary, mirror: mirror)
+                    _ = try await manager.loadCatalog()
+                    try await mirror.setConditions(NetworkConditions(offline: true))
+                    primary.injectFaults(.stall(afterBytes: stopAt), path: path)
+                    let received = Locked<Int64>(0)
+                    let fetch = Task { try await manager.fetch(tags: ["big"]) { progress in received.withLock { $0 = progress.completedBytes } } }
+                    try await waitUntil("40% of the pack") { received.withLock { $0 } >= Int64(stopAt) }
+                    try await primary.setConditions(NetworkConditions(offline: true))
+                    let error = await #expect(throws: ResourceError.self) { _ = try await fetch.value }
+                    #expect(error?.code == .networkUnavailable)
+                    #expect(manager.state.withLock { !$0.installedIDs.contains(pack.id) })
+                }
+                // Both come back; the next run (a new manager on the same store) fetches only the rest.
+                try await primary.setConditions(.perfect)
+                try await mirror.setConditions(.perfect)
+                primary.clearRequests()
+                mirror.clearRequests()
+                let manager = try Self.manager(fixture, primary: primary, mirror: mirror)
+                _ = try await manager.loadCatalog()
+                _ = try await manager.fetch(tags: ["big"])
+                try await Self.expectInstalled(manager, fixture)
+                await primary.waitUntilIdle()
+                await mirror.waitUntilIdle()
+                let again = Self.sent(primary, path) + Self.sent(mirror, path)
+                #expect(again <= Int(pack.archiveBytes) - stopAt + (256 << 10), "the second run moved \(again) bytes")
+            }
+        }
+    }
+
+    @Test func aRedirectToAFileURLIsRefusedAndTheMirrorServes() async throws {
+        let body = deterministicBytes(count: 300_000, seed: 95)
+        let redirect = Data("HTTP/1.1 302 Found\r\nLocation: file:///etc/hostname\r\nContent-Length: 0\r\n\r\n".utf8)
+        let peer = try RawHTTPPeer(response: redirect)
+        defer { peer.stop() }
+        try await withTestServer(files: ["packs/a.zip": body]) { mirror, _ in
+            let engine = try TransferEngine(configuration: .init(retryPolicy: HTTPTransferTests.fastRetries))
+            // Alone, the redirect fails the transfer and the sink receives nothing.
+            let alone = RecordingSink()
+            let error = await #expect(throws: ResourceError.self) {
+                _ = try await engine.download(TransferRequest(url: peer.url(for: "packs/a.zip")), into: alone)
+            }
+            #expect(error?.code == .unexpectedResponse)
+            #expect(alone.bytes.isEmpty)
+
+            // With a mirror, the transfer moves there and gets the real bytes. (A fresh engine: the
+            // peer answers one request per connection, and the first engine keeps its connection.)
+            let engine2 = try TransferEngine(configuration: .init(retryPolicy: HTTPTransferTests.fastRetries))
+            let switches = Locked<[TransferOriginSwitch]>([])
+            var request = TransferRequest(url: peer.url(for: "packs/a.zip"), expectedSHA256: ContentHash.sha256Hex(of: body))
+            request.alternateURLs = [mirror.url(for: "packs/a.zip")]
+            request.originSwitched = { change in switches.withLock { $0.append(change) } }
+            let sink = RecordingSink()
+            let result = try await engine2.download(request, into: sink)
+            #expect(sink.bytes == body)
+            #expect(result.servedBy == mirror.url(for: "packs/a.zip"))
+            #expect(switches.withLock { $0 }.map(\.reason) == [.unexpectedResponse])
+        }
+    }
+
+    @Test func aCutTransferContinuesOnTheMirrorFromTheHeldBytesWithoutIfRange() async throws {
+        let body = deterministicBytes(count: 1 << 20, seed: 96)
+        try await withTestServer(files: ["packs/a.zip": body]) { primary, _ in
+            try await withTestServer(files: ["packs/a.zip": body]) { mirror, _ in
+                primary.injectFaults(.truncate(afterBytes: 300_000), path: "/packs/a.zip")
+                let engine = try TransferEngine(configuration: .init(retryPolicy: HTTPTransferTests.fastRetries))
+                var request = TransferRequest(url: primary.url(for: "packs/a.zip"), expectedSize: Int64(body.count),
+                                              expectedSHA256: ContentHash.sha256Hex(of: body))
+                request.alternateURLs = [mirror.url(for: "packs/a.zip")]
+                let sink = RecordingSink()
+                let result = try await engine.download(request, into: sink)
+                #expect(sink.bytes == body)
+                #expect(result.resumedBytes == 300_000)
+                #expect(result.servedBy == mirror.url(for: "packs/a.zip"))
+                await mirror.waitUntilIdle()
+                // The primary's validators mean nothing on the mirror: the hash guards the bytes.
+                #expect(mirror.requests().map(\.range) == ["bytes=300000-"])
+                #expect(mirror.requests().map(\.ifRange) == [nil])
+                #expect(Self.sent(primary, "/packs/a.zip") + Self.sent(mirror, "/packs/a.zip") == body.count)
+            }
+        }
+    }
+
+    @Test func serverErrorsOnEveryOriginAreRetriedInRoundsThenFail() async throws {
+        let body = deterministicBytes(count: 100_000, seed: 97)
+        try await withTestServer(files: ["packs/a.zip": body]) { primary, _ in
+            try await withTestServer(files: ["packs/a.zip": body]) { mirror, _ in
+                // One 503 on the primary: the mirror serves at once.
+                primary.injectFaults(.status(503), path: "/packs/a.zip")
+                let engine = try TransferEngine(configuration: .init(retryPolicy: HTTPTransferTests.fastRetries))
+                let switches = Locked<[TransferOriginSwitch]>([])
+                var request = TransferRequest(url: primary.url(for: "packs/a.zip"), expectedSHA256: ContentHash.sha256Hex(of: body))
+                request.alternateURLs = [mirror.url(for: "packs/a.zip")]
+                request.originSwitched = { change in switches.withLock { $0.append(change) } }
+                let sink = RecordingSink()
+                let result = try await engine.download(request, into: sink)
+                #expect(sink.bytes == body)
+                #expect(result.servedBy == mirror.url(for: "packs/a.zip"))
+                #expect(switches.withLock { $0 }.map(\.reason) == [.serverError])
+
+                // 503 everywhere: each round asks both, the retry budget (3 attempts) ends it.
+                primary.clearRequests()
+                mirror.clearRequests()
+                primary.injectFaults(.status(503), count: 20, path: "/packs/a.zip")
+                mirror.injectFaults(.status(503), count: 20, path: "/packs/a.zip")
+                let error = await #expect(throws: ResourceError.self) { _ = try await engine.download(request, into: RecordingSink()) }
+                #expect(error?.code == .serverError)
+                await primary.waitUntilIdle()
+                await mirror.waitUntilIdle()
+                #expect(primary.requests().count == 2)
+                #expect(mirror.requests().count == 2)
+            }
+        }
+    }
+}
