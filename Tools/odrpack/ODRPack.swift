@@ -22,6 +22,7 @@ struct ODRPack: AsyncParsableCommand {
             SignCommand.self,
             KeyCommand.self,
             ServeCommand.self,
+            PublishCommand.self,
         ]
     )
 }

@@ -101,6 +101,17 @@ public struct BuildError: Error, CustomStringConvertible, Sendable {
         public static let manifestPinMismatch = Code(rawValue: "verify.manifestPinMismatch")
         /// A manifest refers to a pack, tag or entry it does not define.
         public static let danglingReference = Code(rawValue: "verify.danglingReference")
+
+        // Publishing.
+        /// `rclone` (needed for a `remote:path` destination) is not installed or not on `PATH`.
+        public static let publishToolMissing = Code(rawValue: "publish.toolMissing")
+        /// The destination refused to list, write or rename a file (unwritable folder, a remote
+        /// that failed, a path that is not a folder).
+        public static let publishDestination = Code(rawValue: "publish.destination")
+        /// A file read back from the destination differs from the one uploaded (size or SHA-256).
+        public static let publishReadBack = Code(rawValue: "publish.readBack")
+        /// The public URL serves an older `catalog.json`, or a pack it names does not answer.
+        public static let publishStaleEdge = Code(rawValue: "publish.staleEdge")
     }
 
     /// What went wrong, as a stable code.

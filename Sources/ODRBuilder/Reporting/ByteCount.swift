@@ -1,6 +1,7 @@
 /// Human-readable byte counts for reports ("1.5 MiB").
-enum ByteCount {
-    static func format(_ bytes: Int64) -> String {
+public enum ByteCount {
+    /// `bytes` in the largest binary unit that keeps the number at least 1 ("1.5 MiB", "512 B").
+    public static func format(_ bytes: Int64) -> String {
         let units = ["B", "KiB", "MiB", "GiB", "TiB"]
         var value = Double(bytes)
         var unit = 0
