@@ -47,9 +47,21 @@ struct CatalogPublishTests {
         }
     }
 
-    @Test func aLocalFolderGetsPacksThenManifestsThenCatalogAndAnUpdateSkipsWhatIsThere() async throws {
-        let fixture = try CatalogFixture.game(bigBytes: 300_000)
+    /// The destination serves the fixture's current catalog.json, and holds everything it names.
+    static func expectCurrent(_ destination: URL, _ fixture: CatalogFixture) throws {
+        #expect(try Data(contentsOf: destination.appending(path: "catalog.json")) == Data(contentsOf: fixture.catalog.appending(path: "catalog.json")))
+        try expectComplete(destination, like: fixture.catalog)
+    }
+
+    /// The default game with `bigBytes` of music, built.
+    static func built(bigBytes: Int) async throws -> CatalogFixture {
+        let fixture = try CatalogFixture.game(bigBytes: bigBytes)
         try await fixture.build()
+        return fixture
+    }
+
+    @Test func aLocalFolderGetsPacksThenManifestsThenCatalogAndAnUpdateSkipsWhatIsThere() async throws {
+        let fixture = try await Self.built(bigBytes: 300_000)
         let destination = try TemporaryDirectory(prefix: "odr-publish-folder")
         let steps = Steps()
         let report = try Self.publisher(fixture, to: .folder(destination.url), steps: steps).publish()
@@ -75,13 +87,11 @@ struct CatalogPublishTests {
         let newFiles = Set(Self.files(in: fixture.catalog)).subtracting(Self.files(in: destination.url))
         #expect(Set(update.uploads.map(\.path)) == newFiles.union(["catalog.json"]))
         _ = try Self.publisher(fixture, to: .folder(destination.url)).publish()
-        #expect(try Data(contentsOf: destination.appending("catalog.json")) == Data(contentsOf: fixture.catalog.appending(path: "catalog.json")))
-        try Self.expectComplete(destination.url, like: fixture.catalog)
+        try Self.expectCurrent(destination.url, fixture)
     }
 
     @Test func aDryRunPlansEverythingAndWritesNothing() async throws {
-        let fixture = try CatalogFixture.game(bigBytes: 100_000)
-        try await fixture.build()
+        let fixture = try await Self.built(bigBytes: 100_000)
         let destination = try TemporaryDirectory(prefix: "odr-publish-dry")
         let target = destination.appending("www/game")
         let plan = try Self.publisher(fixture, to: .folder(target)).plan()
@@ -92,8 +102,7 @@ struct CatalogPublishTests {
     }
 
     @Test func aDestinationFailingHalfwayKeepsTheOldCatalogWholeAndARerunFinishes() async throws {
-        let fixture = try CatalogFixture.game(bigBytes: 200_000)
-        try await fixture.build()
+        let fixture = try await Self.built(bigBytes: 200_000)
         let destination = try TemporaryDirectory(prefix: "odr-publish-halfway")
         _ = try Self.publisher(fixture, to: .folder(destination.url)).publish()
         let published = try Data(contentsOf: destination.appending("catalog.json"))
@@ -121,13 +130,11 @@ struct CatalogPublishTests {
         #expect(!steps.uploaded.contains(newPacks[0]))
         #expect(steps.uploaded.contains(blocked))
         #expect(report.plan.present.contains { $0.path == newPacks[0] })
-        #expect(try Data(contentsOf: destination.appending("catalog.json")) == Data(contentsOf: fixture.catalog.appending(path: "catalog.json")))
-        try Self.expectComplete(destination.url, like: fixture.catalog)
+        try Self.expectCurrent(destination.url, fixture)
     }
 
     @Test func aDamagedCopyOfTheRightSizeIsUploadedAgain() async throws {
-        let fixture = try CatalogFixture.game(bigBytes: 100_000)
-        try await fixture.build()
+        let fixture = try await Self.built(bigBytes: 100_000)
         let destination = try TemporaryDirectory(prefix: "odr-publish-damaged")
         _ = try Self.publisher(fixture, to: .folder(destination.url)).publish()
         let pack = try #require(Self.files(in: destination.url).first { $0.hasPrefix("packs/") })
@@ -141,8 +148,7 @@ struct CatalogPublishTests {
     }
 
     @Test func anUnwritableDestinationIsATypedErrorAndWritesNothing() async throws {
-        let fixture = try CatalogFixture.game(bigBytes: 50_000)
-        try await fixture.build()
+        let fixture = try await Self.built(bigBytes: 50_000)
         let directory = try TemporaryDirectory(prefix: "odr-publish-unwritable")
         let file = directory.appending("not-a-folder")
         try Data("x".utf8).write(to: file)
@@ -155,8 +161,7 @@ struct CatalogPublishTests {
     }
 
     @Test func aRemoteWithoutRcloneIsATypedErrorThatSaysHowToInstallIt() async throws {
-        let fixture = try CatalogFixture.game(bigBytes: 50_000)
-        try await fixture.build()
+        let fixture = try await Self.built(bigBytes: 50_000)
         var options = CatalogPublisher.Options()
         options.rclone = "rclone-not-installed-\(UUID().uuidString)"
         let error = #expect(throws: BuildError.self) {
@@ -170,8 +175,7 @@ struct CatalogPublishTests {
 
     @Test(.enabled(if: RcloneWebDAV.isAvailable, "rclone is not installed"))
     func aWebDAVRemoteThroughRcloneGetsTheCatalogAndARerunAfterAFailureFinishes() async throws {
-        let fixture = try CatalogFixture.game(bigBytes: 200_000)
-        try await fixture.build()
+        let fixture = try await Self.built(bigBytes: 200_000)
         let served = try TemporaryDirectory(prefix: "odr-publish-dav")
         let options = CatalogPublisher.Options(rcloneArguments: ["--retries", "1", "--low-level-retries", "1", "--contimeout", "2s"])
 

@@ -91,6 +91,24 @@ final class CatalogServerProcess {
         try? FileManager.default.removeItem(at: logURL)
     }
 
+    /// Kills the server the way a crashed origin dies, and says how many bytes it had written:
+    /// freezes it (SIGSTOP), reads `wchar` from `/proc/PID/io` (every byte it wrote to sockets and
+    /// its log: an upper bound of what it sent), then SIGKILL. `nil` when `/proc` cannot be read
+    /// (the server is killed anyway).
+    func freezeAndKill() -> Int64? {
+        guard !stopped else { return nil }
+        stopped = true
+        kill(pid, SIGSTOP)
+        let io = try? String(contentsOfFile: "/proc/\(pid)/io", encoding: .utf8)
+        let written = io?.split(whereSeparator: \.isNewline).first { $0.hasPrefix("wchar:") }
+            .flatMap { Int64($0.dropFirst("wchar:".count).trimmingCharacters(in: .whitespaces)) }
+        kill(pid, SIGKILL)
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        try? FileManager.default.removeItem(at: logURL)
+        return written
+    }
+
     // MARK: The request log
 
     /// One request as the server logged it on completion.

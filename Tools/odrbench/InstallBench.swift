@@ -47,8 +47,12 @@ struct InstallBench: AsyncParsableCommand {
     @Option(help: "Runs of each timed measurement; the best is reported.")
     var runs = 2
 
+    @Option(help: ArgumentHelp("2: instead of the suites above, fetch the stored-only catalog with a mirror (each origin its own odrpack serve): both healthy against one origin, and the primary killed at 40% (bytes both sent at most the tag's + 8 MiB).", valueName: "n"))
+    var origins = 1
+
     func validate() throws {
         guard mib > 0, packMiB > 0, runs > 0 else { throw ValidationError("--mib, --pack-mib and --runs must be positive.") }
+        guard origins == 1 || origins == 2 else { throw ValidationError("--origins is 1 (the install suites) or 2 (failover between two origins).") }
         for tool in ["/usr/bin/curl", "/usr/bin/unzip", "/usr/bin/sync"] where !FileManager.default.isExecutableFile(atPath: tool) {
             throw ValidationError("\(tool) is needed as the baseline.")
         }
@@ -58,8 +62,16 @@ struct InstallBench: AsyncParsableCommand {
         let odr = try ChildProcess.sibling("odr"), odrpack = try ChildProcess.sibling("odrpack")
         let workspace = FileManager.default.temporaryDirectory.appending(path: "odrbench-install-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: workspace) }
-        print("Generating and building \(mib) MiB mixed and \(mib) MiB stored-only catalogs under \(workspace.path) ...")
         let served = workspace.appending(path: "served")
+        if origins == 2 {
+            print("Generating and building a \(mib) MiB stored-only catalog under \(workspace.path) ...")
+            try await buildCatalog(at: served.appending(path: "stored"), workspace: workspace.appending(path: "stored-assets"), compressible: false)
+            try FileManager.default.createDirectory(at: workspace.appending(path: "run-origins"), withIntermediateDirectories: true)
+            try OriginsRun(catalog: served.appending(path: "stored"), odr: odr, odrpack: odrpack,
+                           scratch: workspace.appending(path: "run-origins")).report(runs: runs)
+            return
+        }
+        print("Generating and building \(mib) MiB mixed and \(mib) MiB stored-only catalogs under \(workspace.path) ...")
         try await buildCatalog(at: served.appending(path: "mixed"), workspace: workspace.appending(path: "mixed-assets"), compressible: true)
         try await buildCatalog(at: served.appending(path: "stored"), workspace: workspace.appending(path: "stored-assets"), compressible: false)
 

@@ -61,6 +61,32 @@ struct OriginFailoverTests {
         }
     }
 
+    /// Downloads `url` with `mirror` as its alternate on a fresh engine, expects `body` from the
+    /// mirror, and returns the reasons of the switches.
+    static func expectServedByMirror(from url: URL, mirror: URL, body: Data) async throws -> [ResourceError.Code] {
+        let engine = try TransferEngine(configuration: .init(retryPolicy: HTTPTransferTests.fastRetries))
+        let switches = Locked<[TransferOriginSwitch]>([])
+        var request = TransferRequest(url: url, expectedSHA256: ContentHash.sha256Hex(of: body))
+        request.alternateURLs = [mirror]
+        request.originSwitched = { change in switches.withLock { $0.append(change) } }
+        let sink = RecordingSink()
+        let result = try await engine.download(request, into: sink)
+        #expect(sink.bytes == body)
+        #expect(result.servedBy == mirror)
+        return switches.withLock { $0 }.map(\.reason)
+    }
+
+    /// Runs `body` with the fixture, its `big` pack, and two servers of its catalog: primary, mirror.
+    static func withTwoOrigins(_ body: (ManagerFixture, PackRecord, CatalogServer, CatalogServer) async throws -> Void) async throws {
+        let fixture = try await Self.fixture()
+        let pack = try Self.bigPack(fixture)
+        try await withTestServer(root: fixture.game.catalog) { primary in
+            try await withTestServer(root: fixture.game.catalog) { mirror in
+                try await body(fixture, pack, primary, mirror)
+            }
+        }
+    }
+
     static func expectInstalled(_ manager: ResourceManager, _ fixture: ManagerFixture) async throws {
         let request = ResourceRequest(tags: ["big"], manager: manager)
         try await request.beginAccessingResources()
@@ -73,66 +99,58 @@ struct OriginFailoverTests {
     }
 
     @Test func aPrimaryKilledMidPackFinishesFromTheMirrorWhereItStopped() async throws {
-        let fixture = try await Self.fixture()
-        let pack = try Self.bigPack(fixture)
-        let path = "/" + pack.archivePath
-        let stopAt = Int(pack.archiveBytes * 4 / 10)
-        try await withTestServer(root: fixture.game.catalog) { primary in
-            try await withTestServer(root: fixture.game.catalog) { mirror in
-                let manager = try Self.manager(fixture, primary: primary, mirror: mirror)
-                let recorder = SwitchRecorder(manager)
-                _ = try await manager.loadCatalog()
-                primary.injectFaults(.stall(afterBytes: stopAt), path: path)
-                let received = Locked<Int64>(0)
-                let fetch = Task { try await manager.fetch(tags: ["big"]) { progress in received.withLock { $0 = progress.completedBytes } } }
-                try await waitUntil("40% of the pack from the primary") { received.withLock { $0 } >= Int64(stopAt) }
-                // The primary dies: its connection drops and it refuses new ones.
-                try await primary.setConditions(NetworkConditions(offline: true))
-                _ = try await fetch.value
-                try await Self.expectInstalled(manager, fixture)
+        try await Self.withTwoOrigins { fixture, pack, primary, mirror in
+            let path = "/" + pack.archivePath
+            let stopAt = Int(pack.archiveBytes * 4 / 10)
+            let manager = try Self.manager(fixture, primary: primary, mirror: mirror)
+            let recorder = SwitchRecorder(manager)
+            _ = try await manager.loadCatalog()
+            primary.injectFaults(.stall(afterBytes: stopAt), path: path)
+            let received = Locked<Int64>(0)
+            let fetch = Task { try await manager.fetch(tags: ["big"]) { progress in received.withLock { $0 = progress.completedBytes } } }
+            try await waitUntil("40% of the pack from the primary") { received.withLock { $0 } >= Int64(stopAt) }
+            // The primary dies: its connection drops and it refuses new ones.
+            try await primary.setConditions(NetworkConditions(offline: true))
+            _ = try await fetch.value
+            try await Self.expectInstalled(manager, fixture)
 
-                await mirror.waitUntilIdle()
-                let fromPrimary = Self.sent(primary, path)
-                let fromMirror = Self.sent(mirror, path)
-                #expect(fromPrimary == stopAt)
-                // The mirror sent the rest and nothing the primary had sent: at most one chunk in flight again.
-                #expect(fromPrimary + fromMirror <= Int(pack.archiveBytes) + (256 << 10))
-                #expect(fromMirror >= Int(pack.archiveBytes) - stopAt)
-                let ranges = mirror.requests().filter { $0.path == path }.compactMap(\.range)
-                #expect(ranges.count == 1)
-                #expect(ranges.first.map { $0.hasPrefix("bytes=\(stopAt)-") } == true, "\(ranges)")
-                try await waitUntil("the switch event") { !recorder.reasons.isEmpty }
-                #expect(recorder.reasons.first == .networkUnavailable || recorder.reasons.first == .timedOut)
-                let logged = try manager.store.events().filter { $0.kind == .origin }
-                #expect(logged.contains { $0.packID == pack.id && $0.reason.contains(mirror.baseURL.absoluteString) })
-                recorder.task.cancel()
-            }
+            await mirror.waitUntilIdle()
+            let fromPrimary = Self.sent(primary, path)
+            let fromMirror = Self.sent(mirror, path)
+            #expect(fromPrimary == stopAt)
+            // The mirror sent the rest and nothing the primary had sent: at most one chunk in flight again.
+            #expect(fromPrimary + fromMirror <= Int(pack.archiveBytes) + (256 << 10))
+            #expect(fromMirror >= Int(pack.archiveBytes) - stopAt)
+            let ranges = mirror.requests().filter { $0.path == path }.compactMap(\.range)
+            #expect(ranges.count == 1)
+            #expect(ranges.first.map { $0.hasPrefix("bytes=\(stopAt)-") } == true, "\(ranges)")
+            try await waitUntil("the switch event") { !recorder.reasons.isEmpty }
+            #expect(recorder.reasons.first == .networkUnavailable || recorder.reasons.first == .timedOut)
+            let logged = try manager.store.events().filter { $0.kind == .origin }
+            #expect(logged.contains { $0.packID == pack.id && $0.reason.contains(mirror.baseURL.absoluteString) })
+            recorder.task.cancel()
         }
     }
 
     @Test func aDamagedPackOnThePrimaryIsRefusedAndTheMirrorSendsOnlyWhatWasNotVerified() async throws {
-        let fixture = try await Self.fixture()
-        let pack = try Self.bigPack(fixture)
-        let path = "/" + pack.archivePath
-        try await withTestServer(root: fixture.game.catalog) { primary in
-            try await withTestServer(root: fixture.game.catalog) { mirror in
-                let manager = try Self.manager(fixture, primary: primary, mirror: mirror)
-                let recorder = SwitchRecorder(manager)
-                _ = try await manager.loadCatalog()
-                // A bad edge flips a bit in the third file (past the first two and their headers).
-                primary.injectFaults(.corrupt(atOffset: (2 << 20) + (512 << 10)), count: 100, path: path)
-                _ = try await manager.fetch(tags: ["big"])
-                try await Self.expectInstalled(manager, fixture)
+        try await Self.withTwoOrigins { fixture, pack, primary, mirror in
+            let path = "/" + pack.archivePath
+            let manager = try Self.manager(fixture, primary: primary, mirror: mirror)
+            let recorder = SwitchRecorder(manager)
+            _ = try await manager.loadCatalog()
+            // A bad edge flips a bit in the third file (past the first two and their headers).
+            primary.injectFaults(.corrupt(atOffset: (2 << 20) + (512 << 10)), count: 100, path: path)
+            _ = try await manager.fetch(tags: ["big"])
+            try await Self.expectInstalled(manager, fixture)
 
-                await mirror.waitUntilIdle()
-                let fromMirror = Self.sent(mirror, path)
-                // The first two files were verified and kept: the mirror sent about the last two.
-                #expect(fromMirror > 0)
-                #expect(fromMirror <= Int(pack.archiveBytes) / 2 + (64 << 10), "mirror sent \(fromMirror)")
-                #expect(primary.requests().filter { $0.path == path }.count == 1)
-                try await waitUntil("the integrity switch") { recorder.reasons.contains(.integrity) }
-                recorder.task.cancel()
-            }
+            await mirror.waitUntilIdle()
+            let fromMirror = Self.sent(mirror, path)
+            // The first two files were verified and kept: the mirror sent about the last two.
+            #expect(fromMirror > 0)
+            #expect(fromMirror <= Int(pack.archiveBytes) / 2 + (64 << 10), "mirror sent \(fromMirror)")
+            #expect(primary.requests().filter { $0.path == path }.count == 1)
+            try await waitUntil("the integrity switch") { recorder.reasons.contains(.integrity) }
+            recorder.task.cancel()
         }
     }
 
@@ -166,39 +184,35 @@ struct OriginFailoverTests {
     }
 
     @Test func bothOriginsDownFailsAsUnreachableKeepsTheBytesAndTheNextRunContinues() async throws {
-        let fixture = try await Self.fixture()
-        let pack = try Self.bigPack(fixture)
-        let path = "/" + pack.archivePath
-        let stopAt = Int(pack.archiveBytes * 4 / 10)
-        try await withTestServer(root: fixture.game.catalog) { primary in
-            try await withTestServer(root: fixture.game.catalog) { mirror in
-                do {
-                    let manager = try Self.manager(fixture, primary: primary, mirror: mirror)
-                    _ = try await manager.loadCatalog()
-                    try await mirror.setConditions(NetworkConditions(offline: true))
-                    primary.injectFaults(.stall(afterBytes: stopAt), path: path)
-                    let received = Locked<Int64>(0)
-                    let fetch = Task { try await manager.fetch(tags: ["big"]) { progress in received.withLock { $0 = progress.completedBytes } } }
-                    try await waitUntil("40% of the pack") { received.withLock { $0 } >= Int64(stopAt) }
-                    try await primary.setConditions(NetworkConditions(offline: true))
-                    let error = await #expect(throws: ResourceError.self) { _ = try await fetch.value }
-                    #expect(error?.code == .networkUnavailable)
-                    #expect(manager.state.withLock { !$0.installedIDs.contains(pack.id) })
-                }
-                // Both come back; the next run (a new manager on the same store) fetches only the rest.
-                try await primary.setConditions(.perfect)
-                try await mirror.setConditions(.perfect)
-                primary.clearRequests()
-                mirror.clearRequests()
+        try await Self.withTwoOrigins { fixture, pack, primary, mirror in
+            let path = "/" + pack.archivePath
+            let stopAt = Int(pack.archiveBytes * 4 / 10)
+            do {
                 let manager = try Self.manager(fixture, primary: primary, mirror: mirror)
                 _ = try await manager.loadCatalog()
-                _ = try await manager.fetch(tags: ["big"])
-                try await Self.expectInstalled(manager, fixture)
-                await primary.waitUntilIdle()
-                await mirror.waitUntilIdle()
-                let again = Self.sent(primary, path) + Self.sent(mirror, path)
-                #expect(again <= Int(pack.archiveBytes) - stopAt + (256 << 10), "the second run moved \(again) bytes")
+                try await mirror.setConditions(NetworkConditions(offline: true))
+                primary.injectFaults(.stall(afterBytes: stopAt), path: path)
+                let received = Locked<Int64>(0)
+                let fetch = Task { try await manager.fetch(tags: ["big"]) { progress in received.withLock { $0 = progress.completedBytes } } }
+                try await waitUntil("40% of the pack") { received.withLock { $0 } >= Int64(stopAt) }
+                try await primary.setConditions(NetworkConditions(offline: true))
+                let error = await #expect(throws: ResourceError.self) { _ = try await fetch.value }
+                #expect(error?.code == .networkUnavailable)
+                #expect(manager.state.withLock { !$0.installedIDs.contains(pack.id) })
             }
+            // Both come back; the next run (a new manager on the same store) fetches only the rest.
+            try await primary.setConditions(.perfect)
+            try await mirror.setConditions(.perfect)
+            primary.clearRequests()
+            mirror.clearRequests()
+            let manager = try Self.manager(fixture, primary: primary, mirror: mirror)
+            _ = try await manager.loadCatalog()
+            _ = try await manager.fetch(tags: ["big"])
+            try await Self.expectInstalled(manager, fixture)
+            await primary.waitUntilIdle()
+            await mirror.waitUntilIdle()
+            let again = Self.sent(primary, path) + Self.sent(mirror, path)
+            #expect(again <= Int(pack.archiveBytes) - stopAt + (256 << 10), "the second run moved \(again) bytes")
         }
     }
 
@@ -217,18 +231,10 @@ struct OriginFailoverTests {
             #expect(error?.code == .unexpectedResponse)
             #expect(alone.bytes.isEmpty)
 
-            // With a mirror, the transfer moves there and gets the real bytes. (A fresh engine: the
+            // With a mirror, the transfer moves there and gets the real bytes. (On a fresh engine: the
             // peer answers one request per connection, and the first engine keeps its connection.)
-            let engine2 = try TransferEngine(configuration: .init(retryPolicy: HTTPTransferTests.fastRetries))
-            let switches = Locked<[TransferOriginSwitch]>([])
-            var request = TransferRequest(url: peer.url(for: "packs/a.zip"), expectedSHA256: ContentHash.sha256Hex(of: body))
-            request.alternateURLs = [mirror.url(for: "packs/a.zip")]
-            request.originSwitched = { change in switches.withLock { $0.append(change) } }
-            let sink = RecordingSink()
-            let result = try await engine2.download(request, into: sink)
-            #expect(sink.bytes == body)
-            #expect(result.servedBy == mirror.url(for: "packs/a.zip"))
-            #expect(switches.withLock { $0 }.map(\.reason) == [.unexpectedResponse])
+            let reasons = try await Self.expectServedByMirror(from: peer.url(for: "packs/a.zip"), mirror: mirror.url(for: "packs/a.zip"), body: body)
+            #expect(reasons == [.unexpectedResponse])
         }
     }
 
@@ -261,22 +267,17 @@ struct OriginFailoverTests {
             try await withTestServer(files: ["packs/a.zip": body]) { mirror, _ in
                 // One 503 on the primary: the mirror serves at once.
                 primary.injectFaults(.status(503), path: "/packs/a.zip")
-                let engine = try TransferEngine(configuration: .init(retryPolicy: HTTPTransferTests.fastRetries))
-                let switches = Locked<[TransferOriginSwitch]>([])
-                var request = TransferRequest(url: primary.url(for: "packs/a.zip"), expectedSHA256: ContentHash.sha256Hex(of: body))
-                request.alternateURLs = [mirror.url(for: "packs/a.zip")]
-                request.originSwitched = { change in switches.withLock { $0.append(change) } }
-                let sink = RecordingSink()
-                let result = try await engine.download(request, into: sink)
-                #expect(sink.bytes == body)
-                #expect(result.servedBy == mirror.url(for: "packs/a.zip"))
-                #expect(switches.withLock { $0 }.map(\.reason) == [.serverError])
+                let reasons = try await Self.expectServedByMirror(from: primary.url(for: "packs/a.zip"), mirror: mirror.url(for: "packs/a.zip"), body: body)
+                #expect(reasons == [.serverError])
 
                 // 503 everywhere: each round asks both, the retry budget (3 attempts) ends it.
                 primary.clearRequests()
                 mirror.clearRequests()
                 primary.injectFaults(.status(503), count: 20, path: "/packs/a.zip")
                 mirror.injectFaults(.status(503), count: 20, path: "/packs/a.zip")
+                let engine = try TransferEngine(configuration: .init(retryPolicy: HTTPTransferTests.fastRetries))
+                var request = TransferRequest(url: primary.url(for: "packs/a.zip"))
+                request.alternateURLs = [mirror.url(for: "packs/a.zip")]
                 let error = await #expect(throws: ResourceError.self) { _ = try await engine.download(request, into: RecordingSink()) }
                 #expect(error?.code == .serverError)
                 await primary.waitUntilIdle()
