@@ -189,7 +189,11 @@ public struct CatalogClient: Sendable {
     /// A request for `relative` in the catalog: on the primary, failing over to the other origins
     /// in their current order when there are several.
     private func originRequest(for relative: String) -> TransferRequest {
-        guard let origins, origins.origins.count > 1, var request = origins.request(for: relative, priority: .urgent) else {
+        // An unsigned catalog.json is believed only from the primary: ask it first even in back-off,
+        // so a mirror's copy is taken (and refused) only when the primary fails now.
+        let primaryFirst = relative == CatalogIndex.fileName && !trust.requiresSignatures && !allowsUnsignedCatalogFromMirrors
+        guard let origins, origins.origins.count > 1,
+              var request = origins.request(for: relative, priority: .urgent, primaryFirst: primaryFirst) else {
             return TransferRequest(url: CatalogLocation.url(of: relative, in: catalogURL), priority: .urgent)
         }
         let report = originSwitched

@@ -60,9 +60,12 @@ public final class OriginSet: Sendable {
         return healthy + avoided
     }
 
-    /// The URLs of `relative` (`packs/<id>.zip`, `versions/3.json`) on every origin, in ``order()``.
-    public func urls(of relative: String) -> [URL] {
-        order().map { CatalogLocation.url(of: relative, in: origins[$0]) }
+    /// The URLs of `relative` (`packs/<id>.zip`, `versions/3.json`) on every origin, in ``order()``;
+    /// with `primaryFirst`, the primary leads whatever its back-off (for what only it may serve).
+    public func urls(of relative: String, primaryFirst: Bool = false) -> [URL] {
+        var order = order()
+        if primaryFirst, let index = order.firstIndex(of: 0) { order.insert(order.remove(at: index), at: 0) }
+        return order.map { CatalogLocation.url(of: relative, in: origins[$0]) }
     }
 
     /// The index of the origin `url` belongs to (the longest base it starts with), or `nil`.
@@ -98,8 +101,8 @@ public final class OriginSet: Sendable {
     /// A transfer request for `relative` that starts at the first origin in ``order()`` and fails
     /// over to the others (``TransferRequest/alternateURLs``).
     /// `nil` when the set holds no origin.
-    func request(for relative: String, priority: TransferPriority) -> TransferRequest? {
-        let urls = urls(of: relative)
+    func request(for relative: String, priority: TransferPriority, primaryFirst: Bool = false) -> TransferRequest? {
+        let urls = urls(of: relative, primaryFirst: primaryFirst)
         guard let first = urls.first else { return nil }
         var request = TransferRequest(url: first, priority: priority)
         request.alternateURLs = Array(urls.dropFirst())

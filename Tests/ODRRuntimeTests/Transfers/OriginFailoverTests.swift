@@ -216,6 +216,49 @@ struct OriginFailoverTests {
         }
     }
 
+    @Test func aSignedCatalogIsAcceptedFromAMirrorWithTheSameChecks() async throws {
+        let world = try await SignedCatalogTests.World.make()
+        let forged = try TemporaryDirectory(prefix: "odr-forged-mirror")
+        try FileManager.default.removeItem(at: forged.url)
+        try FileManager.default.copyItem(at: world.root, to: forged.url)
+        var index = try CatalogIndex.decode(from: Data(contentsOf: forged.appending(CatalogIndex.fileName)))
+        index.serial += 1
+        try CatalogFixture.unvalidatedJSON(index).write(to: forged.appending(CatalogIndex.fileName))
+        try await withTestServer(root: world.root) { primary in
+            try await withTestServer(root: world.root) { mirror in
+                try await withTestServer(root: forged.url) { forger in
+                    try await primary.setConditions(NetworkConditions(offline: true))
+                    // The primary is down: the signed catalog comes from the mirror, and packs too.
+                    let manager = try world.manager(url: primary.baseURL) { $0.mirrors = [mirror.baseURL] }
+                    let snapshot = try await manager.loadCatalog()
+                    #expect(snapshot.fallback == nil)
+                    _ = try await manager.fetch(tags: ["big"])
+                    #expect(!ManagerFixture.packRequests(mirror).isEmpty)
+                    // A mirror whose catalog.json lost its signature is refused, not believed.
+                    let other = try world.manager(url: primary.baseURL, store: "forged") { $0.mirrors = [forger.baseURL] }
+                    let error = await #expect(throws: ResourceError.self) { _ = try await other.loadCatalog() }
+                    #expect(error?.code == .untrustedCatalog)
+                }
+            }
+        }
+    }
+
+    @Test func anUnsignedCatalogFromAMirrorIsRefusedUnlessAllowed() async throws {
+        try await Self.withTwoOrigins { fixture, _, primary, mirror in
+            try await primary.setConditions(NetworkConditions(offline: true))
+            let refusing = try Self.manager(fixture, primary: primary, mirror: mirror, store: "refusing")
+            let error = await #expect(throws: ResourceError.self) { _ = try await refusing.loadCatalog() }
+            #expect(error?.code == .catalogUnavailable)
+            #expect(error?.message.contains("mirror") == true)
+            let allowing = try fixture.manager(url: primary.baseURL, store: "allowing") { configuration in
+                configuration.mirrors = [mirror.baseURL]
+                configuration.allowsUnsignedCatalogFromMirrors = true
+            }
+            #expect(try await allowing.loadCatalog().version == 1)
+            try await Self.expectInstalled(allowing, fixture)
+        }
+    }
+
     @Test func aRedirectToAFileURLIsRefusedAndTheMirrorServes() async throws {
         let body = deterministicBytes(count: 300_000, seed: 95)
         let redirect = Data("HTTP/1.1 302 Found\r\nLocation: file:///etc/hostname\r\nContent-Length: 0\r\n\r\n".utf8)

@@ -78,6 +78,14 @@ struct OriginSetTests {
         #expect(OriginSet([]).request(for: "packs/ab.zip", priority: .normal) == nil)
     }
 
+    @Test func theCatalogOfAnUnsignedOriginAsksThePrimaryFirstEvenInBackOff() {
+        let set = origins()
+        set.markFailed(primary)
+        #expect(set.urls(of: "catalog.json").first?.host == "cdn-b.example.com")
+        #expect(set.urls(of: "catalog.json", primaryFirst: true).map { $0.host ?? "" }
+            == ["cdn-a.example.com", "cdn-b.example.com", "bucket.example.com"])
+    }
+
     @Test func aNegativeBackOffCountsAsNone() {
         let set = OriginSet([primary, mirror], backOff: .seconds(-5), clock: ManualClock(now: 0))
         set.markFailed(primary)
