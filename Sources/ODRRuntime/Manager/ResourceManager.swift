@@ -63,9 +63,14 @@ public final class ResourceManager: Sendable {
     /// makes it usable at once, even with no network.
     ///
     /// - Throws: ``ResourceError`` `storage-failure` when the store cannot be opened;
-    ///   `invalid-argument` for a signature threshold outside 1...trusted keys.
+    ///   `invalid-argument` for a signature threshold outside 1...trusted keys, or a mirror that is not
+    ///   an `http`, `https` or `file` URL.
     public init(configuration: Configuration) throws(ResourceError) {
         if configuration.trust.requiresSignatures { _ = try configuration.trust.configuredKeySet() }
+        for mirror in configuration.mirrors where !["http", "https", "file"].contains(mirror.scheme ?? "") {
+            throw ResourceError(.invalidArgument, "The mirror \(mirror.absoluteString) is not an http://, https:// or file:// URL; give the URL of the catalog's folder on the other origin.",
+                                url: mirror)
+        }
         self.configuration = configuration
         let clock = configuration.clock
         store = try ResourceStore(directory: configuration.storeDirectory, synchronousWrites: configuration.synchronousWrites,

@@ -331,3 +331,51 @@ struct OriginFailoverTests {
         }
     }
 }
+
+/// `odr --mirror` and `odr log`, as a script runs them.
+struct MirrorCommandTests {
+    @Test func odrFetchWithAMirrorInstallsFromItAndTheLogSaysWhy() async throws {
+        let fixture = try await OriginFailoverTests.fixture()
+        let pack = try OriginFailoverTests.bigPack(fixture)
+        let store = fixture.stores.appending("cli").path
+        let stale = try TemporaryDirectory(prefix: "odr-stale-cli")
+        try FileManager.default.removeItem(at: stale.url)
+        try FileManager.default.copyItem(at: fixture.game.catalog, to: stale.url)
+        try FileManager.default.removeItem(at: stale.appending(pack.archivePath))
+        try await withTestServer(root: stale.url) { primary in
+            try await withTestServer(root: fixture.game.catalog) { mirror in
+                let fetch = try await ODRExecutable.run(["fetch", "--catalog", primary.baseURL.absoluteString, "--mirror", mirror.baseURL.absoluteString,
+                                                         "--store", store, "--watermark", "0", "--quiet", "big"])
+                #expect(fetch.status == 0, "\(fetch.stderr)")
+                let log = try await ODRExecutable.run(["log", "--store", store])
+                #expect(log.status == 0)
+                let line = log.stdout.split(separator: "\n").first { $0.contains(" origin ") }
+                #expect(line?.contains(String(pack.id.prefix(12))) == true, "\(log.stdout)")
+                #expect(line?.contains(mirror.baseURL.absoluteString) == true)
+                #expect(line?.hasSuffix("resource-unavailable") == true)
+            }
+        }
+    }
+
+    @Test func aMirrorThatIsNotAnHTTPURLIsRefusedWhenTheManagerOpens() throws {
+        let stores = try TemporaryDirectory(prefix: "odr-mirror-scheme")
+        var configuration = ResourceManager.Configuration(primary: URL(string: "https://cdn.example.com/game/")!,
+                                                          mirrors: [URL(string: "ftp://mirror.example.com/game/")!],
+                                                          storeDirectory: stores.appending("store"))
+        configuration.networkProbe = FixedNetwork(.unmetered)
+        let error = #expect(throws: ResourceError.self) { _ = try ResourceManager(configuration: configuration) }
+        #expect(error?.code == .invalidArgument)
+        #expect(error?.message.contains("ftp://mirror.example.com/game/") == true)
+        #expect(configuration.origins.map(\.absoluteString) == ["https://cdn.example.com/game/", "ftp://mirror.example.com/game/"])
+    }
+
+    @Test func badMirrorArgumentsAreRefusedWithAMessage() async throws {
+        let store = try TemporaryDirectory(prefix: "odr-mirror-args")
+        for (arguments, message) in [(["--mirror", "ftp://mirror.example.com/game/"], "--mirror"),
+                                     (["--allow-unsigned-mirrors"], "needs at least one --mirror")] {
+            let outcome = try await ODRExecutable.run(["fetch", "--catalog", "http://127.0.0.1:1/", "--store", store.url.path] + arguments + ["big"])
+            #expect(outcome.status != 0)
+            #expect(outcome.stderr.contains(message), "\(outcome.stderr)")
+        }
+    }
+}
