@@ -36,6 +36,16 @@ struct OriginFailoverTests {
         }
     }
 
+    /// A copy of the catalog folder `catalog` (an origin of its own), without the file `missing`:
+    /// an origin that has not received it yet.
+    static func copy(of catalog: URL, without missing: String? = nil) throws -> TemporaryDirectory {
+        let copy = try TemporaryDirectory(prefix: "odr-origin-copy")
+        try FileManager.default.removeItem(at: copy.url)
+        try FileManager.default.copyItem(at: catalog, to: copy.url)
+        if let missing { try FileManager.default.removeItem(at: copy.appending(missing)) }
+        return copy
+    }
+
     /// Body bytes `server` sent for `path`.
     static func sent(_ server: CatalogServer, _ path: String) -> Int {
         server.requests().filter { $0.path == path }.reduce(0) { $0 + $1.bytesSent }
@@ -159,10 +169,7 @@ struct OriginFailoverTests {
         let pack = try Self.bigPack(fixture)
         let path = "/" + pack.archivePath
         // The primary's copy lacks the new pack (it has not received it yet).
-        let stale = try TemporaryDirectory(prefix: "odr-stale-origin")
-        try FileManager.default.removeItem(at: stale.url)
-        try FileManager.default.copyItem(at: fixture.game.catalog, to: stale.url)
-        try FileManager.default.removeItem(at: stale.appending(pack.archivePath))
+        let stale = try Self.copy(of: fixture.game.catalog, without: pack.archivePath)
         try await withTestServer(root: stale.url) { primary in
             try await withTestServer(root: fixture.game.catalog) { mirror in
                 let manager = try Self.manager(fixture, primary: primary, mirror: mirror)
@@ -218,9 +225,7 @@ struct OriginFailoverTests {
 
     @Test func aSignedCatalogIsAcceptedFromAMirrorWithTheSameChecks() async throws {
         let world = try await SignedCatalogTests.World.make()
-        let forged = try TemporaryDirectory(prefix: "odr-forged-mirror")
-        try FileManager.default.removeItem(at: forged.url)
-        try FileManager.default.copyItem(at: world.root, to: forged.url)
+        let forged = try Self.copy(of: world.root)
         var index = try CatalogIndex.decode(from: Data(contentsOf: forged.appending(CatalogIndex.fileName)))
         index.serial += 1
         try CatalogFixture.unvalidatedJSON(index).write(to: forged.appending(CatalogIndex.fileName))
@@ -338,10 +343,7 @@ struct MirrorCommandTests {
         let fixture = try await OriginFailoverTests.fixture()
         let pack = try OriginFailoverTests.bigPack(fixture)
         let store = fixture.stores.appending("cli").path
-        let stale = try TemporaryDirectory(prefix: "odr-stale-cli")
-        try FileManager.default.removeItem(at: stale.url)
-        try FileManager.default.copyItem(at: fixture.game.catalog, to: stale.url)
-        try FileManager.default.removeItem(at: stale.appending(pack.archivePath))
+        let stale = try OriginFailoverTests.copy(of: fixture.game.catalog, without: pack.archivePath)
         try await withTestServer(root: stale.url) { primary in
             try await withTestServer(root: fixture.game.catalog) { mirror in
                 let fetch = try await ODRExecutable.run(["fetch", "--catalog", primary.baseURL.absoluteString, "--mirror", mirror.baseURL.absoluteString,
