@@ -169,7 +169,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ODRBuilderTests",
-            dependencies: ["ODRBuilder", "ODRFormat", "ODRTestSupport"],
+            dependencies: ["ODRBuilder", "ODRFormat", "ODRServe", "ODRTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -1,6 +1,7 @@
 import Foundation
 import ODRBuilder
 import ODRFormat
+import ODRServe
 import ODRTestSupport
 import Testing
 
@@ -131,6 +132,36 @@ struct CatalogPublishTests {
         #expect(steps.uploaded.contains(blocked))
         #expect(report.plan.present.contains { $0.path == newPacks[0] })
         try Self.expectCurrent(destination.url, fixture)
+    }
+
+    @Test func theCheckThroughThePublicURLReportsAStaleEdge() async throws {
+        let fixture = try await Self.built(bigBytes: 100_000)
+        let current = try TemporaryDirectory(prefix: "odr-publish-edge")
+        let publisher = Self.publisher(fixture, to: .folder(current.url))
+        _ = try publisher.publish()
+        let expected = try publisher.objects()
+        try await withTestServer(root: current.url) { server in
+            let report = await PublishedCatalogCheck(baseURL: server.baseURL, expected: expected).run()
+            #expect(report.problems.isEmpty, "\(report.problems)")
+            #expect(report.catalogIsCurrent)
+            #expect(report.checked == expected.count - 1)
+        }
+        // An edge that cached the previous catalog.json, and a 404 for a pack of the new version.
+        let stale = try TemporaryDirectory(prefix: "odr-publish-stale-edge")
+        try FileManager.default.removeItem(at: stale.url)
+        try FileManager.default.copyItem(at: current.url, to: stale.url)
+        let pack = try #require(expected.first { $0.kind == .pack })
+        try FileManager.default.removeItem(at: stale.appending(pack.path))
+        var index = try CatalogIndex.decode(from: Data(contentsOf: stale.appending("catalog.json")))
+        index.serial -= 1
+        try CatalogFixture.unvalidatedJSON(index).write(to: stale.appending("catalog.json"))
+        try await withTestServer(root: stale.url) { edge in
+            let report = await PublishedCatalogCheck(baseURL: edge.baseURL.appending(path: "catalog.json"), expected: expected).run()
+            #expect(!report.catalogIsCurrent)
+            #expect(report.servedSerial == index.serial)
+            #expect(report.missing == [.init(path: pack.path, status: 404)])
+            #expect(report.problems.count == 2)
+        }
     }
 
     @Test func aDamagedCopyOfTheRightSizeIsUploadedAgain() async throws {

@@ -52,6 +52,12 @@ public struct PublishedCatalogCheck: Sendable {
         public struct Missing: Sendable, Hashable, CustomStringConvertible {
             public var path: String
             public var status: Int
+
+            public init(path: String, status: Int) {
+                self.path = path
+                self.status = status
+            }
+
             public var description: String { status == 0 ? "\(path): no answer" : "\(path): HTTP \(status)" }
         }
 
