@@ -208,7 +208,10 @@ public struct PackInstaller: Sendable {
         journal.reset()
         CrashPoint.afterRename.reached()
         do {
-            try store.recordInstall(pack, entries: entries, reason: isBundled ? "bundled" : "downloaded")
+            // With several origins the log says which served the pack (`odr log`).
+            let reason = isBundled ? "bundled"
+                : outcome.servedBy.isEmpty ? "downloaded" : "downloaded from " + outcome.servedBy.map(\.absoluteString).joined(separator: ", ")
+            try store.recordInstall(pack, entries: entries, reason: reason)
         } catch {
             ResourceStore.removeTree(destination)
             throw error
@@ -258,8 +261,10 @@ public struct PackInstaller: Sendable {
                 }
             }
             do {
+                let servedBy = Locked<[URL]>([])
+                defer { for origin in servedBy.withLock({ $0 }) where !outcome.servedBy.contains(origin) { outcome.servedBy.append(origin) } }
                 let fetched = try await fetch(plan.fetches, of: pack, entries: entries, from: source, into: folder,
-                                              journal: journal, parts: parts, tracker: tracker)
+                                              journal: journal, parts: parts, tracker: tracker, servedBy: servedBy)
                 outcome.downloaded = fetched
                 outcome.requests = plan.fetches.count
                 outcome.fetchedFiles = plan.fetchedEntries
@@ -294,7 +299,7 @@ public struct PackInstaller: Sendable {
     /// Runs the plan's requests, a few at a time; returns the bytes downloaded.
     private func fetch(
         _ fetches: [PackFetchPlan.Fetch], of pack: PackRecord, entries: [PackEntryExpectation], from source: URL, into folder: URL,
-        journal: StagingJournal, parts: CutEntryParts?, tracker: ProgressTracker
+        journal: StagingJournal, parts: CutEntryParts?, tracker: ProgressTracker, servedBy: Locked<[URL]>
     ) async throws(ResourceError) -> Int64 {
         guard !fetches.isEmpty else { return 0 }
         let syncFiles = store.synchronousWrites
@@ -331,7 +336,10 @@ public struct PackInstaller: Sendable {
                 guard sink.isVerified else {
                     throw ResourceError(.integrity, "Pack \(pack.id.prefix(12)) was not verified completely; it was refused.", url: source)
                 }
-                if let origins, let served = result.servedBy { origins.markSucceeded(served) }
+                if let origins, let served = result.servedBy, let origin = origins.origin(of: served) {
+                    origins.markSucceeded(served)
+                    servedBy.withLock { if !$0.contains(origin) { $0.append(origin) } }
+                }
                 return result.bytes - result.resumedBytes
             } catch {
                 sink.close(keepingCurrentEntry: error.code != .integrity)
@@ -488,6 +496,8 @@ private struct PackOutcome: Sendable {
     var fetchedFiles = 0
     var requests = 0
     var report: InstallSummary.PackReport?
+    /// The origins that served bytes, when the catalog has several (in the order they served).
+    var servedBy: [URL] = []
 
     func add(to summary: inout InstallSummary) {
         switch kind {

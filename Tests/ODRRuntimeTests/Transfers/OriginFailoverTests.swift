@@ -355,6 +355,9 @@ struct MirrorCommandTests {
                 #expect(line?.contains(String(pack.id.prefix(12))) == true, "\(log.stdout)")
                 #expect(line?.contains(mirror.baseURL.absoluteString) == true)
                 #expect(line?.hasSuffix("resource-unavailable") == true)
+                // The install line names the origin that served the pack.
+                let install = log.stdout.split(separator: "\n").first { $0.contains(" install ") && $0.contains(String(pack.id.prefix(12))) }
+                #expect(install?.hasSuffix("downloaded from \(mirror.baseURL.absoluteString)") == true, "\(log.stdout)")
             }
         }
     }
