@@ -1,4 +1,10 @@
+#if FoundationAPI
 import Foundation
+#elseif canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 import Synchronization
 import ODRFormat
 
@@ -43,6 +49,7 @@ public enum ResourceManagerEvent: Sendable, Equatable {
     case downloadRetrying(packID: String, reason: ResourceError.Code, attempt: Int, nextAttempt: Date)
 }
 
+#if FoundationAPI
 extension ResourceManager {
     /// Posted with `object` the manager and `userInfo["event"]` the ``ResourceManagerEvent``.
     public static let packInstalledNotification = Notification.Name("ODRResourceManagerPackInstalled")
@@ -66,7 +73,10 @@ extension ResourceManager {
     public static let downloadRetryingNotification = Notification.Name("ODRResourceManagerDownloadRetrying")
 }
 
-/// Fans events out to every subscribed stream and to `NotificationCenter`.
+#endif
+
+/// Fans events out to every subscribed stream, every observer and (with the `FoundationAPI`
+/// trait) `NotificationCenter`.
 final class EventHub: Sendable {
     private let subscribers = Locked<[UInt64: AsyncStream<ResourceManagerEvent>.Continuation]>([:])
     /// Called synchronously with each event, for callers that collect what happens during a call.
@@ -93,6 +103,7 @@ final class EventHub: Sendable {
     func emit(_ event: ResourceManagerEvent, from manager: ResourceManager) {
         for observer in observers.withLock({ Array($0.values) }) { observer(event) }
         for continuation in subscribers.withLock({ Array($0.values) }) { continuation.yield(event) }
+        #if FoundationAPI
         let name: Notification.Name = switch event {
         case .packInstalled: ResourceManager.packInstalledNotification
         case .packPurged: ResourceManager.packPurgedNotification
@@ -106,6 +117,7 @@ final class EventHub: Sendable {
         case .downloadRetrying: ResourceManager.downloadRetryingNotification
         }
         NotificationCenter.default.post(name: name, object: manager, userInfo: ["event": event])
+        #endif
     }
 
     func finish() {
