@@ -25,13 +25,13 @@ import Darwin
 /// condition.broadcast()
 /// condition.unlock()
 /// ```
-public final class ConditionLock: @unchecked Sendable {
+package final class ConditionLock: @unchecked Sendable {
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
 
     /// - Parameter recursive: whether the thread holding the lock may take it again (and must then
     ///   release it as often); ``wait()`` must not be used on a recursive lock.
-    public init(recursive: Bool = false) {
+    package init(recursive: Bool = false) {
         mutex.initialize(to: pthread_mutex_t())
         condition.initialize(to: pthread_cond_t())
         var attributes = pthread_mutexattr_t()
@@ -52,23 +52,23 @@ public final class ConditionLock: @unchecked Sendable {
         mutex.deallocate()
     }
 
-    public func lock() {
+    package func lock() {
         pthread_mutex_lock(mutex)
     }
 
-    public func unlock() {
+    package func unlock() {
         pthread_mutex_unlock(mutex)
     }
 
     /// Runs `body` holding the lock.
-    public func withLock<Result, Failure: Error>(_ body: () throws(Failure) -> Result) throws(Failure) -> Result {
+    package func withLock<Result, Failure: Error>(_ body: () throws(Failure) -> Result) throws(Failure) -> Result {
         lock()
         defer { unlock() }
         return try body()
     }
 
     /// Waits (the lock held) until ``broadcast()`` or a spurious wake-up: callers loop on their state.
-    public func wait() {
+    package func wait() {
         pthread_cond_wait(condition, mutex)
     }
 
@@ -76,7 +76,7 @@ public final class ConditionLock: @unchecked Sendable {
     ///
     /// - Returns: `false` when `deadline` passed, as `NSCondition.wait(until:)` does.
     @discardableResult
-    public func wait(until deadline: Date) -> Bool {
+    package func wait(until deadline: Date) -> Bool {
         let seconds = max(0, deadline.timeIntervalSince1970)
         var whole = seconds.rounded(.down)
         var nanoseconds = ((seconds - whole) * 1_000_000_000).rounded(.down)
@@ -90,7 +90,7 @@ public final class ConditionLock: @unchecked Sendable {
     }
 
     /// Wakes every thread waiting in ``wait()`` or ``wait(until:)``.
-    public func broadcast() {
+    package func broadcast() {
         pthread_cond_broadcast(condition)
     }
 }

@@ -7,7 +7,7 @@ import Foundation
 /// A value that threads share, reached only through ``withLock(_:)``.
 ///
 /// The project's one lock. It is a class around a `pthread_mutex_t` (what Foundation's `NSLock` is
-/// on Linux; ``ConditionLock`` is the same lock with a condition) rather than the standard library's
+/// on Linux; `ConditionLock` is the same lock with a condition) rather than the standard library's
 /// `Mutex`, because ThreadSanitizer sees the `pthread_mutex` calls and so
 /// knows what each lock orders; Linux's `Mutex` waits on a futex that ThreadSanitizer does not
 /// understand, so `swift test --sanitize=thread` reported every access it guards as a race, and
