@@ -3,6 +3,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import Dispatch
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -38,8 +39,8 @@ public enum RuntimeThreads {
             counter.condition.broadcast()
             counter.condition.unlock()
         }
-        // A plain detached pthread (Foundation's `Thread` is not in FoundationEssentials), with the
-        // default attributes: the stack size of the process's stack limit, as `Thread` gets.
+        // A plain detached pthread (Foundation's `Thread` is not in FoundationEssentials) with the
+        // default attributes (glibc's default stack size, from the stack limit).
         let context = Unmanaged.passRetained(work).toOpaque()
         var thread = pthread_t()
         let status = pthread_create(&thread, nil, { context in
@@ -47,12 +48,18 @@ public enum RuntimeThreads {
             work.body()
             return nil
         }, context)
-        precondition(status == 0, "pthread_create failed with \(status) starting the thread \(name)")
-        pthread_detach(thread)
+        if status == 0 {
+            pthread_detach(thread)
+        } else {
+            // No thread to be had (EAGAIN: the process is at its thread limit): the work still runs,
+            // on a libdispatch worker, and is still counted until it returns.
+            let work = Unmanaged<Work>.fromOpaque(context).takeRetainedValue()
+            DispatchQueue.global().async { work.body() }
+        }
     }
 
     /// What a started thread runs, passed through `pthread_create`'s context pointer.
-    private final class Work {
+    private final class Work: Sendable {
         let body: @Sendable () -> Void
         init(_ body: @escaping @Sendable () -> Void) { self.body = body }
     }
