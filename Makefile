@@ -9,8 +9,10 @@ SYSTEM_PACKAGES := libcurl4-openssl-dev libsqlite3-dev zlib1g-dev unzip curl pyt
 # quick one. The library exports only the odr_* functions (scripts/libodr.map).
 PREFIX ?= /usr/local
 CONFIG ?= release
-ODR_LINK_FLAGS = -Xlinker -soname=libodr.so.1 -Xlinker --version-script=$(CURDIR)/scripts/libodr.map
-# STATIC_STDLIB=1 links the Swift runtime and Foundation into libodr.so.1 itself (-static-stdlib), in
+# Built without the package's default trait FoundationAPI, so the library needs FoundationEssentials
+# only, not Foundation and its ICU data (docs/RUNTIME.md, "Foundation and the FoundationAPI trait").
+ODR_LINK_FLAGS = --disable-default-traits -Xlinker -soname=libodr.so.1 -Xlinker --version-script=$(CURDIR)/scripts/libodr.map
+# STATIC_STDLIB=1 links the Swift runtime and FoundationEssentials into libodr.so.1 itself (-static-stdlib), in
 # a build folder of its own (.build-static): one self-contained file, no Swift library to ship.
 ifeq ($(STATIC_STDLIB),1)
 ODR_LINK_FLAGS += -Xswiftc -static-stdlib --scratch-path $(CURDIR)/.build-static

@@ -25,6 +25,19 @@ let package = Package(
         .executable(name: "odrsim", targets: ["odrsim"]),
         .executable(name: "odrbench", targets: ["odrbench"]),
     ],
+    // FoundationAPI (on by default): the runtime's API that needs all of Foundation, not only
+    // FoundationEssentials: ResourceRequest.progress (a Foundation `Progress`), the events posted to
+    // NotificationCenter, and NetworkManagerProbe (which runs nmcli with `Process`). Without it
+    // (`--disable-default-traits`, as `make install` builds the C library) ODRFormat, ODRRuntime and
+    // ODRCAPI import FoundationEssentials only on Linux, so neither libFoundation nor ICU is loaded
+    // (docs/RUNTIME.md, "Foundation and the FoundationAPI trait").
+    traits: [
+        .trait(
+            name: "FoundationAPI",
+            description: "ResourceRequest.progress (Foundation Progress), NotificationCenter events and NetworkManagerProbe; needs all of Foundation"
+        ),
+        .default(enabledTraits: ["FoundationAPI"]),
+    ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),

@@ -3,7 +3,8 @@
 # (docs/C-API.md, "What a shipping game bundles"): from the installed PREFIX, libodr.so.1 (and the
 # libodr.so link a build needs) and every library of the Swift toolchain it loads, found with ldd,
 # each stripped of symbols nobody links against and given the rpath $ORIGIN so they find each other
-# wherever the game puts them; odr.h beside them for the build. Prints each file's size and the total.
+# wherever the game puts them; odr.h beside them for the build. Prints each file's size and the total
+# (in MiB, and in MB: the 30 MB a game should carry at most, docs/C-API.md).
 #
 #   scripts/bundle-c.sh PREFIX BUNDLE     # BUNDLE/lib/*.so*, BUNDLE/include/odr.h
 set -euo pipefail
@@ -40,5 +41,5 @@ done
 echo "bundle in $bundle (link with -L$bundle/lib -lodr -Wl,-rpath,'\$ORIGIN/lib' and ship lib/ beside the game):"
 find "$bundle/lib" -type f -printf '%f %s\n' | sort | awk '
     { printf "  %-44s %8.1f MiB\n", $1, $2 / 1048576; total += $2 }
-    END { printf "  %-44s %8.1f MiB (%d bytes)\n", "total", total / 1048576, total }'
+    END { printf "  %-44s %8.1f MiB (%.1f MB, %d bytes)\n", "total", total / 1048576, total / 1000000, total }'
 

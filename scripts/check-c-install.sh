@@ -34,6 +34,14 @@ if [ "$(printf '%s' "$others" | grep -c .)" -gt 8 ]; then
     printf '%s\n' "$others" | head -20 >&2
     exit 1
 fi
+# Built without the FoundationAPI trait: neither the library nor anything it loads is Foundation,
+# FoundationInternationalization or ICU (about 40 MB a game would otherwise ship; docs/RUNTIME.md,
+# "Foundation and the FoundationAPI trait").
+heavy="$(ldd "$library" | awk '{ print $1 }' | grep -E '^(libFoundation\.so|libFoundationInternationalization|lib_FoundationICU|libicu)' || true)"
+if [ -n "$heavy" ]; then
+    echo "libodr.so.1 loads $(printf '%s' "$heavy" | tr '\n' ' ')- it must need FoundationEssentials only (built with --disable-default-traits?)" >&2
+    exit 1
+fi
 # What a shipping game bundles (make bundle): built and run in a clean folder holding only the
 # bundle's files, with no Swift toolchain on any library path.
 scripts/bundle-c.sh "$out/prefix" "$out/bundle" >"$out/bundle.log"
@@ -48,4 +56,4 @@ if env -i ldd "$clean/game" | grep -F "$toolchain"; then
 fi
 env -i "$clean/game" --version
 echo "C API: installed, built the example with pkg-config and ran it; odr.h compiles as C++;" \
-     "SONAME libodr.so.1, only odr_* exported; the bundle ($(tail -n 1 "$out/bundle.log" | awk '{ print $2, $3 }'), debug build) runs without the toolchain"
+     "SONAME libodr.so.1, only odr_* exported, no Foundation or ICU loaded; the bundle ($(tail -n 1 "$out/bundle.log" | awk '{ print $2, $3 }'), debug build) runs without the toolchain"

@@ -1,5 +1,17 @@
 import CODR
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Dispatch
 import ODRFormat
 import ODRRuntime
 
@@ -26,7 +38,7 @@ final class CallbackSlot: @unchecked Sendable {
     // are the caller's and only passed back to it.
     private let function: odr_completion?
     private let userData: UnsafeMutableRawPointer?
-    private let condition = NSCondition()
+    private let condition = ConditionLock()
     private var stage: Stage
 
     private enum Stage {

@@ -1,5 +1,17 @@
 import CODR
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Dispatch
 import ODRFormat
 import ODRRuntime
 
@@ -179,7 +191,7 @@ enum CMessages {
     static func translated(_ message: String) -> String {
         guard message.contains("()") || message.contains("downloadPolicy.") else { return message }
         var text = message
-        for (swift, c) in replacements { text = text.replacingOccurrences(of: swift, with: c) }
+        for (swift, c) in replacements { text = text.replacing(swift, with: c) }
         return text
     }
 }

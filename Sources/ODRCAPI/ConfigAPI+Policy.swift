@@ -1,4 +1,5 @@
 import CODR
+import Dispatch
 import ODRRuntime
 
 extension ConfigHandle {

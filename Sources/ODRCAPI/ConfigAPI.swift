@@ -1,5 +1,17 @@
 import CODR
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Dispatch
 import ODRFormat
 import ODRRuntime
 
@@ -221,7 +233,7 @@ final class CNetworkProbe: NetworkConditionProbe, @unchecked Sendable {
     // the caller's, passed back to it.
     private let function: odr_network_probe
     private let userData: UnsafeMutableRawPointer?
-    private let condition = NSCondition()
+    private let condition = ConditionLock()
     private var revoked = false
     private var calling: pthread_t?
 

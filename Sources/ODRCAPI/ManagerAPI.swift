@@ -1,5 +1,17 @@
 import CODR
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Dispatch
 import ODRFormat
 import ODRRuntime
 
@@ -17,38 +29,21 @@ final class ManagerHandle: Sendable {
     private typealias EventQueue = Locked<(events: [ResourceManagerEvent], head: Int, missed: Int64)>
 
     private let queue: EventQueue
-    private let observers: Observers
-
-    /// NotificationCenter's observer tokens; only removed, in `deinit`.
-    private struct Observers: @unchecked Sendable {
-        var tokens: [any NSObjectProtocol] = []
-    }
+    /// The manager's observer that fills `queue`; removed in `deinit`.
+    private let observer: UInt64
 
     init(manager: ResourceManager, probe: CNetworkProbe?) {
         self.manager = manager
         self.probe = probe
         let queue = EventQueue(([], 0, 0))
         self.queue = queue
-        // The manager posts each event synchronously on the thread that caused it, so an event is
+        // The manager tells each event synchronously on the thread that caused it, so an event is
         // in the queue before the call that caused it (a purge, say) returns.
-        var observers = Observers()
-        let names = [ResourceManager.packInstalledNotification, ResourceManager.packPurgedNotification,
-                     ResourceManager.lowDiskSpaceNotification, ResourceManager.catalogUpdatedNotification,
-                     ResourceManager.tagAvailableNotification, ResourceManager.tagPurgedNotification,
-                     ResourceManager.catalogCheckFailedNotification,
-                     ResourceManager.downloadWaitingNotification, ResourceManager.downloadResumedNotification,
-                     ResourceManager.downloadRetryingNotification]
-        for name in names {
-            observers.tokens.append(NotificationCenter.default.addObserver(forName: name, object: manager, queue: nil) { note in
-                guard let event = note.userInfo?["event"] as? ResourceManagerEvent else { return }
-                Self.push(event, into: queue)
-            })
-        }
-        self.observers = observers
+        observer = manager.observeEvents { event in Self.push(event, into: queue) }
     }
 
     deinit {
-        for token in observers.tokens { NotificationCenter.default.removeObserver(token) }
+        manager.removeEventObserver(observer)
     }
 
     private static func push(_ event: ResourceManagerEvent, into queue: EventQueue) {

@@ -1,5 +1,17 @@
 import CODR
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Dispatch
 import ODRFormat
 import ODRRuntime
 
@@ -30,7 +42,7 @@ final class CProgressCallback: Sendable {
 
     // Only taken by set/stop and by a delivery around the C call; a value offered by the request
     // (under the request's progress lock) takes only `slot`, so the two never wait for each other.
-    private let gate = NSRecursiveLock()
+    private let gate = ConditionLock(recursive: true)
     private let slot = Locked(Slot())
 
     /// Registers `function` for `request`'s progress (`nil` removes the callback).

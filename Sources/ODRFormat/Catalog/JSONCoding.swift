@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// The one JSON configuration for every file of a catalog, so that equal values always encode to
 /// identical bytes (sorted keys, fixed indentation, a trailing newline).

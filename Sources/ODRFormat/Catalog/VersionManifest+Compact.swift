@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// A compact binary form of a ``VersionManifest``, for a runtime's own copy of a manifest it has
 /// already accepted (decoded and validated from JSON).

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// The contents of `versions/<n>.json`: everything a client needs to know about one version.
 ///

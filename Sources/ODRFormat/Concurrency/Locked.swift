@@ -1,9 +1,14 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// A value that threads share, reached only through ``withLock(_:)``.
 ///
-/// The project's one lock. It is a class around `NSLock` (a `pthread_mutex_t` on Linux) rather than
-/// the standard library's `Mutex`, because ThreadSanitizer sees the `pthread_mutex` calls and so
+/// The project's one lock. It is a class around a `pthread_mutex_t` (what Foundation's `NSLock` is
+/// on Linux; `ConditionLock` is the same lock with a condition) rather than the standard library's
+/// `Mutex`, because ThreadSanitizer sees the `pthread_mutex` calls and so
 /// knows what each lock orders; Linux's `Mutex` waits on a futex that ThreadSanitizer does not
 /// understand, so `swift test --sanitize=thread` reported every access it guards as a race, and
 /// could not find a real one.
@@ -13,7 +18,7 @@ import Foundation
 /// counts.withLock { $0["level1", default: 0] += 1 }
 /// ```
 public final class Locked<Value>: @unchecked Sendable {
-    private let lock = NSLock()
+    private let lock = ConditionLock()
     private var value: Value
 
     public init(_ value: Value) { self.value = value }

@@ -1,5 +1,9 @@
 import Crypto
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// SHA-256 digests as the catalog writes them: 64 lowercase hexadecimal digits.
 public enum ContentHash {

@@ -3,13 +3,18 @@ import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// A file opened for writing with an append buffer; owns its descriptor and closes it in `deinit`.
 ///
 /// Appends go through a 1 MiB buffer; ``overwrite(_:at:)`` patches bytes already written (the
-/// ZIP writer fills in sizes and CRCs of a local header once the entry's data is written).
-final class WritableFile {
+/// ZIP writer fills in sizes and CRCs of a local header once the entry's data is written). The
+/// runtime's trace recorder writes its file with it too.
+package final class WritableFile {
     let path: String
     private var descriptor: Int32
     private var buffer: [UInt8] = []
@@ -27,6 +32,12 @@ final class WritableFile {
             throw FormatError.posix("create '\(path)'", errno: errno, field: nil)
         }
         buffer.reserveCapacity(bufferLimit)
+    }
+
+    /// Takes over `descriptor`, a file the caller opened for writing (named `path` in errors).
+    package init(adopting descriptor: Int32, path: String) {
+        self.path = path
+        self.descriptor = descriptor
     }
 
     /// Opens an existing regular file to append to it, after its current end.
@@ -66,7 +77,7 @@ final class WritableFile {
         position += Int64(bytes.count)
     }
 
-    func append(_ bytes: [UInt8]) throws {
+    package func append(_ bytes: [UInt8]) throws {
         try bytes.withUnsafeBytes { raw in try append(raw) }
     }
 
@@ -86,14 +97,14 @@ final class WritableFile {
         position = offset
     }
 
-    func flush() throws {
+    package func flush() throws {
         guard !buffer.isEmpty else { return }
         try buffer.withUnsafeBytes { raw in try writeAll(raw) }
         buffer.removeAll(keepingCapacity: true)
     }
 
     /// Flushes, forces the bytes to stable storage and closes the file.
-    func close(sync: Bool = true) throws {
+    package func close(sync: Bool = true) throws {
         try flush()
         if sync, fsync(descriptor) != 0 { throw FormatError.posix("sync '\(path)'", errno: errno, field: nil) }
         Glibc.close(descriptor)

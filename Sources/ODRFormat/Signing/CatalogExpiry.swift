@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// The `expires` time of a signed catalog: UTC, written `YYYY-MM-DDTHH:MM:SSZ` (RFC 3339 without
 /// fractions or offsets), converted by ``CivilCalendar`` arithmetic so it costs microseconds.

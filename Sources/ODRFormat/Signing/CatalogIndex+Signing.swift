@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 extension CatalogIndex {
     /// The domain tag in front of the canonical JSON a catalog signature covers.

@@ -3,7 +3,11 @@ import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// A sink that writes each entry as a file below a destination directory.
 ///
@@ -36,7 +40,7 @@ public final class DirectoryExtractor: PackRangeSink {
         do {
             try FileManager.default.createDirectory(at: destination, withIntermediateDirectories: true)
         } catch {
-            throw FormatError(.io, "Could not create '\(destination.path)'.", field: nil, cause: error as NSError)
+            throw FormatError(.io, "Could not create '\(destination.path)'.", field: nil, cause: error)
         }
     }
 

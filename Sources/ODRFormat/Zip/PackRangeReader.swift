@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Reads one byte range of a pack, as fetched by an HTTP range request, and hands the entries it
 /// was asked for, verified, to a sink.

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Reads a pack as its bytes arrive, checking every entry against the manifest and handing the
 /// verified contents to a sink.

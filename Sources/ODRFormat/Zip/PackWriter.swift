@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Writes a pack: a standard, deterministic ZIP archive, streamed to disk in constant memory.
 ///

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import ODRFormat
 
 /// Keeps a store's copy of one catalog current: `catalog.json` by conditional GET, with rollback

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import ODRFormat
 
 /// What a client trusts a catalog by: the builder's public keys, how many must sign, and how many

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import ODRFormat
 
 /// A ``TransferSink`` that keeps a small body in memory: `catalog.json` and version manifests.

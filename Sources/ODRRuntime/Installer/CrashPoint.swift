@@ -3,7 +3,11 @@ import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Fault injection for crash tests: when the environment variable `ODR_CRASH_AT` names a point, the
 /// process kills itself with `SIGKILL` the first time an install reaches it, as a power cut or an

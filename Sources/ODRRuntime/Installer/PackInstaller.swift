@@ -3,7 +3,11 @@ import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import ODRFormat
 
 /// Downloads, verifies and installs packs into a ``ResourceStore``, crash-safely, moving only
@@ -391,7 +395,7 @@ public struct PackInstaller: Sendable {
                 try FileManager.default.copyItem(at: file, to: target)
             } catch {
                 unlink(target.path)
-                if (error as NSError).code == NSFileNoSuchFileError || (error as NSError).code == NSFileReadNoSuchFileError { return false }
+                if let error = error as? CocoaError, error.code == .fileNoSuchFile || error.code == .fileReadNoSuchFile { return false }
                 throw ResourceError(.storageFailure, "Could not copy '\(entry.name)' from an installed pack.", cause: StoreFailure(description: "\(error)"))
             }
             // A copy is new data: flushed like a downloaded entry (a link shares flushed data).
@@ -464,10 +468,11 @@ public struct PackInstaller: Sendable {
     /// Flushes the folder entries (names) of `root` and its subfolders; the files were flushed when written.
     private func syncDirectories(below root: URL) throws(ResourceError) {
         var folders = [root.path]
-        if let walker = FileManager.default.enumerator(atPath: root.path) {
-            while let relative = walker.nextObject() as? String {
-                if (walker.fileAttributes?[.type] as? FileAttributeType) == .typeDirectory { folders.append(root.path + "/" + relative) }
-            }
+        for relative in (try? FileManager.default.subpathsOfDirectory(atPath: root.path)) ?? [] {
+            // lstat: a symbolic link to a folder is not one of the pack's folders.
+            var info = stat()
+            let path = root.path + "/" + relative
+            if lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFDIR { folders.append(path) }
         }
         for folder in folders { try syncDirectory(folder) }
     }

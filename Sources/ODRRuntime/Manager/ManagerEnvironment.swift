@@ -3,7 +3,11 @@ import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Where a ``ResourceManager`` reads the time and waits; tests inject a clock they control.
 public protocol ManagerClock: Sendable {

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import ODRFormat
 
 /// Reports a manager's origin switches: a ``ResourceManagerEvent/originSwitched(from:to:reason:)``

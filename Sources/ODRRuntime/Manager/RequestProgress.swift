@@ -1,7 +1,13 @@
+#if FoundationAPI
 import Foundation
+#elseif canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 import ODRFormat
 
-/// A request's progress as its `Progress`, its ``ResourceRequest/progressUpdates`` streams and the
+/// A request's progress as its `Progress` (with the `FoundationAPI` trait), its ``ResourceRequest/progressUpdates`` streams and the
 /// C API's callback see it.
 ///
 /// Counts archive bytes of the packs the request waits for: what their installs held already
@@ -35,13 +41,18 @@ final class RequestProgress: Sendable {
         var nextID: UInt64 = 0
     }
 
+    private let state = Locked(State())
+
+    #if FoundationAPI
     /// The request's `Progress`: units are bytes, plus one that completes when the request is usable.
     let progress: Progress
-    private let state = Locked(State())
 
     init(progress: Progress) {
         self.progress = progress
     }
+    #else
+    init() {}
+    #endif
 
     /// The latest value.
     var snapshot: Snapshot { state.withLock { $0.snapshot } }
@@ -97,8 +108,10 @@ final class RequestProgress: Sendable {
             state.phase = .active
             state.downloads = downloads
             state.snapshot = Snapshot(completedBytes: 0, totalBytes: total, fractionCompleted: 0)
+            #if FoundationAPI
             progress.totalUnitCount = total.clampedAdding(1)
             progress.completedUnitCount = 0
+            #endif
             state.tokens = downloads.map { ($0, $0.addObserver { [weak self] _ in self?.refresh() }) }
             publish(Self.measure(state), in: &state, always: true)
         }
@@ -118,7 +131,9 @@ final class RequestProgress: Sendable {
             stopObserving(&state)
             let total = state.snapshot.totalBytes
             publish(Snapshot(completedBytes: total, totalBytes: total, fractionCompleted: 1), in: &state)
+            #if FoundationAPI
             progress.completedUnitCount = progress.totalUnitCount
+            #endif
             state.phase = .usable
             return takeStreams(&state)
         }
@@ -182,7 +197,9 @@ final class RequestProgress: Sendable {
     private func publish(_ next: Snapshot, in state: inout State, always: Bool = false) {
         guard always || next != state.snapshot else { return }
         state.snapshot = next
+        #if FoundationAPI
         if next.fractionCompleted < 1 { progress.completedUnitCount = next.completedBytes }
+        #endif
         for continuation in state.streams.values { continuation.yield(next) }
         for observer in state.observers.values { observer(next) }
     }

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 extension ResourceManager {
     /// Starts downloading what `tags` need in the background, at `priority`, without holding them:

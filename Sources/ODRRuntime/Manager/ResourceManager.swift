@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import ODRFormat
 
 /// Downloads, installs, tracks and purges the packs of one catalog for the requests of an app.
@@ -126,6 +130,16 @@ public final class ResourceManager: Sendable {
 
     /// Events as they happen: installs, purges with their reasons, low disk space, catalog updates.
     public func events() -> AsyncStream<ResourceManagerEvent> { hub.subscribe() }
+
+    /// Calls `observer` synchronously with each event, on the thread that emits it, until
+    /// ``removeEventObserver(_:)``; for the C API's event queue (which has no NotificationCenter
+    /// without the `FoundationAPI` trait). It must return at once.
+    package func observeEvents(_ observer: @escaping @Sendable (ResourceManagerEvent) -> Void) -> UInt64 {
+        hub.observe(observer)
+    }
+
+    /// Stops the observer ``observeEvents(_:)`` returned `token` for.
+    package func removeEventObserver(_ token: UInt64) { hub.removeObserver(token) }
 
     /// The catalog version requests currently use, if the manager has one.
     public var currentVersion: Int? { state.withLock { $0.snapshot?.version } }

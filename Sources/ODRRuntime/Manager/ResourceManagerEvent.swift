@@ -1,4 +1,10 @@
+#if FoundationAPI
 import Foundation
+#elseif canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 import Synchronization
 import ODRFormat
 
@@ -50,6 +56,7 @@ public enum ResourceManagerEvent: Sendable, Equatable {
     case originSwitched(from: URL, to: URL, reason: ResourceError.Code)
 }
 
+#if FoundationAPI
 extension ResourceManager {
     /// Posted with `object` the manager and `userInfo["event"]` the ``ResourceManagerEvent``.
     public static let packInstalledNotification = Notification.Name("ODRResourceManagerPackInstalled")
@@ -75,7 +82,10 @@ extension ResourceManager {
     public static let originSwitchedNotification = Notification.Name("ODRResourceManagerOriginSwitched")
 }
 
-/// Fans events out to every subscribed stream and to `NotificationCenter`.
+#endif
+
+/// Fans events out to every subscribed stream, every observer and (with the `FoundationAPI`
+/// trait) `NotificationCenter`.
 final class EventHub: Sendable {
     private let subscribers = Locked<[UInt64: AsyncStream<ResourceManagerEvent>.Continuation]>([:])
     /// Called synchronously with each event, for callers that collect what happens during a call.
@@ -102,6 +112,7 @@ final class EventHub: Sendable {
     func emit(_ event: ResourceManagerEvent, from manager: ResourceManager) {
         for observer in observers.withLock({ Array($0.values) }) { observer(event) }
         for continuation in subscribers.withLock({ Array($0.values) }) { continuation.yield(event) }
+        #if FoundationAPI
         let name: Notification.Name = switch event {
         case .packInstalled: ResourceManager.packInstalledNotification
         case .packPurged: ResourceManager.packPurgedNotification
@@ -116,6 +127,7 @@ final class EventHub: Sendable {
         case .originSwitched: ResourceManager.originSwitchedNotification
         }
         NotificationCenter.default.post(name: name, object: manager, userInfo: ["event": event])
+        #endif
     }
 
     func finish() {

@@ -1,4 +1,10 @@
+#if FoundationAPI
 import Foundation
+#elseif canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 import ODRFormat
 
 /// A request for the resources of some tags, as a game asks for a level.
@@ -31,14 +37,20 @@ public final class ResourceRequest: Sendable {
     public let tags: Set<String>
     /// The manager that serves it.
     public let manager: ResourceManager
+    #if FoundationAPI
     /// Archive bytes of the packs to install, plus one unit for the install; `completedUnitCount`
     /// reaches `totalUnitCount` only once the resources are usable (see ``ProgressSnapshot`` for
     /// what counts). Its `cancel()`, `pause()` and `resume()` act on the downloads.
+    ///
+    /// Only with the package trait `FoundationAPI` (on by default), since `Progress` is in
+    /// Foundation, not FoundationEssentials; ``progressUpdates``, ``progressSnapshot`` and
+    /// ``setDownloadsPaused(_:)`` tell the same without it.
     public let progress: Progress
-
-    private let box: Locked<Inner>
     /// Serializes the progress's pausing and resuming handlers.
     private let pauseOrder = Locked(())
+    #endif
+
+    private let box: Locked<Inner>
     /// Tells this request's priority apart from other requests' on downloads they share.
     private let requesterID = ResourceManager.nextRequesterID()
     private let reporter: RequestProgress
@@ -82,8 +94,9 @@ public final class ResourceRequest: Sendable {
     public init(tags: Set<String>, manager: ResourceManager) {
         self.tags = tags
         self.manager = manager
-        progress = Progress(totalUnitCount: 1)
         box = Locked(Inner())
+        #if FoundationAPI
+        progress = Progress(totalUnitCount: 1)
         reporter = RequestProgress(progress: progress)
         progress.isCancellable = true
         progress.isPausable = true
@@ -94,6 +107,9 @@ public final class ResourceRequest: Sendable {
         // the final state, and a quick pause + resume never leaves the downloads paused.
         progress.pausingHandler = { [weak self] in self?.applyProgressPauseState() }
         progress.resumingHandler = { [weak self] in self?.applyProgressPauseState() }
+        #else
+        reporter = RequestProgress()
+        #endif
     }
 
     deinit {
@@ -375,6 +391,7 @@ public final class ResourceRequest: Sendable {
         }
     }
 
+    #if FoundationAPI
     private func cancel() {
         box.withLock { $0.waiter }?.cancel()
     }
@@ -383,6 +400,7 @@ public final class ResourceRequest: Sendable {
     private func applyProgressPauseState() {
         pauseOrder.withLock { _ in setPaused(progress.isPaused) }
     }
+    #endif
 
     private func setPaused(_ paused: Bool) {
         manager.setPaused(paused, downloads: box.withLock { $0.downloads })

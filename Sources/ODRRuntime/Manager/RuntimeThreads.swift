@@ -1,4 +1,16 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import Dispatch
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// The threads the runtime starts itself (each ``TransferEngine``'s transfer thread, network
 /// probes), counted so that a host can wait until they have stopped (the C API's `odr_shutdown`).
@@ -9,7 +21,7 @@ public enum RuntimeThreads {
 
     private final class Counter: @unchecked Sendable {
         // `running` is only read and written with `condition` locked.
-        let condition = NSCondition()
+        let condition = ConditionLock()
         var running = 0
     }
 
@@ -18,8 +30,8 @@ public enum RuntimeThreads {
         counter.condition.lock()
         counter.running += 1
         counter.condition.unlock()
-        let thread = Thread {
-            // The kernel's name for the thread (what `ps -T` and /proc show); Foundation sets none.
+        let work = Work {
+            // The kernel's name for the thread (what `ps -T` and /proc show).
             try? Data(name.utf8.prefix(15)).write(to: URL(filePath: "/proc/thread-self/comm"))
             body()
             counter.condition.lock()
@@ -27,8 +39,29 @@ public enum RuntimeThreads {
             counter.condition.broadcast()
             counter.condition.unlock()
         }
-        thread.name = name
-        thread.start()
+        // A plain detached pthread (Foundation's `Thread` is not in FoundationEssentials) with the
+        // default attributes (glibc's default stack size, from the stack limit).
+        let context = Unmanaged.passRetained(work).toOpaque()
+        var thread = pthread_t()
+        let status = pthread_create(&thread, nil, { context in
+            let work = Unmanaged<Work>.fromOpaque(context!).takeRetainedValue()
+            work.body()
+            return nil
+        }, context)
+        if status == 0 {
+            pthread_detach(thread)
+        } else {
+            // No thread to be had (EAGAIN: the process is at its thread limit): the work still runs,
+            // on a libdispatch worker, and is still counted until it returns.
+            let work = Unmanaged<Work>.fromOpaque(context).takeRetainedValue()
+            DispatchQueue.global().async { work.body() }
+        }
+    }
+
+    /// What a started thread runs, passed through `pthread_create`'s context pointer.
+    private final class Work: Sendable {
+        let body: @Sendable () -> Void
+        init(_ body: @escaping @Sendable () -> Void) { self.body = body }
     }
 
     /// How many of the runtime's threads run now.

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import ODRFormat
 
 /// Applies a ``DownloadPolicy`` to pack downloads: each asks ``admit(bytes:priority:onHold:onResume:)``

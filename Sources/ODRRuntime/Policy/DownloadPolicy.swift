@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// When a ``ResourceManager`` may download: which work may use a metered network, how many bytes a
 /// day it may take from one, and how much bandwidth background transfers keep while an urgent one

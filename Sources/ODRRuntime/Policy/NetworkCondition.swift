@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// What kind of network the device is on, as a ``NetworkConditionProbe`` reports it.
 ///

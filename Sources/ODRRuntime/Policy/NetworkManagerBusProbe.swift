@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 #if canImport(Glibc)
 import Glibc
@@ -56,7 +60,7 @@ public struct NetworkManagerBusProbe: NetworkConditionProbe {
         guard let connection = BusConnection(path: socketPath, timeout: timeout) else { return nil }
         defer { connection.close() }
         // Authentication: a NUL byte, then AUTH EXTERNAL with the uid's decimal digits in hex.
-        let uid = Array(String(getuid()).utf8).map { String(format: "%02x", $0) }.joined()
+        let uid = ContentHash.hex(String(getuid()).utf8)
         guard connection.send(Array("\u{0}AUTH EXTERNAL \(uid)\r\n".utf8)),
               let answer = connection.readLine(maximum: 512), answer.hasPrefix("OK "),
               connection.send(Array("BEGIN\r\n".utf8)) else { return nil }

@@ -6,7 +6,11 @@ import Musl
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 #endif
 
 /// Whether everyone who had a store open closed it, so the next open can skip checking every

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Reads and writes request traces as JSON Lines: one ``TraceEvent`` object per line, keys sorted.
 ///

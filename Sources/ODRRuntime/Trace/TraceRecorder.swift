@@ -3,7 +3,11 @@ import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import ODRFormat
 
 /// Writes the trace of one recording session of a ``ResourceManager`` (see
@@ -36,7 +40,7 @@ final class TraceRecorder: Sendable {
     }
 
     private struct Output {
-        var handle: FileHandle?
+        var file: WritableFile?
         var error: TraceError?
     }
 
@@ -58,7 +62,7 @@ final class TraceRecorder: Sendable {
         start = clock.now()
         self.catalog = catalog
         pending = Locked(Pending())
-        output = Locked(Output(handle: FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)))
+        output = Locked(Output(file: WritableFile(adopting: descriptor, path: url.path)))
     }
 
     /// Records a begin and returns the request number the recorder assigned to it.
@@ -100,8 +104,8 @@ final class TraceRecorder: Sendable {
         }
         let error = output.withLock { output -> TraceError? in
             write(&output)
-            try? output.handle?.close()
-            output.handle = nil
+            try? output.file?.close(sync: false)
+            output.file = nil
             return output.error
         }
         if let error { throw error }
@@ -150,9 +154,10 @@ final class TraceRecorder: Sendable {
             defer { state.events = [] }
             return state.events
         }
-        guard !events.isEmpty, let handle = output.handle, output.error == nil else { return }
+        guard !events.isEmpty, let file = output.file, output.error == nil else { return }
         do {
-            try handle.write(contentsOf: try TraceCodec().encode(events))
+            try file.append(Array(try TraceCodec().encode(events)))
+            try file.flush()
         } catch let error as TraceError {
             output.error = error
         } catch {

@@ -1,4 +1,15 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import ODRFormat
 
 /// A ``TransferSink`` that writes the body to a file and can continue a partial download later.
@@ -59,10 +70,9 @@ public final class FileSink: TransferSink {
               let data = try? Data(contentsOf: resumeInfoURL) else { return nil }
         state.withLock { $0.resumeInfoMayExist = true }
         guard let validators = try? JSONDecoder().decode(TransferValidators.self, from: data),
-              let attributes = try? FileManager.default.attributesOfItem(atPath: url.path),
-              let size = (attributes[.size] as? NSNumber)?.int64Value, size > 0
+              case var info = stat(), lstat(url.path, &info) == 0, info.st_size > 0
         else { return nil }
-        return TransferResumePoint(offset: size, validators: validators)
+        return TransferResumePoint(offset: Int64(info.st_size), validators: validators)
     }
 
     /// Reads the file's first `count` bytes back, so the engine can hash what an earlier attempt kept.

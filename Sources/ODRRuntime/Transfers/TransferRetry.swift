@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// An attempt of a transfer failed and the engine will try again: what failed, and when the next
 /// attempt starts. The engine tells the sink (``TransferSink/retrying(_:)``) as soon as the attempt

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Something that downloads: the libcurl ``TransferEngine`` in production, a stand-in in tests.
 ///
