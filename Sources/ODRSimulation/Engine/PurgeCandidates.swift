@@ -117,8 +117,10 @@ public struct PurgeCandidates {
                 }
             }
             for list in lists.indices { advance(list) }
-            hinted = candidates.hintedPacks.map { candidates.candidate($0) }
-            hinted.sort { planner.goesBefore($0, $1, now: candidates.now) }
+            if !candidates.hintedPacks.isEmpty {
+                hinted = candidates.hintedPacks.map { candidates.candidate($0) }
+                hinted.sort { planner.goesBefore($0, $1, now: candidates.now) }
+            }
         }
 
         private mutating func advance(_ list: Int) {

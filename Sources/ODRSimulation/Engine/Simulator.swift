@@ -108,6 +108,9 @@ struct SimulationRun<Policy: EvictionPolicy> {
     /// Packs a prefetch found no room for under the current hints: not tried again until the
     /// hints or the store change (a request begins or ends, a hint begins or ends).
     private var prefetchRefused: Set<Int> = []
+    /// By pack, whether a hinted prefetch installed it and no request has used it since; empty
+    /// for policies that take no hints (kept out of ``PackState``, which the hot loop walks).
+    private var prefetchedUnused: [Bool] = []
 
     init(simulator: Simulator, policy: Policy) {
         script = simulator.script
@@ -136,6 +139,7 @@ struct SimulationRun<Policy: EvictionPolicy> {
         logsPurges = simulator.logsPurges
         takesHints = policy.takesHints
         packHint = Array(repeating: 0, count: catalog.packCount)
+        if takesHints { prefetchedUnused = Array(repeating: false, count: catalog.packCount) }
     }
 
     var result: SimulationResult {
@@ -158,7 +162,7 @@ struct SimulationRun<Policy: EvictionPolicy> {
         }
         if takesHints {
             advancePrefetch(until: max(now, script.duration))
-            for p in packs.indices where packs[p].installed && packs[p].prefetchedUnused {
+            for p in packs.indices where packs[p].installed && prefetchedUnused[p] {
                 metrics.unusedPrefetchBytes += downloadBytes[p]
             }
             if let current = prefetch { metrics.unusedPrefetchBytes += downloadBytes[current.pack.index] - current.remaining }
@@ -196,7 +200,7 @@ struct SimulationRun<Policy: EvictionPolicy> {
                 guard packs[p].visit != visit else { continue }
                 packs[p].visit = visit
                 packs[p].lastUse = now
-                packs[p].prefetchedUnused = false
+                if takesHints { prefetchedUnused[p] = false }
                 packs[p].uses += 1
                 let useClass = PurgePlanner.useClass(of: packs[p].uses)
                 let promoted = useClass != PurgePlanner.useClass(of: packs[p].uses - 1)
@@ -247,7 +251,7 @@ struct SimulationRun<Policy: EvictionPolicy> {
         }
         active[request] = true
         if script.requests[request].isUrgent { metrics.stallSeconds += ready - now }
-        prefetchRefused.removeAll(keepingCapacity: true)
+        if !prefetchRefused.isEmpty { prefetchRefused.removeAll(keepingCapacity: true) }
     }
 
     private mutating func end(_ request: Int) {
@@ -262,7 +266,7 @@ struct SimulationRun<Policy: EvictionPolicy> {
                 if packs[pack.index].installed { ranks.touch(pack) }
             }
         }
-        prefetchRefused.removeAll(keepingCapacity: true)
+        if !prefetchRefused.isEmpty { prefetchRefused.removeAll(keepingCapacity: true) }
     }
 
     private mutating func otherAppsChanged(to bytes: Int64) {
@@ -311,8 +315,8 @@ struct SimulationRun<Policy: EvictionPolicy> {
             let pack = PackIndex(deletion.id)
             precondition(packs[deletion.id].installed && !ledger.isInUse(pack), "\(policy.name) chose a pack that is not a candidate")
             packs[deletion.id].installed = false
-            if packs[deletion.id].prefetchedUnused {
-                packs[deletion.id].prefetchedUnused = false
+            if takesHints, prefetchedUnused[deletion.id] {
+                prefetchedUnused[deletion.id] = false
                 metrics.unusedPrefetchBytes += downloadBytes[deletion.id]
             }
             ranks.remove(pack)
@@ -406,7 +410,7 @@ struct SimulationRun<Policy: EvictionPolicy> {
                 let p = current.pack.index
                 packs[p].installed = true
                 packs[p].readyAt = done
-                packs[p].prefetchedUnused = true
+                prefetchedUnused[p] = true
                 // No request has used it: once no hint names it, it is the first of its list to
                 // go (a wrong guess costs its bytes, not the pack it would otherwise push out).
                 let list = list(of: current.pack)
@@ -513,6 +517,4 @@ struct PackState {
     var lastUse = 0.0
     /// How many requests began using it (kept across purges, as the runtime's store does).
     var uses = 0
-    /// Whether a hinted prefetch installed it and no request has used it since.
-    var prefetchedUnused = false
 }

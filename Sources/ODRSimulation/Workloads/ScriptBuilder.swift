@@ -48,7 +48,10 @@ struct ScriptBuilder {
         for (current, next) in zip(urgent, urgent.dropFirst()) {
             let start = tagPool.count
             var isRight = true
-            for tag in tagPool[requests[next.request].tags] {
+            // Copied out: appending to the pool while iterating a slice of it would copy the pool
+            // on every append.
+            let rightTags = Array(tagPool[requests[next.request].tags])
+            for tag in rightTags {
                 if tagCount < 2 || random.chance(accuracy) {
                     tagPool.append(tag)
                 } else {
