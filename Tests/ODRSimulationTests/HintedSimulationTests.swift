@@ -155,7 +155,8 @@ struct HintedSimulationTests {
         let script = Workload.levels.script(catalog: catalog, device: DeviceSettings(), days: 10, seed: 2, hintAccuracy: 0.7)
         var urgentBegins: [(time: Double, tags: [TagIndex])] = []
         var hintSpans: [Int32: (begin: Double, end: Double)] = [:]
-        for event in script.events {
+        #expect(!script.events.contains { if case .hint = $0.action { true } else { false } })
+        for event in script.events + script.hintEvents {
             switch event.action {
             case .begin(let request) where script.requests[Int(request)].isUrgent:
                 urgentBegins.append((event.time, Array(script.tags(of: Int(request)))))

@@ -20,8 +20,8 @@ public struct PurgeCandidates {
     let packBytes: [Int64]
     let packs: [PackState]
     let packPriority: [Double]
-    /// By pack, the likelihood of the likeliest live hint naming it (0: none); all 0 for policies
-    /// that take no hints.
+    /// By pack, the likelihood of the likeliest live hint naming it (0: none); empty for policies
+    /// that take no hints (so that a purge retains no array of hints it does not read).
     let packHint: [Double]
     /// The installed packs not in use that a live hint names, each once: few (what the game expects
     /// next), so they are sorted at each purge rather than kept in lists.
@@ -72,11 +72,16 @@ public struct PurgeCandidates {
         PurgeOrderIterator(candidates: self, planner: planner)
     }
 
+    /// The likeliest live hint naming `pack`, 0 when none does.
+    func hintLikelihood(of pack: PackIndex) -> Double {
+        packHint.isEmpty ? 0 : packHint[pack.index]
+    }
+
     func candidate(_ pack: PackIndex) -> PurgeCandidate {
         PurgeCandidate(
             id: pack.index, bytes: packBytes[pack.index], lastUse: packs[pack.index].lastUse,
             preservationPriority: packPriority[pack.index], useCount: packs[pack.index].uses,
-            hintLikelihood: packHint[pack.index])
+            hintLikelihood: hintLikelihood(of: pack))
     }
 
     /// Merges the lists, skipping packs in use.
@@ -126,7 +131,7 @@ public struct PurgeCandidates {
         private mutating func advance(_ list: Int) {
             while let pack = lists[list].cursor {
                 lists[list].cursor = candidates.ranks.after(pack)
-                if candidates.inUse[pack.index] == 0, !(candidates.packHint[pack.index] > 0) {
+                if candidates.inUse[pack.index] == 0, !(candidates.hintLikelihood(of: pack) > 0) {
                     lists[list].pack = pack
                     lists[list].weightedIdleTime = max(0, candidates.now - candidates.packs[pack.index].lastUse) * lists[list].rate
                     return

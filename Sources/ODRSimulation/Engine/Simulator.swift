@@ -147,18 +147,20 @@ struct SimulationRun<Policy: EvictionPolicy> {
     }
 
     mutating func play() {
-        for event in script.events {
-            if takesHints { advancePrefetch(until: event.time) }
-            now = event.time
-            while now >= nextSample { takeSample() }
-            switch event.action {
-            case .begin(let request): begin(Int(request))
-            case .end(let request): end(Int(request))
-            case .otherApps(let bytes): otherAppsChanged(to: bytes)
-            case .preservationPriority(let tags, let priority): setPriority(priority, of: script.tagPool[tags])
-            case .hint(let hint): if takesHints { beginHint(hint) }
-            case .endHint(let hint): if takesHints { endHint(hint) }
+        if takesHints {
+            // Both timelines in time order, hints after other events at equal times.
+            var hintPosition = 0
+            let hintEvents = script.hintEvents
+            for event in script.events {
+                while hintPosition < hintEvents.count, hintEvents[hintPosition].time < event.time {
+                    play(hintEvents[hintPosition])
+                    hintPosition += 1
+                }
+                play(event)
             }
+            for event in hintEvents[hintPosition...] { play(event) }
+        } else {
+            for event in script.events { play(event) }
         }
         if takesHints {
             advancePrefetch(until: max(now, script.duration))
@@ -169,6 +171,20 @@ struct SimulationRun<Policy: EvictionPolicy> {
         }
         now = max(now, script.duration)
         takeSample()
+    }
+
+    private mutating func play(_ event: SimulationScript.Event) {
+        if takesHints { advancePrefetch(until: event.time) }
+        now = event.time
+        while now >= nextSample { takeSample() }
+        switch event.action {
+        case .begin(let request): begin(Int(request))
+        case .end(let request): end(Int(request))
+        case .otherApps(let bytes): otherAppsChanged(to: bytes)
+        case .preservationPriority(let tags, let priority): setPriority(priority, of: script.tagPool[tags])
+        case .hint(let hint): beginHint(hint)
+        case .endHint(let hint): endHint(hint)
+        }
     }
 
     private mutating func takeSample() {
@@ -304,7 +320,7 @@ struct SimulationRun<Policy: EvictionPolicy> {
         policy.plan(
             PurgeCandidates(
                 ranks: ranks, rankPriorities: rankPriorities, useClassesSeen: useClassesSeen, inUse: ledger.packReferenceCounts,
-                packBytes: catalog.packBytes, packs: packs, packPriority: packPriority, packHint: packHint,
+                packBytes: catalog.packBytes, packs: packs, packPriority: packPriority, packHint: takesHints ? packHint : [],
                 hintedPacks: takesHints ? hintedCandidates() : [], now: now),
             bytesNeeded: need)
     }

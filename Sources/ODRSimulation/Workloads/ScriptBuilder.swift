@@ -6,6 +6,7 @@ struct ScriptBuilder {
     private var events: [SimulationScript.Event] = []
     private var requests: [SimulationScript.Request] = []
     private var hints: [SimulationScript.Hint] = []
+    private var hintEvents: [SimulationScript.Event] = []
     private var tagPool: [TagIndex] = []
     var offlineWindows: [Range<Double>] = []
     var initialOtherAppsBytes: Int64 = 0
@@ -61,8 +62,8 @@ struct ScriptBuilder {
                     isRight = false
                 }
             }
-            // Added after every request's events, so at equal times a hint begins after the request
-            // that gives it and ends after the request it announced has begun.
+            // Hint events come after request events at equal times, so a hint begins after the
+            // request that gives it and ends after the request it announced has begun.
             addHint(poolRange: start ..< tagPool.count, likelihood: likelihood, isRight: isRight, from: current.time, until: next.time)
         }
     }
@@ -77,8 +78,8 @@ struct ScriptBuilder {
     private mutating func addHint(poolRange: Range<Int>, likelihood: Double, isRight: Bool, from start: Double, until end: Double) {
         hints.append(.init(tags: poolRange, likelihood: likelihood, isRight: isRight))
         let number = Int32(hints.count - 1)
-        events.append(.init(time: start, action: .hint(number)))
-        events.append(.init(time: end, action: .endHint(number)))
+        hintEvents.append(.init(time: start, action: .hint(number)))
+        hintEvents.append(.init(time: end, action: .endHint(number)))
     }
 
     /// Other apps use `bytes` from `time` on.
@@ -95,11 +96,13 @@ struct ScriptBuilder {
 
     /// The script; events at the same time keep the order they were added in.
     func build(duration: Double) -> SimulationScript {
-        let sorted = events.enumerated().sorted {
-            $0.element.time != $1.element.time ? $0.element.time < $1.element.time : $0.offset < $1.offset
-        }.map(\.element)
+        func sorted(_ events: [SimulationScript.Event]) -> [SimulationScript.Event] {
+            events.enumerated().sorted {
+                $0.element.time != $1.element.time ? $0.element.time < $1.element.time : $0.offset < $1.offset
+            }.map(\.element)
+        }
         return SimulationScript(
-            catalog: catalog, events: sorted, requests: requests, hints: hints, tagPool: tagPool,
+            catalog: catalog, events: sorted(events), requests: requests, hints: hints, hintEvents: sorted(hintEvents), tagPool: tagPool,
             offlineWindows: offlineWindows.sorted { $0.lowerBound < $1.lowerBound }, initialOtherAppsBytes: initialOtherAppsBytes,
             duration: duration)
     }

@@ -53,8 +53,12 @@ public struct SimulationScript: Sendable {
 
     /// The catalog the requests refer to.
     public let catalog: SimulatedCatalog
-    /// All events, by time.
+    /// All events but hints, by time.
     public let events: [Event]
+    /// The hints' beginnings and ends (``Action/hint(_:)``, ``Action/endHint(_:)``), by time: a
+    /// timeline of their own, so that policies that take no hints do not walk them. At equal times
+    /// they come after ``events``.
+    public let hintEvents: [Event]
     /// All requests, by number.
     public let requests: [Request]
     /// All hints, by number.
@@ -69,17 +73,18 @@ public struct SimulationScript: Sendable {
     public let duration: Double
 
     init(
-        catalog: SimulatedCatalog, events: [Event], requests: [Request], hints: [Hint] = [], tagPool: [TagIndex],
-        offlineWindows: [Range<Double>], initialOtherAppsBytes: Int64, duration: Double
+        catalog: SimulatedCatalog, events: [Event], requests: [Request], hints: [Hint] = [], hintEvents: [Event] = [],
+        tagPool: [TagIndex], offlineWindows: [Range<Double>], initialOtherAppsBytes: Int64, duration: Double
     ) {
         self.catalog = catalog
         self.events = events
+        self.hintEvents = hintEvents
         self.requests = requests
         self.hints = hints
         self.tagPool = tagPool
         self.offlineWindows = offlineWindows
         self.initialOtherAppsBytes = initialOtherAppsBytes
-        self.duration = max(duration, events.last?.time ?? 0)
+        self.duration = max(duration, events.last?.time ?? 0, hintEvents.last?.time ?? 0)
     }
 
     /// The same requests with every tag at preservation priority `priority` and no priority
@@ -91,7 +96,7 @@ public struct SimulationScript: Sendable {
         SimulationScript(
             catalog: catalog.withEqualPriorities(priority),
             events: events.filter { if case .preservationPriority = $0.action { false } else { true } },
-            requests: requests, hints: hints, tagPool: tagPool, offlineWindows: offlineWindows,
+            requests: requests, hints: hints, hintEvents: hintEvents, tagPool: tagPool, offlineWindows: offlineWindows,
             initialOtherAppsBytes: initialOtherAppsBytes, duration: duration)
     }
 
