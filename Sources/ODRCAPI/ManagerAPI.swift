@@ -288,6 +288,9 @@ public func odrManagerPollEvent(_ handle: OpaquePointer?, _ out: UnsafeMutablePo
                 copy(id, into: &event.pack_id)
                 copy(reason.rawValue, into: &event.purge_reason)
                 event.retry_in_ms = millisecondsUntil(next)
+            case .hintedPrefetchStarted, .hintedPrefetchCancelled:
+                // Not posted as notifications, so never queued here.
+                event.kind = ODR_EVENT_NONE
             }
         } else {
             event.kind = ODR_EVENT_NONE

@@ -174,6 +174,10 @@ final class DemoLog: @unchecked Sendable {
             case .downloadRetrying(let id, let reason, let attempt, let next):
                 let seconds = max(0, next.timeIntervalSinceNow)
                 pending.append("  pack \(id.prefix(12)): attempt \(attempt) failed (\(reason)); retrying in \(String(format: "%.1f", seconds)) s")
+            case .hintedPrefetchStarted(let id, let bytes, let likelihood):
+                pending.append("  prefetching pack \(id.prefix(12)) (\(byteText(bytes))) for a hint at \(likelihood)")
+            case .hintedPrefetchCancelled(let id):
+                pending.append("  prefetch of pack \(id.prefix(12)) cancelled: its hints ended")
             }
         }
     }

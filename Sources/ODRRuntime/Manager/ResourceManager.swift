@@ -53,6 +53,8 @@ public final class ResourceManager: Sendable {
         /// The network watcher (see ``ResourceManager/watchNetworkWhileActive(_:)``), while
         /// downloads are active.
         var networkWatcher: Task<Void, Never>?
+        /// The live anticipation hints (see ``ResourceManager/anticipate(tags:likelihood:)``).
+        var hints = HintTable()
     }
 
     /// Opens the store (repairing what a crash left) and, when it holds a copy of the catalog,

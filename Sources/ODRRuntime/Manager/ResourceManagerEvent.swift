@@ -41,6 +41,14 @@ public enum ResourceManagerEvent: Sendable, Equatable {
     /// the requests waiting for the pack says they are stalled (``ResourceRequest/ProgressSnapshot/isStalled``).
     /// When the attempts run out, their begin fails with the reason.
     case downloadRetrying(packID: String, reason: ResourceError.Code, attempt: Int, nextAttempt: Date)
+    /// An anticipation hint (``ResourceManager/anticipate(tags:likelihood:)``) started downloading a
+    /// missing pack in the background: a prefetch, apart from the downloads requests wait for.
+    /// ``packInstalled(id:bytes:tags:)`` follows when it completes. `bytes` is the archive's size;
+    /// `likelihood` the hint's. Streams only (``ResourceManager/events()``): no notification is posted.
+    case hintedPrefetchStarted(packID: String, bytes: Int64, likelihood: Double)
+    /// A hinted prefetch was cancelled because the last hint wanting it ended and no request needs
+    /// it; what it verified stays for a later install. Streams only, as ``hintedPrefetchStarted(packID:bytes:likelihood:)``.
+    case hintedPrefetchCancelled(packID: String)
 }
 
 extension ResourceManager {
@@ -93,7 +101,7 @@ final class EventHub: Sendable {
     func emit(_ event: ResourceManagerEvent, from manager: ResourceManager) {
         for observer in observers.withLock({ Array($0.values) }) { observer(event) }
         for continuation in subscribers.withLock({ Array($0.values) }) { continuation.yield(event) }
-        let name: Notification.Name = switch event {
+        let name: Notification.Name? = switch event {
         case .packInstalled: ResourceManager.packInstalledNotification
         case .packPurged: ResourceManager.packPurgedNotification
         case .lowDiskSpace: ResourceManager.lowDiskSpaceNotification
@@ -104,8 +112,9 @@ final class EventHub: Sendable {
         case .tagPurged: ResourceManager.tagPurgedNotification
         case .catalogCheckFailed: ResourceManager.catalogCheckFailedNotification
         case .downloadRetrying: ResourceManager.downloadRetryingNotification
+        case .hintedPrefetchStarted, .hintedPrefetchCancelled: nil
         }
-        NotificationCenter.default.post(name: name, object: manager, userInfo: ["event": event])
+        if let name { NotificationCenter.default.post(name: name, object: manager, userInfo: ["event": event]) }
     }
 
     func finish() {
