@@ -145,6 +145,16 @@ extension ResourceManager {
             return (downloads, downloads.filter { !running.contains(ObjectIdentifier($0)) })
         }
         if !downloads.isEmpty { setPriority(Self.hintPriority, of: downloads, for: id) }
+        if !started.isEmpty {
+            // Started while someone waits for a download: paused until no one does.
+            let yielding = state.withLock { state -> [PackDownload] in
+                guard state.downloadWaits > 0 else { return [] }
+                let hintOnly = started.filter { Self.isHintOnly($0, state) }
+                state.yieldingToWaits.formUnion(hintOnly.map(\.pack))
+                return hintOnly
+            }
+            setPaused(true, downloads: yielding)
+        }
         for download in started {
             hub.emit(.hintedPrefetchStarted(packID: download.pack, bytes: download.bytes, likelihood: likelihood), from: self)
         }
@@ -160,6 +170,44 @@ extension ResourceManager {
             download.release()
             if download.isAbandoned { hub.emit(.hintedPrefetchCancelled(packID: download.pack), from: self) }
         }
+    }
+
+    /// Whether only live hints want `download` (and it has not finished). Call with the lock held.
+    static func isHintOnly(_ download: PackDownload, _ state: State) -> Bool {
+        guard !download.isFinished else { return false }
+        let requesters = download.requesters
+        return !requesters.isEmpty && requesters.allSatisfy { state.hints.isHint($0) }
+    }
+
+    /// A wait on `downloads` starts (or, with `nil`, one ends). When the first wait starts, every
+    /// download only hints want pauses; `downloads` themselves resume if they were so paused (a
+    /// request joined a hinted prefetch); when the last wait ends, the paused prefetches resume.
+    func hintedPrefetchesYield(to downloads: [PackDownload]?) {
+        let (pause, resume) = state.withLock { state -> ([PackDownload], [PackDownload]) in
+            if let downloads {
+                state.downloadWaits += 1
+                var pause: [PackDownload] = []
+                if state.downloadWaits == 1, !state.hints.isEmpty {
+                    var seen = Set<String>()
+                    for hint in state.hints.live.values {
+                        for download in hint.downloads where !seen.contains(download.pack) && Self.isHintOnly(download, state) {
+                            seen.insert(download.pack)
+                            pause.append(download)
+                        }
+                    }
+                    state.yieldingToWaits.formUnion(seen)
+                }
+                let joined = downloads.filter { state.yieldingToWaits.remove($0.pack) != nil }
+                return (pause, joined)
+            }
+            state.downloadWaits -= 1
+            guard state.downloadWaits == 0, !state.yieldingToWaits.isEmpty else { return ([], []) }
+            let paused = Set(state.yieldingToWaits)
+            state.yieldingToWaits = []
+            return ([], paused.compactMap { state.downloads[$0] })
+        }
+        setPaused(true, downloads: pause)
+        setPaused(false, downloads: resume)
     }
 
     /// For a download that only live hints want: the likelihood of the likeliest of them, which the

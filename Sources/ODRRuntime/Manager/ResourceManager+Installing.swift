@@ -74,6 +74,9 @@ extension ResourceManager {
         }
         guard !downloads.isEmpty else { return }
         if let priority { setPriority(priority, of: downloads, for: requester) }
+        // Hinted prefetches yield the bandwidth while anyone waits for a download.
+        hintedPrefetchesYield(to: downloads)
+        defer { hintedPrefetchesYield(to: nil) }
         var tokens: [(PackDownload, UInt64)] = []
         if let progress {
             // The total is read each time: a download's size becomes its plan's once known.

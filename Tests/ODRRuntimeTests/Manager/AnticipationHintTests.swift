@@ -78,7 +78,8 @@ struct AnticipationHintTests {
         }
     }
 
-    @Test func anUrgentRequestTakesTheBandwidthFromAHintedPrefetchWhichResumesAfter() async throws {
+    @Test(arguments: [TransferPriority.urgent, .normal])
+    func aRequestTakesTheBandwidthFromAHintedPrefetchWhichResumesAfter(priority: TransferPriority) async throws {
         let fixture = try await Self.fixture()
         try await withTestServer(root: fixture.game.catalog, conditions: NetworkConditions(bytesPerSecond: 100_000)) { server in
             let manager = try fixture.manager(url: server.baseURL)
@@ -88,18 +89,41 @@ struct AnticipationHintTests {
             let prefetch = try #require(manager.state.withLock { $0.downloads[big] })
             try await waitUntil("the prefetch's first bytes") { prefetch.received > 0 }
             let request = ResourceRequest(tags: ["b"], manager: manager)
-            request.loadingPriority = .urgent
-            let before = prefetch.received
-            try await request.beginAccessingResources()
+            request.loadingPriority = priority
+            // The request's first bytes arrive while the prefetch is paused, not after it.
+            let begin = await ManagerFixture.beginAndAwaitFirstBytes(request)
+            #expect(manager.state.withLock { $0.yieldingToWaits.contains(big) }, "the prefetch yields while the request downloads")
+            #expect(!prefetch.isFinished)
+            try await begin.value
             // The request's 60 KB came in while the 800 KB prefetch was still going: it did not wait for it.
             #expect(!prefetch.isFinished)
             #expect(try manager.store.installedPackIDs().contains(b))
-            #expect(prefetch.received - before < 400_000, "the prefetch paused while the request downloaded")
+            #expect(manager.state.withLock { $0.yieldingToWaits.isEmpty && $0.downloadWaits == 0 })
             try request.endAccessingResources()
             // And the prefetch resumes once the request's download is done.
             await prefetch.finished()
             #expect(try manager.store.installedPackIDs().contains(big))
             try hint.end()
+        }
+    }
+
+    @Test func aRequestJoiningAHintedPrefetchIsNotPausedByIt() async throws {
+        let fixture = try await Self.fixture()
+        try await withTestServer(root: fixture.game.catalog, conditions: NetworkConditions(bytesPerSecond: 400_000)) { server in
+            let manager = try fixture.manager(url: server.baseURL)
+            try await manager.loadCatalog()
+            let big = try Self.packID(manager, tag: "big")
+            let hint = try manager.anticipate(tags: ["big", "a"], likelihood: 0.5)
+            let prefetch = try #require(manager.state.withLock { $0.downloads[big] })
+            try await waitUntil("the prefetch's first bytes") { prefetch.received > 0 }
+            // A request for the hinted tag joins the prefetch, which then runs for it.
+            let request = ResourceRequest(tags: ["big"], manager: manager)
+            try await request.beginAccessingResources()
+            #expect(request.state == .accessing)
+            #expect(ManagerFixture.packRequests(server).filter { $0.contains(big) }.count >= 1)
+            try request.endAccessingResources()
+            try hint.end()
+            #expect(manager.state.withLock { $0.yieldingToWaits.isEmpty && $0.hints.isEmpty })
         }
     }
 
