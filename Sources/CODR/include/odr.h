@@ -394,7 +394,7 @@ ODR_EXTERN odr_status odr_request_progress(odr_request *request, int64_t *out_co
 
 /** Hints that `tag_count` tags (at least one; each non-NULL UTF-8) will probably be requested soon,
  *  with `likelihood` in [0, 1]. While the hint lives, the missing packs of its tags download in the
- *  background at the lowest priority (paused while an urgent download runs; only where the download
+ *  background at the lowest priority (paused while a request waits for a download; only where the download
  *  policy allows non-urgent downloads; only when they fit the cache budget without purging a pack a
  *  request holds or an at least as likely hint names), and purging keeps its packs after every
  *  unhinted one, the least likely first. A hint holds nothing in use: it never counts toward the

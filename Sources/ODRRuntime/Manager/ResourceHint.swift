@@ -7,8 +7,8 @@ import Foundation
 /// An anticipation hint: the game's word that the tags it names will probably be requested soon
 /// (see ``ResourceManager/anticipate(tags:likelihood:)``).
 ///
-/// While it lives, the missing packs of its tags download at the lowest priority (the transfer
-/// engine pauses them while an urgent download runs), and purging keeps its packs after every
+/// While it lives, the missing packs of its tags download at the lowest priority (paused while any
+/// request waits for a download), and purging keeps its packs after every
 /// unhinted one. It holds nothing in use: it never counts toward the in-use limit and never makes a
 /// request fail. ``end()`` withdraws it at once (so does releasing the last reference to it): its
 /// prefetches that no request shares are cancelled; bytes already verified stay installed.
@@ -106,8 +106,9 @@ extension ResourceManager {
     /// The missing packs of the tags download in the background at the lowest priority, only where
     /// the ``DownloadPolicy`` lets non-urgent downloads run (metered networks, the daily budget),
     /// and only when they fit the cache budget without purging a pack a request holds or a hint at
-    /// least as likely names; the transfer engine pauses them while an urgent download runs
-    /// (``DownloadPolicy/nonUrgentBandwidthWhileUrgent``). Purging keeps hinted packs after every
+    /// least as likely names. They pause while any request (or prefetch, or fetch) waits for a
+    /// download, and resume when none does; a request that needs one of them joins it and it runs
+    /// on at the request's priority. Purging keeps hinted packs after every
     /// unhinted one, the least likely first (``PurgeReason/leastLikelyHint``).
     ///
     /// A hint holds nothing in use: it never counts toward the in-use limit, and a request for the
