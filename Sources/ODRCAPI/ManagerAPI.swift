@@ -39,7 +39,15 @@ final class ManagerHandle: Sendable {
         self.queue = queue
         // The manager tells each event synchronously on the thread that caused it, so an event is
         // in the queue before the call that caused it (a purge, say) returns.
-        observer = manager.observeEvents { event in Self.push(event, into: queue) }
+        observer = manager.observeEvents { event in
+            // odr_event has no kind for origin switches (the store's log keeps each, which odr log
+            // shows) or hinted prefetches (their installs arrive as ODR_EVENT_PACK_INSTALLED):
+            // they are not queued, so a poll never returns an event of kind ODR_EVENT_NONE.
+            switch event {
+            case .originSwitched, .hintedPrefetchStarted, .hintedPrefetchCancelled: return
+            default: Self.push(event, into: queue)
+            }
+        }
     }
 
     deinit {
@@ -283,9 +291,8 @@ public func odrManagerPollEvent(_ handle: OpaquePointer?, _ out: UnsafeMutablePo
                 copy(id, into: &event.pack_id)
                 copy(reason.rawValue, into: &event.purge_reason)
                 event.retry_in_ms = millisecondsUntil(next)
-            case .originSwitched:
-                // Not subscribed to (odr_event has no kind for it yet): the store's log keeps each
-                // switch, which odr log shows.
+            case .originSwitched, .hintedPrefetchStarted, .hintedPrefetchCancelled:
+                // Never queued (see init).
                 event.kind = ODR_EVENT_NONE
             }
         } else {

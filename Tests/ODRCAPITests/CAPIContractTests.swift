@@ -29,7 +29,9 @@ struct CAPIContractTests {
         for name in ["a NULL tag list", "an empty tag list", "a tag that is not UTF-8", "beginning an unknown tag",
                      "a buffer too small", "begin after end", "a path after end", "end after end",
                      "a begin whose timeout passes first", "a cancelled begin completes with ODR_E_CANCELLED",
-                     "another thread's error is not this thread's"] {
+                     "another thread's error is not this thread's",
+                     "a NaN likelihood", "a likelihood above 1", "a hint of an unknown tag",
+                     "the hint prefetched level3 (nothing left to download)", "ending a hint leaves what it installed"] {
             #expect(lines.contains("ok \(name)"), "missing check: \(name)")
         }
     }

@@ -176,6 +176,10 @@ final class DemoLog: @unchecked Sendable {
                 pending.append("  pack \(id.prefix(12)): attempt \(attempt) failed (\(reason)); retrying in \(String(format: "%.1f", seconds)) s")
             case .originSwitched(let from, let to, let reason):
                 pending.append("  switched from \(from.host ?? from.absoluteString) to \(to.host ?? to.absoluteString) (\(reason))")
+            case .hintedPrefetchStarted(let id, let bytes, let likelihood):
+                pending.append("  prefetching pack \(id.prefix(12)) (\(byteText(bytes))) for a hint at \(likelihood)")
+            case .hintedPrefetchCancelled(let id):
+                pending.append("  prefetch of pack \(id.prefix(12)) cancelled: its hints ended")
             }
         }
     }

@@ -12,7 +12,9 @@ import ODRSimulation
 ///    catalog of --tags tags and --tags x --files-per-tag files: median and 99th percentile per
 ///    pair (targets: under 20 µs and under 200 µs), next to the same begin/end on a bare `Ledger`,
 ///    the least any request must do, and through the C API (libodr's `odr_request_conditionally_begin`
-///    + `odr_request_end`; target: median within 1.5x of the Swift pair).
+///    + `odr_request_end`; target: median within 1.5x of the Swift pair), and
+///    `anticipate(tags:likelihood:)` + `ResourceHint.end()` on the same tags (target: median under
+///    20 µs; the tags are installed, so no prefetch starts: the figure is the hint's own cost).
 /// 2. Opening a `ResourceManager` on a store with --installed installed packs (target: under
 ///    50 ms), next to opening the bare `ResourceStore` and listing its packs.
 /// 3. What checking signatures adds to `prepare()`: the catalog is signed, and `prepare()` runs
@@ -35,6 +37,8 @@ struct RequestBench: AsyncParsableCommand {
                 timed alone; a bare Ledger begin/end of the same tags is the baseline;
                 the same pairs through the C API (odr_request_conditionally_begin +
                 odr_request_end) are compared with the Swift ones;
+              - anticipate(tags:likelihood:) + end() of a hint, on the same
+                installed tags (no prefetch starts), each pair timed alone;
               - opening a ResourceManager on the store (--opens times; median and
                 best), against opening the ResourceStore alone and listing its
                 installed packs;
@@ -48,7 +52,7 @@ struct RequestBench: AsyncParsableCommand {
                 has common files and both axes (it holds three); 0 skips them.
 
             Targets: median pair < 20 us, 99th percentile < 200 us (also with variants); C API \
-            pair within 1.5x of Swift's; opening < 50 ms; signatures add < 1 ms to prepare().
+            pair within 1.5x of Swift's; hint anticipate + end median < 20 us; opening < 50 ms; signatures add < 1 ms to prepare().
 
             Example: swift run -c release odrbench request --tags 10000 --installed 1000
             """
@@ -168,12 +172,13 @@ struct RequestBench: AsyncParsableCommand {
         var random = SimulationRandom(seed: 42)
         let picks = (0..<pairs).map { _ in names[Int(random.next() % UInt64(installed))] }
         var durations: [Double] = []
-        let baseline: [Double]
+        let baseline: [Double], hintDurations: [Double]
         do {
             let manager = try ResourceManager(configuration: configuration)
             guard manager.currentVersion != nil else { throw ValidationFailure("the manager found no stored catalog") }
             durations = try await swiftPairs(manager: manager, picks: picks)
             baseline = try ledgerPairs(manager: manager, picks: picks)
+            hintDurations = try hintPairs(manager: manager, picks: picks)
         }
         // The Swift manager is gone: the C API's opens the store as a game would, alone.
         var cDurations = try cAPIPairs(catalog: catalogURL, store: storeURL, picks: picks)
@@ -188,6 +193,10 @@ struct RequestBench: AsyncParsableCommand {
         let cMedian = percentile(cDurations, 0.5), ratio = cMedian / max(median, 1e-9)
         print("  through the C API (odr_request_conditionally_begin + odr_request_end), same pairs: median \(micro(cMedian)), p99 \(micro(percentile(cDurations, 0.99)))")
         print(String(format: "  C API / Swift median: %.2fx; target < 1.5x: %@", ratio, ratio < 1.5 ? "met" : "NOT met"))
+        let hintMedian = percentile(hintDurations, 0.5)
+        print("anticipate + end of a hint, \(pairs) pairs on the same installed tags:")
+        print("  median \(micro(hintMedian)), p90 \(micro(percentile(hintDurations, 0.9))), p99 \(micro(percentile(hintDurations, 0.99))), max \(micro(hintDurations.last ?? 0))")
+        print("  target median < 20 us: \(hintMedian < 20e-6 ? "met" : "NOT met")")
         managerOpens.sort()
         storeOpens.sort()
         uncleanOpens.sort()
@@ -216,6 +225,20 @@ struct RequestBench: AsyncParsableCommand {
                 throw ValidationFailure("\(name) is installed, yet the conditional begin failed")
             }
             try request.endAccessingResources()
+            durations.append((clock.now - start).seconds)
+        }
+        return durations.sorted()
+    }
+
+    /// `anticipate` + `end` of a hint of each pick on `manager`, each pair timed alone; sorted.
+    private func hintPairs(manager: ResourceManager, picks: [String]) throws -> [Double] {
+        let clock = ContinuousClock()
+        var durations: [Double] = []
+        durations.reserveCapacity(picks.count)
+        for name in picks {
+            let start = clock.now
+            let hint = try manager.anticipate(tags: [name], likelihood: 0.7)
+            try hint.end()
             durations.append((clock.now - start).seconds)
         }
         return durations.sorted()

@@ -39,6 +39,9 @@ struct RunCommand: AsyncParsableCommand {
               default       the runtime's planner: superseded first, then least
                             recently used with preservation priority as extra
                             recency, avoiding freeing far more than needed
+              hinted        default, taking the game's anticipation hints:
+                            hinted packs purged last (least likely first)
+                            and prefetched while no request downloads
               lru           plain least recently used
               priority-lru  lowest preservation priority, then least recent
               gds           Greedy-Dual-Size-Frequency, costing a pack by its
@@ -47,10 +50,20 @@ struct RunCommand: AsyncParsableCommand {
                             no online policy should beat (with mixed pack sizes
                             a heuristic, not an optimum)
 
+            HINTS
+              Each workload hints what the game expects next, as a game would
+              with ResourceManager.anticipate: levels the next level (0.9),
+              openworld the region the player heads into or fast-travels to
+              (0.6), travel the next destination (0.5). Each hinted tag is right
+              with probability --hint-accuracy (default 0.7), otherwise a random
+              wrong tag. Only the hinted policy reads hints.
+
             COLUMNS
               requests, hits (everything installed at begin), misses; bytes
-              downloaded and their ratio to Belady's; stall (time players waited
-              for urgent requests); purges (packs deleted); over-purged (bytes
+              downloaded (prefetches included) and their ratio to Belady's;
+              prefetched (bytes hinted prefetches moved) and unused (of those,
+              what no request used: wrong guesses); stall (time players
+              waited for urgent requests); purges (packs deleted); over-purged (bytes
               freed beyond each purge's need); peak disk (the most the store
               held); in-use refusals (over the in-use limit); out of space.
 
@@ -125,8 +138,11 @@ struct RunCommand: AsyncParsableCommand {
     @Option(help: "The seed of every random choice; the same seed gives the same numbers.")
     var seed: UInt64 = 1
 
+    @Option(help: ArgumentHelp("The chance that each tag a workload hints is right (otherwise a random wrong tag).", valueName: "p"))
+    var hintAccuracy = 0.7
+
     @Option(name: .customLong("policy"), parsing: .singleValue,
-            help: ArgumentHelp("Policies to compare, comma-separated or repeated: all, default, lru, priority-lru, gds, belady.", valueName: "names"))
+            help: ArgumentHelp("Policies to compare, comma-separated or repeated: all, default, hinted, lru, priority-lru, gds, belady.", valueName: "names"))
     var policyNames: [String] = ["all"]
 
     @Flag(help: "Print the report as JSON instead of a table.")
@@ -150,7 +166,7 @@ struct RunCommand: AsyncParsableCommand {
                 } else if let policy = PolicyChoice(rawValue: name) {
                     result.append(policy)
                 } else {
-                    throw ValidationError("Unknown policy '\(name)'. Use all, default, lru, priority-lru, gds or belady.")
+                    throw ValidationError("Unknown policy '\(name)'. Use all, default, hinted, lru, priority-lru, gds or belady.")
                 }
             }
             var seen = Set<PolicyChoice>()
@@ -163,6 +179,7 @@ struct RunCommand: AsyncParsableCommand {
         guard days > 0 else { throw ValidationError("--days must be positive.") }
         guard bandwidth.bytes > 0 else { throw ValidationError("--bandwidth must be positive.") }
         guard (0 ... 1).contains(offlineProbability) else { throw ValidationError("--offline-probability must be in 0...1.") }
+        guard (0 ... 1).contains(hintAccuracy) else { throw ValidationError("--hint-accuracy must be in 0...1.") }
         guard !(json && csv) else { throw ValidationError("Choose one of --json and --csv.") }
         if let tags, tags < 1 { throw ValidationError("--tags must be at least 1.") }
     }
@@ -199,7 +216,7 @@ struct RunCommand: AsyncParsableCommand {
                 if let sharedPackSize { generator.sharedPackSize = sharedPackSize.distribution }
                 return generator.generate(seed: seed)
             }()
-            script = kind.script(catalog: catalog, device: device, days: days, seed: seed)
+            script = kind.script(catalog: catalog, device: device, days: days, seed: seed, hintAccuracy: hintAccuracy)
             workloadName = kind.rawValue
         }
         if equalPriorities {

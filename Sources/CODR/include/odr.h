@@ -134,6 +134,8 @@ typedef struct odr_config odr_config;
 typedef struct odr_manager odr_manager;
 /** A request for the resources of some tags, as a game asks for a level. */
 typedef struct odr_request odr_request;
+/** An anticipation hint: tags the game will probably request soon (see odr_anticipate). */
+typedef struct odr_hint odr_hint;
 
 /**
  * Called once when an asynchronous call finishes: `status` is ODR_OK or the error, `message` the
@@ -393,6 +395,29 @@ ODR_EXTERN odr_status odr_request_state_get(odr_request *request, odr_request_st
  *  value at least every 16 KiB or 100 ms); values never decrease. `completed == total` only once the
  *  request is accessing. Either pointer may be NULL. */
 ODR_EXTERN odr_status odr_request_progress(odr_request *request, int64_t *out_completed_bytes, int64_t *out_total_bytes);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Anticipation hints                                                                         */
+/* ------------------------------------------------------------------------------------------ */
+
+/** Hints that `tag_count` tags (at least one; each non-NULL UTF-8) will probably be requested soon,
+ *  with `likelihood` in [0, 1]. While the hint lives, the missing packs of its tags download in the
+ *  background at the lowest priority (paused while a request waits for a download; only where the download
+ *  policy allows non-urgent downloads; only when they fit the cache budget without purging a pack a
+ *  request holds or an at least as likely hint names), and purging keeps its packs after every
+ *  unhinted one, the least likely first. A hint holds nothing in use: it never counts toward the
+ *  in-use limit and never makes a request fail. Several hints may name the same tags.
+ *  Errors: ODR_E_INVALID_ARGUMENT (NULL manager or out_hint, empty tag list, likelihood outside
+ *  [0, 1] or NaN), ODR_E_INVALID_TAG (a tag the catalog lacks; nothing is hinted),
+ *  ODR_E_CATALOG_UNAVAILABLE (no catalog loaded yet).
+ *  Lifetime: the hint keeps its manager alive; end and free it with `odr_hint_end`, once.
+ *  odr_shutdown refuses while hints are alive. */
+ODR_EXTERN odr_status odr_anticipate(odr_manager *manager, const char *const *tags, size_t tag_count, double likelihood, odr_hint **out_hint);
+
+/** Withdraws the hint at once and frees it (NULL is ignored): prefetches only it wanted are
+ *  cancelled (entries already verified stay for a later install); installed packs stay installed.
+ *  Like `free`, calling it twice on the same hint is undefined. */
+ODR_EXTERN void odr_hint_end(odr_hint *hint);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Request progress: callback and stalls                                                      */

@@ -117,6 +117,9 @@ final class PackDownload: Sendable {
         }
     }
 
+    /// Who has set a priority on the download and not withdrawn it (requests, prefetches, hints).
+    var requesters: [UInt64] { state.withLock { Array($0.priorities.keys) } }
+
     /// The download's priority: the highest among its requesters, `nil` while none has set one.
     var priority: TransferPriority? { state.withLock { Self.highest($0.priorities.values) } }
 

@@ -78,6 +78,9 @@ extension ResourceManager {
         }
         guard !downloads.isEmpty else { return }
         if let priority { setPriority(priority, of: downloads, for: requester) }
+        // Hinted prefetches yield the bandwidth while anyone waits for a download.
+        hintedPrefetchesYield(to: downloads)
+        defer { hintedPrefetchesYield(to: nil) }
         var tokens: [(PackDownload, UInt64)] = []
         if let progress {
             // The total is read each time: a download's size becomes its plan's once known.
@@ -143,7 +146,17 @@ extension ResourceManager {
         defer { ticket?.finish() }
         // Entries are assembled where the pack will live (staging is renamed into packs/), so
         // the pack's installed size is all the room it takes; no archive copy is kept.
-        try await makeRoom(installing: pack.installedBytes, reserve: true)
+        if let shield = hintShield(for: download) {
+            // Only hints want the pack: it may take room only from what is less likely wanted. A
+            // request that joined meanwhile makes room as any request does.
+            do throws(ResourceError) {
+                try await makeRoom(installing: pack.installedBytes, reserve: true, sparingHintsFrom: shield)
+            } catch where hintShield(for: download) == nil && [.cacheBudgetExceeded, .outOfSpace].contains(error.code) {
+                try await makeRoom(installing: pack.installedBytes, reserve: true)
+            }
+        } else {
+            try await makeRoom(installing: pack.installedBytes, reserve: true)
+        }
         var installer = makeInstaller()
         installer.maximumConcurrentInstalls = 1
         do throws(ResourceError) {

@@ -41,26 +41,45 @@ extension ResourceManager {
     /// What interrupted downloads left in `staging/` goes before any installed pack, oldest first
     /// (``PurgeReason/staleStaging``), but never a download in progress: not one of this manager's,
     /// and not one whose pack lock another process holds.
+    ///
+    /// Each pack's likeliest live anticipation hint (``anticipate(tags:likelihood:)``) ranks it:
+    /// hinted packs go after unhinted ones, the least likely first.
     public func purgePlan(bytes: Int64) throws(ResourceError) -> PurgeProposal {
+        try purgePlan(bytes: bytes, sparingHintsFrom: nil)
+    }
+
+    /// ``purgePlan(bytes:)``; with `shield`, packs a live hint at least that likely names are
+    /// treated as in use (a hinted prefetch makes room only from less likely packs).
+    func purgePlan(bytes: Int64, sparingHintsFrom shield: Double?) throws(ResourceError) -> PurgeProposal {
         lastUse.flush()
         let installed = try store.packs().filter(\.isInstalled)
-        let (snapshot, inUse, downloading) = state.withLock { state -> (CatalogSnapshot?, Set<String>, Set<String>) in
+        let (snapshot, inUse, downloading, hinted) = state.withLock { state -> (CatalogSnapshot?, Set<String>, Set<String>, [String: Double]) in
             var inUse = Set<String>()
             if let ledger = state.ledger {
                 for (i, id) in ledger.catalog.packIDs.enumerated() where ledger.isInUse(PackIndex(i)) { inUse.insert(id) }
             }
-            return (state.snapshot, inUse, Set(state.downloads.keys))
+            var hinted: [String: Double] = [:]
+            if !state.hints.isEmpty {
+                for pack in installed {
+                    let likelihood = state.hints.likelihood(ofPack: pack.id)
+                    if likelihood > 0 { hinted[pack.id] = likelihood }
+                }
+            }
+            return (state.snapshot, inUse, Set(state.downloads.keys), hinted)
         }
         let overrides = snapshot.map { (try? store.preservationPriorityOverrides(catalogURL: $0.catalogURL)) ?? [:] } ?? [:]
         let candidates = installed.enumerated().map { index, pack in
             let record = snapshot?.lookup.pack(id: pack.id)
             let priority = record?.tags.map { snapshot!.preservationPriority(ofTag: $0, overrides: overrides) }.max() ?? 0
+            let likelihood = hinted[pack.id] ?? 0
+            let shielded = shield.map { likelihood > 0 && likelihood >= $0 } ?? false
             return PurgeCandidate(
                 id: index, bytes: pack.installedBytes, lastUse: pack.lastUsedAt, preservationPriority: priority,
                 isSuperseded: record == nil,
-                isInUse: inUse.contains(pack.id) || downloading.contains(pack.id) || store.isPackInUse(id: pack.id),
+                isInUse: shielded || inUse.contains(pack.id) || downloading.contains(pack.id) || store.isPackInUse(id: pack.id),
                 useCount: pack.useCount,
-                isUnchosenVariant: record != nil && snapshot?.lookup.isChosen(packID: pack.id) == false)
+                isUnchosenVariant: record != nil && snapshot?.lookup.isChosen(packID: pack.id) == false,
+                hintLikelihood: likelihood)
         }
         var staging: [PurgeProposal.Deletion] = [], stagingBytes: Int64 = 0
         for item in staleStaging(downloading: downloading) where stagingBytes < bytes {
@@ -94,7 +113,12 @@ extension ResourceManager {
     /// - Returns: what was deleted; its `shortfall` says how much could not be freed.
     @discardableResult
     public func purge(bytes: Int64) async throws(ResourceError) -> PurgeProposal {
-        let proposal = try purgePlan(bytes: bytes)
+        try await purge(bytes: bytes, sparingHintsFrom: nil)
+    }
+
+    /// ``purge(bytes:)``, sparing packs as ``purgePlan(bytes:sparingHintsFrom:)`` does.
+    func purge(bytes: Int64, sparingHintsFrom shield: Double?) async throws(ResourceError) -> PurgeProposal {
+        let proposal = try purgePlan(bytes: bytes, sparingHintsFrom: shield)
         var done = PurgeProposal(bytesNeeded: bytes, deletions: [])
         for deletion in proposal.deletions {
             if deletion.reason == .staleStaging {
@@ -152,7 +176,10 @@ extension ResourceManager {
     /// - Throws: `out-of-space` when the bytes do not fit the disk even after purging every pack
     ///   not in use; `cache-budget-exceeded` when they do not fit the cache budget.
     @discardableResult
-    func makeRoom(installing: Int64, staging: Int64 = 0, reserve: Bool = false, failWhenShort: Bool = true) async throws(ResourceError) -> PurgeProposal? {
+    ///
+    /// With `shield` (a hinted prefetch), packs a hint at least that likely names are spared.
+    func makeRoom(installing: Int64, staging: Int64 = 0, reserve: Bool = false, failWhenShort: Bool = true,
+                  sparingHintsFrom shield: Double? = nil) async throws(ResourceError) -> PurgeProposal? {
         var purged: PurgeProposal?
         for _ in 0..<3 {
             let free = configuration.diskSpace.freeBytes(at: store.directory)
@@ -183,7 +210,7 @@ extension ResourceManager {
             }
             let need = max(budgetNeed, diskNeed)
             guard need > 0 else { return purged }
-            let done = try await purge(bytes: need)
+            let done = try await purge(bytes: need, sparingHintsFrom: shield)
             purged = PurgeProposal(bytesNeeded: need, deletions: (purged?.deletions ?? []) + done.deletions)
             let freed = done.bytesFreed
             guard freed < need else { continue }  // enough went; check again, others may have taken it

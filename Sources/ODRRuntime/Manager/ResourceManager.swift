@@ -61,6 +61,13 @@ public final class ResourceManager: Sendable {
         /// The network watcher (see ``ResourceManager/watchNetworkWhileActive(_:)``), while
         /// downloads are active.
         var networkWatcher: Task<Void, Never>?
+        /// The live anticipation hints (see ``ResourceManager/anticipate(tags:likelihood:)``).
+        var hints = HintTable()
+        /// How many waits on downloads (requests, prefetches, fetches) run: while any does, the
+        /// downloads only hints want are paused.
+        var downloadWaits = 0
+        /// The packs whose downloads are paused because only hints want them while a wait runs.
+        var yieldingToWaits: Set<String> = []
     }
 
     /// Opens the store (repairing what a crash left) and, when it holds a copy of the catalog,

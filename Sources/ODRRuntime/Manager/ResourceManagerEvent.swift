@@ -54,6 +54,14 @@ public enum ResourceManagerEvent: Sendable, Equatable {
     /// `integrity` for bytes that failed verification). `from` is avoided for
     /// ``ResourceManager/Configuration/mirrorBackOff``. The store's log (`odr log`) keeps a line for each.
     case originSwitched(from: URL, to: URL, reason: ResourceError.Code)
+    /// An anticipation hint (``ResourceManager/anticipate(tags:likelihood:)``) started downloading a
+    /// missing pack in the background: a prefetch, apart from the downloads requests wait for.
+    /// ``packInstalled(id:bytes:tags:)`` follows when it completes. `bytes` is the archive's size;
+    /// `likelihood` the hint's. Streams only (``ResourceManager/events()``): no notification is posted.
+    case hintedPrefetchStarted(packID: String, bytes: Int64, likelihood: Double)
+    /// A hinted prefetch was cancelled because the last hint wanting it ended and no request needs
+    /// it; what it verified stays for a later install. Streams only, as ``hintedPrefetchStarted(packID:bytes:likelihood:)``.
+    case hintedPrefetchCancelled(packID: String)
 }
 
 #if FoundationAPI
@@ -113,7 +121,7 @@ final class EventHub: Sendable {
         for observer in observers.withLock({ Array($0.values) }) { observer(event) }
         for continuation in subscribers.withLock({ Array($0.values) }) { continuation.yield(event) }
         #if FoundationAPI
-        let name: Notification.Name = switch event {
+        let name: Notification.Name? = switch event {
         case .packInstalled: ResourceManager.packInstalledNotification
         case .packPurged: ResourceManager.packPurgedNotification
         case .lowDiskSpace: ResourceManager.lowDiskSpaceNotification
@@ -125,8 +133,9 @@ final class EventHub: Sendable {
         case .catalogCheckFailed: ResourceManager.catalogCheckFailedNotification
         case .downloadRetrying: ResourceManager.downloadRetryingNotification
         case .originSwitched: ResourceManager.originSwitchedNotification
+        case .hintedPrefetchStarted, .hintedPrefetchCancelled: nil
         }
-        NotificationCenter.default.post(name: name, object: manager, userInfo: ["event": event])
+        if let name { NotificationCenter.default.post(name: name, object: manager, userInfo: ["event": event]) }
         #endif
     }
 

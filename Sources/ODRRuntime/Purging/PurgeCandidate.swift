@@ -19,12 +19,17 @@ public struct PurgeCandidate: Sendable, Hashable {
     /// How many requests have begun using the pack (the store keeps counting across purges); the
     /// planner divides the pack's weighted idle time by it, rounded down to a power of two.
     public var useCount: Int
+    /// The highest likelihood (0...1) among the live anticipation hints that name a tag needing the
+    /// pack (``ResourceManager/anticipate(tags:likelihood:)``); 0 when no hint names it. Hinted packs
+    /// go after every unhinted one that a current version needs, the least likely first.
+    public var hintLikelihood: Double
 
     /// Describes a pack; by default of middle priority, needed by the current version (for a
     /// variant the device chose), not in use, and used once.
     public init(
         id: Int, bytes: Int64, lastUse: Double, preservationPriority: Double = 0.5,
-        isSuperseded: Bool = false, isInUse: Bool = false, useCount: Int = 1, isUnchosenVariant: Bool = false
+        isSuperseded: Bool = false, isInUse: Bool = false, useCount: Int = 1, isUnchosenVariant: Bool = false,
+        hintLikelihood: Double = 0
     ) {
         self.id = id
         self.bytes = bytes
@@ -34,6 +39,7 @@ public struct PurgeCandidate: Sendable, Hashable {
         self.isUnchosenVariant = isUnchosenVariant
         self.isInUse = isInUse
         self.useCount = useCount
+        self.hintLikelihood = hintLikelihood
     }
 }
 
@@ -41,4 +47,7 @@ extension PurgeCandidate {
     /// Whether the device has no use for the pack at all (superseded, or of a variant it does not
     /// choose): such packs go first, before any pack a request could need.
     public var isObsolete: Bool { isSuperseded || isUnchosenVariant }
+
+    /// Whether a live hint names the pack (``hintLikelihood`` above 0; NaN counts as not hinted).
+    public var isHinted: Bool { hintLikelihood > 0 }
 }

@@ -36,15 +36,21 @@ import ODRFormat
 /// alone cannot tell apart; rounding it to a power of two keeps the order coarse, so that a
 /// caller keeping one recency list per priority and power of two reads the order by merging them.
 ///
+/// 3. Packs that a live anticipation hint names (``PurgeCandidate/hintLikelihood`` above 0), after
+///    every unhinted pack: the least likely first, then as in 2. A pack hinted at 0.9 goes after
+///    every unhinted pack and after packs hinted at 0.5; a pack a request holds never goes.
+///
 /// Within that order, a pack that would overshoot what is still needed by more than the allowance
 /// (the larger of ``overPurgeFraction`` of the need and ``overPurgeSlack``) is passed over; if the
 /// smaller packs are not enough, the smallest passed-over pack that covers the rest goes instead,
 /// and any pack it makes unnecessary is kept. So a 512 MB pack is not deleted to make room for
-/// 100 MB when a 120 MB pack would do. Superseded and unchosen packs are one group and the others another:
-/// nothing is passed over to take a pack a current version needs. In-use packs are never chosen.
+/// 100 MB when a 120 MB pack would do. Superseded and unchosen packs are one group, unhinted packs
+/// another and hinted packs a third: nothing is passed over to take a pack a current version needs,
+/// nor an unhinted pack to take a hinted one. In-use packs are never chosen.
 ///
 /// The planner uses only what the store records for each pack: its size, its last use, its use
-/// count, its preservation priority and whether it is superseded or of a variant not chosen.
+/// count, its preservation priority and whether it is superseded or of a variant not chosen, and
+/// the likelihood of the live hints that name it.
 ///
 /// ```swift
 /// let plan = PurgePlanner().plan(candidates, bytesNeeded: 100 << 20, now: clock.now())
@@ -116,6 +122,8 @@ public struct PurgePlanner: PurgePolicy, Equatable {
 
     /// Whether `a` goes before `b` when neither is superseded, unchosen nor in use, at `now`.
     public func goesBefore(_ a: PurgeCandidate, _ b: PurgeCandidate, now: Double) -> Bool {
+        let (ha, hb) = (Self.hintRank(a), Self.hintRank(b))
+        if ha != hb { return ha < hb }
         if priorityHalvingStep <= 0, a.preservationPriority != b.preservationPriority {
             return a.preservationPriority < b.preservationPriority
         }
@@ -181,6 +189,7 @@ public struct PurgePlanner: PurgePolicy, Equatable {
         func reason(_ candidate: PurgeCandidate) -> PurgeReason {
             if candidate.isSuperseded { .superseded }
             else if candidate.isUnchosenVariant { .variantNotChosen }
+            else if candidate.isHinted { .leastLikelyHint }
             else if candidate.preservationPriority < topPriority { .lowPreservationPriority }
             else { .leastRecentlyUsed }
         }
@@ -252,7 +261,16 @@ public struct PurgePlanner: PurgePolicy, Equatable {
         return superseded + current
     }
 
+    /// The likelihood a candidate's hints give it in purge order: ``PurgeCandidate/hintLikelihood``
+    /// clamped to 0...1, NaN as 0 (not hinted). Obsolete packs rank first whatever their hints.
+    public static func hintRank(_ candidate: PurgeCandidate) -> Double {
+        let likelihood = candidate.hintLikelihood
+        return likelihood > 0 ? min(likelihood, 1) : 0
+    }
+
+    /// Packs of one group may be passed over for one another (closest fit): obsolete packs, unhinted
+    /// packs, and hinted packs are three groups, so that nothing unhinted is kept by taking a hinted pack.
     private static func sameRank(_ a: PurgeCandidate, _ b: PurgeCandidate) -> Bool {
-        a.isObsolete == b.isObsolete
+        a.isObsolete == b.isObsolete && (a.isObsolete || a.isHinted == b.isHinted)
     }
 }

@@ -20,6 +20,9 @@ public struct PurgeReason: RawRepresentable, Hashable, Sendable, CustomStringCon
     public static let lowPreservationPriority = PurgeReason(rawValue: "low-preservation-priority")
     /// It was used less recently than the packs that were kept.
     public static let leastRecentlyUsed = PurgeReason(rawValue: "least-recently-used")
+    /// A live anticipation hint names it, but every pack not hinted was already gone and the
+    /// hints naming the packs that were kept are likelier.
+    public static let leastLikelyHint = PurgeReason(rawValue: "least-likely-hint")
     /// It was chosen over older packs of the same rank because it frees enough without freeing far
     /// more than needed.
     public static let closestFit = PurgeReason(rawValue: "closest-fit")

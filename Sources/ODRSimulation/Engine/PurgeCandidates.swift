@@ -20,6 +20,12 @@ public struct PurgeCandidates {
     let packBytes: [Int64]
     let packs: [PackState]
     let packPriority: [Double]
+    /// By pack, the likelihood of the likeliest live hint naming it (0: none); empty for policies
+    /// that take no hints (so that a purge retains no array of hints it does not read).
+    let packHint: [Double]
+    /// The installed packs not in use that a live hint names, each once: few (what the game expects
+    /// next), so they are sorted at each purge rather than kept in lists.
+    let hintedPacks: [PackIndex]
     /// The simulated time of the purge, in seconds since the start.
     public let now: Double
 
@@ -29,7 +35,7 @@ public struct PurgeCandidates {
     }
 
     /// Every candidate, with ``PurgeCandidate/id`` the pack index: by ascending priority and use
-    /// class, least recently used first within each.
+    /// class, least recently used first within each (hinted packs among them, with their likelihood).
     public func all() -> [PurgeCandidate] {
         var result: [PurgeCandidate] = []
         for rank in rankPriorities.indices {
@@ -60,15 +66,22 @@ public struct PurgeCandidates {
 
     /// The candidates in `planner`'s purge order at ``now``: each list is in recency order, which
     /// among packs of one priority and use class is the planner's order, so merging the lists'
-    /// heads by ``PurgePlanner/goesBefore(_:_:now:)`` yields the whole order.
+    /// heads by ``PurgePlanner/goesBefore(_:_:now:)`` yields the whole order of the unhinted packs;
+    /// the hinted packs, which go after them all, follow sorted.
     public func makePurgeOrderIterator(planner: PurgePlanner) -> PurgeOrderIterator {
         PurgeOrderIterator(candidates: self, planner: planner)
+    }
+
+    /// The likeliest live hint naming `pack`, 0 when none does.
+    func hintLikelihood(of pack: PackIndex) -> Double {
+        packHint.isEmpty ? 0 : packHint[pack.index]
     }
 
     func candidate(_ pack: PackIndex) -> PurgeCandidate {
         PurgeCandidate(
             id: pack.index, bytes: packBytes[pack.index], lastUse: packs[pack.index].lastUse,
-            preservationPriority: packPriority[pack.index], useCount: packs[pack.index].uses)
+            preservationPriority: packPriority[pack.index], useCount: packs[pack.index].uses,
+            hintLikelihood: hintLikelihood(of: pack))
     }
 
     /// Merges the lists, skipping packs in use.
@@ -88,6 +101,9 @@ public struct PurgeCandidates {
         /// does unless priority is a strict first key.
         let comparesWeightedIdleTimes: Bool
         var lists: [Head] = []
+        /// The hinted candidates in purge order, read once the lists are exhausted.
+        var hinted: [PurgeCandidate] = []
+        var hintedPosition = 0
 
         init(candidates: PurgeCandidates, planner: PurgePlanner) {
             self.candidates = candidates
@@ -106,12 +122,16 @@ public struct PurgeCandidates {
                 }
             }
             for list in lists.indices { advance(list) }
+            if !candidates.hintedPacks.isEmpty {
+                hinted = candidates.hintedPacks.map { candidates.candidate($0) }
+                hinted.sort { planner.goesBefore($0, $1, now: candidates.now) }
+            }
         }
 
         private mutating func advance(_ list: Int) {
             while let pack = lists[list].cursor {
                 lists[list].cursor = candidates.ranks.after(pack)
-                if candidates.inUse[pack.index] == 0 {
+                if candidates.inUse[pack.index] == 0, !(candidates.hintLikelihood(of: pack) > 0) {
                     lists[list].pack = pack
                     lists[list].weightedIdleTime = max(0, candidates.now - candidates.packs[pack.index].lastUse) * lists[list].rate
                     return
@@ -135,7 +155,11 @@ public struct PurgeCandidates {
                 }
                 best = list
             }
-            guard best >= 0, let pack = lists[best].pack else { return nil }
+            guard best >= 0, let pack = lists[best].pack else {
+                guard hintedPosition < hinted.count else { return nil }
+                defer { hintedPosition += 1 }
+                return hinted[hintedPosition]
+            }
             advance(best)
             return candidates.candidate(pack)
         }

@@ -42,12 +42,22 @@ final class RecencyList {
 
     /// Makes `pack` the most recently used of `list`; it must not be in any list.
     func append(_ pack: PackIndex, to list: Int) {
-        let p = pack.index, sentinel = Int(packCount) + list
-        let last = Int(previous[sentinel])
-        previous[p] = Int32(last)
-        next[p] = Int32(sentinel)
-        next[last] = Int32(p)
-        previous[sentinel] = Int32(p)
+        let sentinel = Int(packCount) + list
+        link(pack, after: Int(previous[sentinel]), list: list)
+    }
+
+    /// Makes `pack` the least recently used of `list`; it must not be in any list.
+    func prepend(_ pack: PackIndex, to list: Int) {
+        link(pack, after: Int(packCount) + list, list: list)
+    }
+
+    /// Puts `pack` into `list` right after entry `before` (a pack of the list or its sentinel).
+    private func link(_ pack: PackIndex, after before: Int, list: Int) {
+        let p = pack.index, after = Int(next[before])
+        previous[p] = Int32(before)
+        next[p] = Int32(after)
+        next[before] = Int32(p)
+        previous[after] = Int32(p)
         listOf[p] = Int32(list)
     }
 

@@ -6,8 +6,17 @@ public struct SimulationMetrics: Sendable, Equatable, Codable {
     public var hits = 0
     /// Requests that had to download or wait for a pack.
     public var misses = 0
-    /// Bytes downloaded.
+    /// Bytes downloaded, hinted prefetches included.
     public var bytesDownloaded: Int64 = 0
+    /// Of ``bytesDownloaded``, the bytes hinted prefetches moved (`hinted` only), whether or not a
+    /// request used the pack afterwards.
+    public var prefetchedBytes: Int64 = 0
+    /// Hinted prefetches that completed (the pack installed before any request asked for it).
+    public var prefetchedPacks = 0
+    /// Of ``prefetchedBytes``, those no request used: prefetches cancelled when their hint ended,
+    /// and prefetched packs purged (or still installed at the end) before any request began using
+    /// them. The cost of wrong guesses.
+    public var unusedPrefetchBytes: Int64 = 0
     /// Seconds players waited for urgent requests' packs.
     public var stallSeconds = 0.0
     /// Packs deleted.

@@ -10,6 +10,14 @@ import ODRRuntime
 /// begins. A download that does not fit even after purging every pack not in use fails the request
 /// without purging anything.
 ///
+/// A policy that takes hints (``EvictionPolicy/takesHints``, `hinted`) also sees the script's
+/// anticipation hints: candidates carry the likeliest live hint naming them, and hinted packs not
+/// installed download in the link's idle time, likeliest hint first, as the runtime prefetches them:
+/// only while no request downloads (a request takes the link at once, the prefetch resumes after
+/// it, paying the latency again), and only when the pack fits without purging anything in use or
+/// named by a hint as likely or likelier. Ending a hint cancels its prefetch; bytes moved count as
+/// downloaded either way.
+///
 /// ```swift
 /// let simulator = Simulator(script: script, device: device)
 /// let result = simulator.run(PlannerPolicy(PurgePlanner()))
@@ -86,6 +94,24 @@ struct SimulationRun<Policy: EvictionPolicy> {
     private let logsPurges: Bool
     private var purges: [SimulationResult.Purge] = []
 
+    /// Whether the policy takes hints; when not, hints are ignored and the state below stays empty.
+    private let takesHints: Bool
+    /// By pack, the likelihood of the likeliest live hint naming it (0: none).
+    private var packHint: [Double]
+    /// The live hints, in the order they began.
+    private var liveHints: [Int32] = []
+    /// The hinted pack downloading in idle time, and the bytes it still has to move; its installed
+    /// size is counted in ``storeBytes`` from the moment it starts.
+    private var prefetch: (pack: PackIndex, remaining: Int64)?
+    /// When the idle-time prefetch last stopped moving bytes.
+    private var prefetchCursor = 0.0
+    /// Packs a prefetch found no room for under the current hints: not tried again until the
+    /// hints or the store change (a request begins or ends, a hint begins or ends).
+    private var prefetchRefused: Set<Int> = []
+    /// By pack, whether a hinted prefetch installed it and no request has used it since; empty
+    /// for policies that take no hints (kept out of ``PackState``, which the hot loop walks).
+    private var prefetchedUnused: [Bool] = []
+
     init(simulator: Simulator, policy: Policy) {
         script = simulator.script
         device = simulator.device
@@ -111,6 +137,9 @@ struct SimulationRun<Policy: EvictionPolicy> {
         otherAppsBytes = min(script.initialOtherAppsBytes, device.diskCapacity)
         sampleInterval = max(script.duration, 1) / Double(max(simulator.sampleCount, 1))
         logsPurges = simulator.logsPurges
+        takesHints = policy.takesHints
+        packHint = Array(repeating: 0, count: catalog.packCount)
+        if takesHints { prefetchedUnused = Array(repeating: false, count: catalog.packCount) }
     }
 
     var result: SimulationResult {
@@ -118,18 +147,44 @@ struct SimulationRun<Policy: EvictionPolicy> {
     }
 
     mutating func play() {
-        for event in script.events {
-            now = event.time
-            while now >= nextSample { takeSample() }
-            switch event.action {
-            case .begin(let request): begin(Int(request))
-            case .end(let request): end(Int(request))
-            case .otherApps(let bytes): otherAppsChanged(to: bytes)
-            case .preservationPriority(let tags, let priority): setPriority(priority, of: script.tagPool[tags])
+        if takesHints {
+            // Both timelines in time order, hints after other events at equal times.
+            var hintPosition = 0
+            let hintEvents = script.hintEvents
+            for event in script.events {
+                while hintPosition < hintEvents.count, hintEvents[hintPosition].time < event.time {
+                    play(hintEvents[hintPosition])
+                    hintPosition += 1
+                }
+                play(event)
             }
+            for event in hintEvents[hintPosition...] { play(event) }
+        } else {
+            for event in script.events { play(event) }
+        }
+        if takesHints {
+            advancePrefetch(until: max(now, script.duration))
+            for p in packs.indices where packs[p].installed && prefetchedUnused[p] {
+                metrics.unusedPrefetchBytes += downloadBytes[p]
+            }
+            if let current = prefetch { metrics.unusedPrefetchBytes += downloadBytes[current.pack.index] - current.remaining }
         }
         now = max(now, script.duration)
         takeSample()
+    }
+
+    private mutating func play(_ event: SimulationScript.Event) {
+        if takesHints { advancePrefetch(until: event.time) }
+        now = event.time
+        while now >= nextSample { takeSample() }
+        switch event.action {
+        case .begin(let request): begin(Int(request))
+        case .end(let request): end(Int(request))
+        case .otherApps(let bytes): otherAppsChanged(to: bytes)
+        case .preservationPriority(let tags, let priority): setPriority(priority, of: script.tagPool[tags])
+        case .hint(let hint): beginHint(hint)
+        case .endHint(let hint): endHint(hint)
+        }
     }
 
     private mutating func takeSample() {
@@ -161,6 +216,7 @@ struct SimulationRun<Policy: EvictionPolicy> {
                 guard packs[p].visit != visit else { continue }
                 packs[p].visit = visit
                 packs[p].lastUse = now
+                if takesHints { prefetchedUnused[p] = false }
                 packs[p].uses += 1
                 let useClass = PurgePlanner.useClass(of: packs[p].uses)
                 let promoted = useClass != PurgePlanner.useClass(of: packs[p].uses - 1)
@@ -176,7 +232,14 @@ struct SimulationRun<Policy: EvictionPolicy> {
                 } else {
                     missing.append(pack)
                     missingBytes += catalog.packBytes[p]
-                    missingDownload += downloadBytes[p]
+                    if let current = prefetch, current.pack == pack {
+                        // The request takes over the prefetch: only what it had left to move.
+                        missingDownload += current.remaining
+                        storeBytes -= catalog.packBytes[p]
+                        prefetch = nil
+                    } else {
+                        missingDownload += downloadBytes[p]
+                    }
                 }
             }
         }
@@ -204,6 +267,7 @@ struct SimulationRun<Policy: EvictionPolicy> {
         }
         active[request] = true
         if script.requests[request].isUrgent { metrics.stallSeconds += ready - now }
+        if !prefetchRefused.isEmpty { prefetchRefused.removeAll(keepingCapacity: true) }
     }
 
     private mutating func end(_ request: Int) {
@@ -218,6 +282,7 @@ struct SimulationRun<Policy: EvictionPolicy> {
                 if packs[pack.index].installed { ranks.touch(pack) }
             }
         }
+        if !prefetchRefused.isEmpty { prefetchRefused.removeAll(keepingCapacity: true) }
     }
 
     private mutating func otherAppsChanged(to bytes: Int64) {
@@ -238,7 +303,8 @@ struct SimulationRun<Policy: EvictionPolicy> {
         var need = device.freeSpaceWatermark - (free - bytes)
         if let budget = device.cacheBudget { need = max(need, storeBytes + bytes - budget) }
         guard need > 0 || bytes > free else { return true }
-        let evictable = storeBytes - (ledger.inUseBytes - inUseNotInstalled)
+        let prefetching = prefetch.map { catalog.packBytes[$0.pack.index] } ?? 0
+        let evictable = storeBytes - prefetching - (ledger.inUseBytes - inUseNotInstalled)
         guard bytes <= free + evictable else { return false }
         if need > 0 { purge(need) }
         return bytes <= device.diskCapacity - otherAppsBytes - storeBytes
@@ -246,15 +312,29 @@ struct SimulationRun<Policy: EvictionPolicy> {
 
     /// Asks the policy to free `need` bytes among the installed packs not in use, and applies its plan.
     private mutating func purge(_ need: Int64) {
-        let plan = policy.plan(
+        apply(purgePlan(need))
+    }
+
+    /// The policy's plan to free `need` bytes among the installed packs not in use.
+    private mutating func purgePlan(_ need: Int64) -> PurgePlan {
+        policy.plan(
             PurgeCandidates(
                 ranks: ranks, rankPriorities: rankPriorities, useClassesSeen: useClassesSeen, inUse: ledger.packReferenceCounts,
-                packBytes: catalog.packBytes, packs: packs, packPriority: packPriority, now: now),
+                packBytes: catalog.packBytes, packs: packs, packPriority: packPriority, packHint: takesHints ? packHint : [],
+                hintedPacks: takesHints ? hintedCandidates() : [], now: now),
             bytesNeeded: need)
+    }
+
+    /// Deletes what `plan` chose.
+    private mutating func apply(_ plan: PurgePlan) {
         for deletion in plan.deletions {
             let pack = PackIndex(deletion.id)
             precondition(packs[deletion.id].installed && !ledger.isInUse(pack), "\(policy.name) chose a pack that is not a candidate")
             packs[deletion.id].installed = false
+            if takesHints, prefetchedUnused[deletion.id] {
+                prefetchedUnused[deletion.id] = false
+                metrics.unusedPrefetchBytes += downloadBytes[deletion.id]
+            }
             ranks.remove(pack)
             storeBytes -= deletion.bytes
             metrics.purgedPacks += 1
@@ -264,6 +344,150 @@ struct SimulationRun<Policy: EvictionPolicy> {
             }
         }
         metrics.overPurgedBytes += plan.overPurgedBytes
+    }
+
+    /// The installed packs not in use that a live hint names, each once.
+    private func hintedCandidates() -> [PackIndex] {
+        var seen = Set<Int>(), result: [PackIndex] = []
+        for hint in liveHints {
+            for tag in script.tags(ofHint: Int(hint)) {
+                for position in tagPackStart[tag.index] ..< tagPackStart[tag.index + 1] {
+                    let pack = tagPacks[position]
+                    if packs[pack.index].installed, !ledger.isInUse(pack), seen.insert(pack.index).inserted { result.append(pack) }
+                }
+            }
+        }
+        return result
+    }
+
+    private mutating func beginHint(_ hint: Int32) {
+        let likelihood = script.hints[Int(hint)].likelihood
+        liveHints.append(hint)
+        for tag in script.tags(ofHint: Int(hint)) {
+            for position in tagPackStart[tag.index] ..< tagPackStart[tag.index + 1] {
+                let p = tagPacks[position].index
+                packHint[p] = max(packHint[p], likelihood)
+            }
+        }
+        prefetchRefused.removeAll(keepingCapacity: true)
+    }
+
+    private mutating func endHint(_ hint: Int32) {
+        guard let index = liveHints.firstIndex(of: hint) else { return }
+        liveHints.remove(at: index)
+        for tag in script.tags(ofHint: Int(hint)) {
+            for position in tagPackStart[tag.index] ..< tagPackStart[tag.index + 1] {
+                packHint[tagPacks[position].index] = 0
+            }
+        }
+        // Packs the ended hint shared with live ones keep the likeliest of those.
+        for live in liveHints {
+            let likelihood = script.hints[Int(live)].likelihood
+            for tag in script.tags(ofHint: Int(live)) {
+                for position in tagPackStart[tag.index] ..< tagPackStart[tag.index + 1] {
+                    let p = tagPacks[position].index
+                    packHint[p] = max(packHint[p], likelihood)
+                }
+            }
+        }
+        if let current = prefetch, !(packHint[current.pack.index] > 0) {
+            // Withdrawn: the bytes moved are spent, the space held for the pack is given back.
+            storeBytes -= catalog.packBytes[current.pack.index]
+            metrics.unusedPrefetchBytes += downloadBytes[current.pack.index] - current.remaining
+            prefetch = nil
+        }
+        prefetchRefused.removeAll(keepingCapacity: true)
+    }
+
+    /// Moves hinted prefetches in the link's idle time up to `deadline`, starting the next hinted
+    /// pack whenever one completes.
+    private mutating func advancePrefetch(until deadline: Double) {
+        while true {
+            if prefetch == nil {
+                prefetchCursor = max(prefetchCursor, network.idleFrom)
+                guard prefetchCursor < deadline else { return }
+                // A prefetch starts at the cursor, with the store as it is now.
+                let saved = now
+                now = prefetchCursor
+                defer { now = saved }
+                guard startNextPrefetch() else {
+                    // Nothing can start until the next event changes the hints or the store.
+                    prefetchCursor = deadline
+                    return
+                }
+            }
+            guard let current = prefetch else { return }
+            let start = max(prefetchCursor, network.idleFrom)
+            guard start < deadline else { return }
+            let bytesPerSecond = device.bandwidth
+            var work = device.latency + Double(current.remaining) / bytesPerSecond
+            let before = work
+            if let done = network.transfer(work: &work, from: start, until: deadline) {
+                let p = current.pack.index
+                packs[p].installed = true
+                packs[p].readyAt = done
+                prefetchedUnused[p] = true
+                // No request has used it: once no hint names it, it is the first of its list to
+                // go (a wrong guess costs its bytes, not the pack it would otherwise push out).
+                let list = list(of: current.pack)
+                if let head = ranks.first(in: list) { packs[p].lastUse = min(packs[p].lastUse, packs[head.index].lastUse) }
+                ranks.prepend(current.pack, to: list)
+                metrics.bytesDownloaded += current.remaining
+                metrics.prefetchedBytes += current.remaining
+                metrics.prefetchedPacks += 1
+                metrics.peakDiskBytes = max(metrics.peakDiskBytes, storeBytes)
+                prefetch = nil
+                prefetchCursor = done
+            } else {
+                // Paused by the next event: what moved after the latency stays, the latency is paid again.
+                let moved = min(current.remaining, Int64(max(0, before - work - device.latency) * bytesPerSecond))
+                metrics.bytesDownloaded += moved
+                metrics.prefetchedBytes += moved
+                prefetch = (current.pack, current.remaining - moved)
+                prefetchCursor = deadline
+                return
+            }
+        }
+    }
+
+    /// Starts prefetching the likeliest hinted pack that is missing and fits without purging
+    /// anything in use or hinted as likely or likelier; false when there is none.
+    private mutating func startNextPrefetch() -> Bool {
+        let order = liveHints.indices.sorted {
+            let (a, b) = (script.hints[Int(liveHints[$0])].likelihood, script.hints[Int(liveHints[$1])].likelihood)
+            return a != b ? a > b : $0 < $1
+        }
+        for index in order {
+            let likelihood = script.hints[Int(liveHints[index])].likelihood
+            for tag in script.tags(ofHint: Int(liveHints[index])) {
+                for position in tagPackStart[tag.index] ..< tagPackStart[tag.index + 1] {
+                    let pack = tagPacks[position]
+                    guard !packs[pack.index].installed, !prefetchRefused.contains(pack.index) else { continue }
+                    if makeRoomForPrefetch(catalog.packBytes[pack.index], likelihood: likelihood) {
+                        storeBytes += catalog.packBytes[pack.index]
+                        metrics.peakDiskBytes = max(metrics.peakDiskBytes, storeBytes)
+                        prefetch = (pack, downloadBytes[pack.index])
+                        return true
+                    }
+                    prefetchRefused.insert(pack.index)
+                }
+            }
+        }
+        return false
+    }
+
+    /// Purges so that a prefetch of `bytes` for a hint of `likelihood` fits, when the policy's plan
+    /// takes nothing hinted as likely or likelier; false (nothing purged) otherwise.
+    private mutating func makeRoomForPrefetch(_ bytes: Int64, likelihood: Double) -> Bool {
+        let free = device.diskCapacity - otherAppsBytes - storeBytes
+        var need = device.freeSpaceWatermark - (free - bytes)
+        if let budget = device.cacheBudget { need = max(need, storeBytes + bytes - budget) }
+        guard need > 0 || bytes > free else { return true }
+        guard need > 0 else { return false }
+        let plan = purgePlan(need)
+        guard plan.shortfall == 0, !plan.deletions.contains(where: { packHint[$0.id] >= likelihood }) else { return false }
+        apply(plan)
+        return bytes <= device.diskCapacity - otherAppsBytes - storeBytes
     }
 
     /// The recency list `pack` belongs in: its priority's, for its use class.

@@ -17,8 +17,15 @@ public protocol EvictionPolicy {
 
     /// Chooses packs to delete among `candidates` to free `bytesNeeded`.
     mutating func plan(_ candidates: PurgeCandidates, bytesNeeded: Int64) -> PurgePlan
+
+    /// Whether the policy reads the script's anticipation hints: candidates then carry their
+    /// ``PurgeCandidate/hintLikelihood``, and the simulator prefetches hinted packs in the link's
+    /// idle time. `false` unless a policy says otherwise: the hints are invisible to it.
+    var takesHints: Bool { get }
 }
 
 extension EvictionPolicy {
+    public var takesHints: Bool { false }
+
     public mutating func didAccess(_ pack: PackIndex, access: Int, time: Double) {}
 }

@@ -4,6 +4,9 @@ import ODRRuntime
 public enum PolicyChoice: String, CaseIterable, Sendable, Codable, CustomStringConvertible {
     /// The runtime's ``PurgePlanner``: superseded, then recency weighted by priority, avoiding over-purging.
     case `default`
+    /// ``RuntimePolicy`` taking hints: the default purge order with the hints' likelihoods, and
+    /// hinted packs prefetched in idle time.
+    case hinted
     /// ``LRUPolicy``.
     case lru
     /// ``PriorityLRUPolicy``.
@@ -19,6 +22,7 @@ public enum PolicyChoice: String, CaseIterable, Sendable, Codable, CustomStringC
     public func run(on simulator: Simulator) -> SimulationResult {
         switch self {
         case .default: simulator.run(RuntimePolicy())
+        case .hinted: simulator.run(RuntimePolicy(takesHints: true))
         case .lru: simulator.run(PlannerPolicy(LRUPolicy()))
         case .priorityLRU: simulator.run(PlannerPolicy(PriorityLRUPolicy()))
         case .gds: simulator.run(GreedyDualSizePolicy(catalog: simulator.script.catalog, device: simulator.device))

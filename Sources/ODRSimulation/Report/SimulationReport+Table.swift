@@ -17,6 +17,8 @@ extension SimulationReport {
             ("misses", raw { Int64($0.misses) }, raw { Int64($0.misses) }),
             ("downloaded", bytes(\.bytesDownloaded), raw(\.bytesDownloaded)),
             ("vs belady", ratio, ratio),
+            ("prefetched", bytes(\.prefetchedBytes), raw(\.prefetchedBytes)),
+            ("unused", bytes(\.unusedPrefetchBytes), raw(\.unusedPrefetchBytes)),
             ("stall", { Self.duration($0.metrics.stallSeconds) }, { String(format1: $0.metrics.stallSeconds) }),
             ("purges", raw { Int64($0.purgedPacks) }, raw { Int64($0.purgedPacks) }),
             ("over-purged", bytes(\.overPurgedBytes), raw(\.overPurgedBytes)),

@@ -5,6 +5,8 @@ struct ScriptBuilder {
     let catalog: SimulatedCatalog
     private var events: [SimulationScript.Event] = []
     private var requests: [SimulationScript.Request] = []
+    private var hints: [SimulationScript.Hint] = []
+    private var hintEvents: [SimulationScript.Event] = []
     private var tagPool: [TagIndex] = []
     var offlineWindows: [Range<Double>] = []
     var initialOtherAppsBytes: Int64 = 0
@@ -30,6 +32,56 @@ struct ScriptBuilder {
         events.append(.init(time: time, action: .end(request: request)))
     }
 
+    /// Adds the hints a game gives of what it asks for next: at every urgent request's beginning, a
+    /// hint of `likelihood` for the tags of the next urgent request (the next level, the region the
+    /// player heads into or fast-travels to, the next destination), which the game withdraws when
+    /// that request begins. Each hinted tag is right with probability `accuracy`; otherwise the hint
+    /// names a tag drawn uniformly among the others, so no policy that reads hints is an oracle.
+    ///
+    /// Call it once, after the workload added its requests; it draws only from `random`, so the
+    /// requests are the same with and without hints.
+    mutating func addNextRequestHints(likelihood: Double, accuracy: Double, random: inout SimulationRandom) {
+        let tagCount = catalog.tags.count
+        let urgent = events.enumerated().compactMap { offset, event -> (time: Double, offset: Int, request: Int)? in
+            guard case .begin(let request) = event.action, requests[Int(request)].isUrgent else { return nil }
+            return (event.time, offset, Int(request))
+        }.sorted { ($0.time, $0.offset) < ($1.time, $1.offset) }
+        for (current, next) in zip(urgent, urgent.dropFirst()) {
+            let start = tagPool.count
+            var isRight = true
+            // Copied out: appending to the pool while iterating a slice of it would copy the pool
+            // on every append.
+            let rightTags = Array(tagPool[requests[next.request].tags])
+            for tag in rightTags {
+                if tagCount < 2 || random.chance(accuracy) {
+                    tagPool.append(tag)
+                } else {
+                    // Uniform over the other tags: draw among tagCount - 1 and skip the right one.
+                    let drawn = Int(random.next() % UInt64(tagCount - 1))
+                    tagPool.append(TagIndex(drawn >= tag.index ? drawn + 1 : drawn))
+                    isRight = false
+                }
+            }
+            // Hint events come after request events at equal times, so a hint begins after the
+            // request that gives it and ends after the request it announced has begun.
+            addHint(poolRange: start ..< tagPool.count, likelihood: likelihood, isRight: isRight, from: current.time, until: next.time)
+        }
+    }
+
+    /// Adds a hint of `tags` at `likelihood`, alive from `start` until `end`.
+    mutating func hint(_ tags: some Sequence<TagIndex>, likelihood: Double, from start: Double, until end: Double) {
+        let first = tagPool.count
+        tagPool.append(contentsOf: tags)
+        addHint(poolRange: first ..< tagPool.count, likelihood: likelihood, isRight: true, from: start, until: end)
+    }
+
+    private mutating func addHint(poolRange: Range<Int>, likelihood: Double, isRight: Bool, from start: Double, until end: Double) {
+        hints.append(.init(tags: poolRange, likelihood: likelihood, isRight: isRight))
+        let number = Int32(hints.count - 1)
+        hintEvents.append(.init(time: start, action: .hint(number)))
+        hintEvents.append(.init(time: end, action: .endHint(number)))
+    }
+
     /// Other apps use `bytes` from `time` on.
     mutating func otherApps(_ bytes: Int64, at time: Double) {
         events.append(.init(time: time, action: .otherApps(bytes: bytes)))
@@ -44,11 +96,13 @@ struct ScriptBuilder {
 
     /// The script; events at the same time keep the order they were added in.
     func build(duration: Double) -> SimulationScript {
-        let sorted = events.enumerated().sorted {
-            $0.element.time != $1.element.time ? $0.element.time < $1.element.time : $0.offset < $1.offset
-        }.map(\.element)
+        func sorted(_ events: [SimulationScript.Event]) -> [SimulationScript.Event] {
+            events.enumerated().sorted {
+                $0.element.time != $1.element.time ? $0.element.time < $1.element.time : $0.offset < $1.offset
+            }.map(\.element)
+        }
         return SimulationScript(
-            catalog: catalog, events: sorted, requests: requests, tagPool: tagPool,
+            catalog: catalog, events: sorted(events), requests: requests, hints: hints, hintEvents: sorted(hintEvents), tagPool: tagPool,
             offlineWindows: offlineWindows.sorted { $0.lowerBound < $1.lowerBound }, initialOtherAppsBytes: initialOtherAppsBytes,
             duration: duration)
     }

@@ -53,7 +53,7 @@ extension SimulationScript {
     }
 
     /// The script's requests as a trace (catalog line first), which ``init(trace:catalog:device:seed:)``
-    /// replays; other apps and offline periods are not part of a trace.
+    /// replays; other apps, offline periods and anticipation hints are not part of a trace.
     public var traceEvents: [TraceEvent] {
         var events: [TraceEvent] = [.catalog(catalog.traceCatalog)]
         events.reserveCapacity(self.events.count + 1)
@@ -68,7 +68,7 @@ extension SimulationScript {
                 events.append(.end(time: event.time, request: Int(request)))
             case .preservationPriority(let tags, let priority):
                 events.append(.preservationPriority(time: event.time, tags: tagPool[tags].map { names[$0.index] }, priority: priority))
-            case .otherApps:
+            case .otherApps, .hint, .endHint:
                 continue
             }
         }

@@ -16,6 +16,18 @@ public struct SimulationScript: Sendable {
         public var isUrgent: Bool
     }
 
+    /// An anticipation hint the game gives: the tags it expects to ask for soon, and how likely it
+    /// thinks that is (``ODRRuntime/ResourceManager/anticipate(tags:likelihood:)`` in the runtime).
+    public struct Hint: Sendable, Equatable {
+        /// The hinted tags: `tagPool[tags]`.
+        public var tags: Range<Int>
+        /// The likelihood the game gives it, in 0...1.
+        public var likelihood: Double
+        /// Whether the hint names what the game asks for next (the simulator's knowledge, for
+        /// reports; no policy reads it).
+        public var isRight: Bool
+    }
+
     /// What happens at one instant.
     public enum Action: Sendable, Equatable {
         /// Request number `request` begins.
@@ -26,6 +38,10 @@ public struct SimulationScript: Sendable {
         case otherApps(bytes: Int64)
         /// The tags `tagPool[tags]` get preservation priority `priority`.
         case preservationPriority(tags: Range<Int>, priority: Double)
+        /// Hint number `hint` begins; only policies that take hints (`hinted`) read it.
+        case hint(Int32)
+        /// Hint number `hint` ends: the game withdraws it.
+        case endHint(Int32)
     }
 
     /// One timed action.
@@ -37,10 +53,16 @@ public struct SimulationScript: Sendable {
 
     /// The catalog the requests refer to.
     public let catalog: SimulatedCatalog
-    /// All events, by time.
+    /// All events but hints, by time.
     public let events: [Event]
+    /// The hints' beginnings and ends (``Action/hint(_:)``, ``Action/endHint(_:)``), by time: a
+    /// timeline of their own, so that policies that take no hints do not walk them. At equal times
+    /// they come after ``events``.
+    public let hintEvents: [Event]
     /// All requests, by number.
     public let requests: [Request]
+    /// All hints, by number.
+    public let hints: [Hint]
     /// The tags of every request, one after the other.
     public let tagPool: [TagIndex]
     /// The periods when the network is unreachable, by start, not overlapping.
@@ -51,16 +73,18 @@ public struct SimulationScript: Sendable {
     public let duration: Double
 
     init(
-        catalog: SimulatedCatalog, events: [Event], requests: [Request], tagPool: [TagIndex],
-        offlineWindows: [Range<Double>], initialOtherAppsBytes: Int64, duration: Double
+        catalog: SimulatedCatalog, events: [Event], requests: [Request], hints: [Hint] = [], hintEvents: [Event] = [],
+        tagPool: [TagIndex], offlineWindows: [Range<Double>], initialOtherAppsBytes: Int64, duration: Double
     ) {
         self.catalog = catalog
         self.events = events
+        self.hintEvents = hintEvents
         self.requests = requests
+        self.hints = hints
         self.tagPool = tagPool
         self.offlineWindows = offlineWindows
         self.initialOtherAppsBytes = initialOtherAppsBytes
-        self.duration = max(duration, events.last?.time ?? 0)
+        self.duration = max(duration, events.last?.time ?? 0, hintEvents.last?.time ?? 0)
     }
 
     /// The same requests with every tag at preservation priority `priority` and no priority
@@ -72,9 +96,12 @@ public struct SimulationScript: Sendable {
         SimulationScript(
             catalog: catalog.withEqualPriorities(priority),
             events: events.filter { if case .preservationPriority = $0.action { false } else { true } },
-            requests: requests, tagPool: tagPool, offlineWindows: offlineWindows,
+            requests: requests, hints: hints, hintEvents: hintEvents, tagPool: tagPool, offlineWindows: offlineWindows,
             initialOtherAppsBytes: initialOtherAppsBytes, duration: duration)
     }
+
+    /// The tags of hint number `hint`.
+    public func tags(ofHint hint: Int) -> ArraySlice<TagIndex> { tagPool[hints[hint].tags] }
 
     /// The tags of request number `request`.
     public func tags(of request: Int) -> ArraySlice<TagIndex> { tagPool[requests[request].tags] }

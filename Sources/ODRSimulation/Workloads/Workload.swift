@@ -34,12 +34,26 @@ public enum Workload: String, CaseIterable, Sendable, Codable {
         }
     }
 
+    /// The likelihood the game gives its hints: a campaign's next level is nearly certain, the
+    /// region a player heads into less so, a guide's next destination a guess.
+    public var hintLikelihood: Double {
+        switch self {
+        case .levels: 0.9
+        case .openworld: 0.6
+        case .travel: 0.5
+        }
+    }
+
     /// The events of `days` of this workload on `catalog` and `device`; the same seed gives the same
     /// script.
     ///
-    /// - Parameter maxRequests: stop adding requests after this many.
+    /// - Parameters:
+    ///   - maxRequests: stop adding requests after this many.
+    ///   - hintAccuracy: the chance that each tag a hint names is right (see
+    ///     ``SimulationScript/hints``); the requests do not depend on it.
     public func script(
-        catalog: SimulatedCatalog, device: DeviceSettings, days: Double, seed: UInt64, maxRequests: Int = .max
+        catalog: SimulatedCatalog, device: DeviceSettings, days: Double, seed: UInt64, maxRequests: Int = .max,
+        hintAccuracy: Double = 0.7
     ) -> SimulationScript {
         var builder = ScriptBuilder(catalog: catalog)
         var deviceRandom = SimulationRandom(seed: seed, stream: "device")
@@ -55,6 +69,8 @@ public enum Workload: String, CaseIterable, Sendable, Codable {
         case .travel:
             TravelWorkload().generate(into: &builder, days: days, maxRequests: maxRequests, random: &random)
         }
+        var hintRandom = SimulationRandom(seed: seed, stream: "hints")
+        builder.addNextRequestHints(likelihood: hintLikelihood, accuracy: hintAccuracy, random: &hintRandom)
         return builder.build(duration: days * 86_400)
     }
 }

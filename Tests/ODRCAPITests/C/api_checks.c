@@ -469,6 +469,37 @@ static void event_and_purge_checks(odr_manager *manager) {
     TRUE_THAT(bytes > 0, "a purged tag must be downloaded again");
 }
 
+/* Anticipation hints: bad arguments, then a hint that installs the purged level3. */
+static void hint_checks(odr_manager *manager) {
+    const char *const tags[] = { "level3" };
+    const char *const unknown[] = { "no-such-tag" };
+    const char *const null_tag[] = { NULL };
+    odr_hint *hint = NULL;
+    EXPECT(odr_anticipate(NULL, tags, 1, 0.5, &hint), ODR_E_INVALID_ARGUMENT, "a hint without a manager");
+    EXPECT(odr_anticipate(manager, tags, 0, 0.5, &hint), ODR_E_INVALID_ARGUMENT, "a hint of no tags");
+    EXPECT(odr_anticipate(manager, NULL, 1, 0.5, &hint), ODR_E_INVALID_ARGUMENT, "a hint with a NULL tag list");
+    EXPECT(odr_anticipate(manager, null_tag, 1, 0.5, &hint), ODR_E_INVALID_ARGUMENT, "a hint with a NULL tag");
+    EXPECT(odr_anticipate(manager, tags, 1, 0.5, NULL), ODR_E_INVALID_ARGUMENT, "a hint without out_hint");
+    EXPECT(odr_anticipate(manager, tags, 1, 1.5, &hint), ODR_E_INVALID_ARGUMENT, "a likelihood above 1");
+    EXPECT(odr_anticipate(manager, tags, 1, -0.5, &hint), ODR_E_INVALID_ARGUMENT, "a negative likelihood");
+    EXPECT(odr_anticipate(manager, tags, 1, NAN, &hint), ODR_E_INVALID_ARGUMENT, "a NaN likelihood");
+    EXPECT(odr_anticipate(manager, unknown, 1, 0.5, &hint), ODR_E_INVALID_TAG, "a hint of an unknown tag");
+    TRUE_THAT(hint == NULL, "a rejected hint returns no handle");
+    odr_hint_end(NULL); /* ignored */
+
+    int64_t bytes = -1;
+    EXPECT(odr_anticipate(manager, tags, 1, 0.9, &hint), ODR_OK, "a hint of level3");
+    TRUE_THAT(hint != NULL, "a hint returns a handle");
+    for (int i = 0; i < 12000 && bytes != 0; i++) {
+        odr_manager_download_size(manager, tags, 1, &bytes);
+        if (bytes != 0) frame();
+    }
+    TRUE_THAT(bytes == 0, "the hint prefetched level3 (nothing left to download)");
+    odr_hint_end(hint);
+    EXPECT(odr_manager_download_size(manager, tags, 1, &bytes), ODR_OK, "download size after the hint ended");
+    TRUE_THAT(bytes == 0, "ending a hint leaves what it installed");
+}
+
 int main(int argc, char **argv) {
     if (argc != 3) {
         fprintf(stderr, "usage: %s CATALOG-URL STORE-DIRECTORY\n", argv[0]);
@@ -498,6 +529,7 @@ int main(int argc, char **argv) {
     request_checks(manager);
     waiting_checks(manager);
     event_and_purge_checks(manager);
+    hint_checks(manager);
     odr_manager_destroy(manager);
 
     printf("checks: %d failed: %d\n", checks, failures);

@@ -20,14 +20,38 @@ private let mb: Int64 = 1 << 20
 /// A candidate `id` of `megabytes`, last used at `lastUse`, used `uses` times.
 private func pack(
     _ id: Int, _ megabytes: Int64, lastUse: Double, priority: Double = 0.5, superseded: Bool = false, inUse: Bool = false,
-    uses: Int = 1, unchosen: Bool = false
+    uses: Int = 1, unchosen: Bool = false, hint: Double = 0
 ) -> PurgeCandidate {
     PurgeCandidate(
         id: id, bytes: megabytes * mb, lastUse: lastUse, preservationPriority: priority, isSuperseded: superseded,
-        isInUse: inUse, useCount: uses, isUnchosenVariant: unchosen)
+        isInUse: inUse, useCount: uses, isUnchosenVariant: unchosen, hintLikelihood: hint)
 }
 
 struct PurgePlannerTests {
+    /// Hinted packs go after every unhinted one (a pack hinted at 0.9 after one used a moment ago
+    /// at top priority), the least likely first; held packs never go; NaN is no hint.
+    @Test func hintedPacksGoLastTheLeastLikelyFirst() {
+        let candidates = [
+            pack(1, 100, lastUse: 1, hint: 0.9),
+            pack(2, 100, lastUse: 99, priority: 1, uses: 64),
+            pack(3, 100, lastUse: 50, hint: 0.3),
+            pack(4, 100, lastUse: 2, inUse: true, hint: 1),
+            pack(5, 100, lastUse: 90, hint: .nan),
+            pack(6, 100, lastUse: 5, superseded: true, hint: 0.9),
+        ]
+        let plan = PurgePlanner().plan(candidates, bytesNeeded: 600 * mb, now: 100)
+        #expect(plan.deletions.map(\.id) == [6, 5, 2, 3, 1])
+        #expect(plan.deletions.map(\.reason) == [.superseded, .lowPreservationPriority, .leastRecentlyUsed, .leastLikelyHint, .leastLikelyHint])
+        #expect(plan.shortfall == 100 * mb)
+    }
+
+    /// Closest fit never passes over an unhinted pack to take a hinted one, however better it fits.
+    @Test func closestFitDoesNotReachIntoHintedPacks() {
+        let candidates = [pack(1, 512, lastUse: 10), pack(2, 10, lastUse: 5, hint: 0.1)]
+        let plan = PurgePlanner().plan(candidates, bytesNeeded: 10 * mb, now: 100)
+        #expect(plan.deletions.map(\.id) == [1])
+    }
+
     @Test(arguments: [Int64.max, Int64.max - 1, Int64.max / 2])
     func aNeedNearInt64MaxPurgesEverythingWithoutOverflowing(need: Int64) {
         let candidates = [pack(1, 100, lastUse: 10), pack(2, 512, lastUse: 20, priority: 0.9), pack(3, 1, lastUse: 30, superseded: true)]

@@ -1,0 +1,202 @@
+import Foundation
+import ODRFormat
+@testable import ODRRuntime
+import ODRServe
+import ODRTestSupport
+import Testing
+
+extension ManagerEventLog {
+    var hintedStarts: [String] { all.compactMap { if case let .hintedPrefetchStarted(id, _, _) = $0 { id } else { nil } } }
+    var hintedCancels: [String] { all.compactMap { if case let .hintedPrefetchCancelled(id) = $0 { id } else { nil } } }
+    var installed: [String] { all.compactMap { if case let .packInstalled(id, _, _) = $0 { id } else { nil } } }
+}
+
+/// Anticipation hints (``ResourceManager/anticipate(tags:likelihood:)``) over a real catalog on
+/// loopback and a real store: prefetching, cancelling, yielding to requests, purge order, bad input.
+struct AnticipationHintTests {
+    static let rules = """
+        { "tags": { "a": { "include": ["a"] }, "b": { "include": ["b"] }, "big": { "include": ["big"] } } }
+        """
+
+    /// `a` and `b` one 60 KB file each; `big` eight files of 100 KB, so a cancelled download of it
+    /// has verified whole entries to keep.
+    static func fixture() async throws -> ManagerFixture {
+        let game = try CatalogFixture(rules: rules)
+        try game.write("a/data.bin", deterministicBytes(count: 60_000, seed: 1))
+        try game.write("b/data.bin", deterministicBytes(count: 60_000, seed: 2))
+        for index in 0..<8 { try game.write("big/\(index).bin", deterministicBytes(count: 100_000, seed: UInt64(10 + index))) }
+        try await game.build()
+        return ManagerFixture(game: game, stores: try TemporaryDirectory(prefix: "odr-hint-store"))
+    }
+
+    static func packID(_ manager: ResourceManager, tag: String) throws -> String {
+        try #require(manager.tags.first { $0.name == tag }?.packs.first)
+    }
+
+    @Test func aHintInstallsAMissingPackAndReportsItAsAHintedPrefetch() async throws {
+        let fixture = try await Self.fixture()
+        try await withTestServer(root: fixture.game.catalog) { server in
+            let manager = try fixture.manager(url: server.baseURL)
+            try await manager.loadCatalog()
+            let events = ManagerEventLog(manager)
+            let a = try Self.packID(manager, tag: "a")
+            let hint = try manager.anticipate(tags: ["a"], likelihood: 0.8)
+            try await waitUntil("the hinted pack to install") { try manager.store.installedPackIDs().contains(a) }
+            #expect(events.hintedStarts == [a])
+            try await waitUntil("the install event") { events.installed.contains(a) }
+            // Nothing is held: the in-use count stays zero, and a request now begins without downloading.
+            #expect(manager.state.withLock { $0.ledger?.inUseBytes ?? -1 } == 0)
+            let request = ResourceRequest(tags: ["a"], manager: manager)
+            #expect(await request.conditionallyBeginAccessingResources())
+            try request.endAccessingResources()
+            try hint.end()
+            #expect(try manager.store.installedPackIDs().contains(a), "ending a hint leaves installed packs installed")
+            #expect(ManagerFixture.packRequests(server).count == 1)
+        }
+    }
+
+    @Test func endingAHintCancelsItsPrefetchAndKeepsVerifiedEntries() async throws {
+        let fixture = try await Self.fixture()
+        // 800 KB at 100 KB/s: the prefetch runs for seconds.
+        try await withTestServer(root: fixture.game.catalog, conditions: NetworkConditions(bytesPerSecond: 100_000)) { server in
+            let manager = try fixture.manager(url: server.baseURL)
+            try await manager.loadCatalog()
+            let events = ManagerEventLog(manager)
+            let big = try Self.packID(manager, tag: "big")
+            let hint = try manager.anticipate(tags: ["big"], likelihood: 0.5)
+            let download = try #require(manager.state.withLock { $0.downloads[big] })
+            // Past two entries: at least one is verified and kept in staging.
+            try await waitUntil("two entries of the prefetch to arrive") { download.received > 250_000 }
+            try hint.end()
+            #expect(download.isAbandoned)
+            await download.finished()
+            #expect(events.hintedCancels == [big])
+            #expect(try !manager.store.installedPackIDs().contains(big))
+            let staged = manager.store.stagedPacks().first { $0.packID == big }
+            #expect((staged?.bytes ?? 0) >= 100_000, "verified entries stay for the next install")
+            #expect(manager.state.withLock { $0.hints.isEmpty && $0.downloads[big] == nil })
+        }
+    }
+
+    @Test(arguments: [TransferPriority.urgent, .normal])
+    func aRequestTakesTheBandwidthFromAHintedPrefetchWhichResumesAfter(priority: TransferPriority) async throws {
+        let fixture = try await Self.fixture()
+        try await withTestServer(root: fixture.game.catalog, conditions: NetworkConditions(bytesPerSecond: 100_000)) { server in
+            let manager = try fixture.manager(url: server.baseURL)
+            try await manager.loadCatalog()
+            let big = try Self.packID(manager, tag: "big"), b = try Self.packID(manager, tag: "b")
+            let hint = try manager.anticipate(tags: ["big"], likelihood: 0.5)
+            let prefetch = try #require(manager.state.withLock { $0.downloads[big] })
+            try await waitUntil("the prefetch's first bytes") { prefetch.received > 0 }
+            let request = ResourceRequest(tags: ["b"], manager: manager)
+            request.loadingPriority = priority
+            // The request's first bytes arrive while the prefetch is paused, not after it.
+            let begin = await ManagerFixture.beginAndAwaitFirstBytes(request)
+            #expect(manager.state.withLock { $0.yieldingToWaits.contains(big) }, "the prefetch yields while the request downloads")
+            #expect(!prefetch.isFinished)
+            try await begin.value
+            // The request's 60 KB came in while the 800 KB prefetch was still going: it did not wait for it.
+            #expect(!prefetch.isFinished)
+            #expect(try manager.store.installedPackIDs().contains(b))
+            #expect(manager.state.withLock { $0.yieldingToWaits.isEmpty && $0.downloadWaits == 0 })
+            try request.endAccessingResources()
+            // And the prefetch resumes once the request's download is done.
+            await prefetch.finished()
+            #expect(try manager.store.installedPackIDs().contains(big))
+            try hint.end()
+        }
+    }
+
+    @Test func aRequestJoiningAHintedPrefetchIsNotPausedByIt() async throws {
+        let fixture = try await Self.fixture()
+        try await withTestServer(root: fixture.game.catalog, conditions: NetworkConditions(bytesPerSecond: 400_000)) { server in
+            let manager = try fixture.manager(url: server.baseURL)
+            try await manager.loadCatalog()
+            let big = try Self.packID(manager, tag: "big")
+            let hint = try manager.anticipate(tags: ["big", "a"], likelihood: 0.5)
+            let prefetch = try #require(manager.state.withLock { $0.downloads[big] })
+            try await waitUntil("the prefetch's first bytes") { prefetch.received > 0 }
+            // A request for the hinted tag joins the prefetch, which then runs for it.
+            let request = ResourceRequest(tags: ["big"], manager: manager)
+            try await request.beginAccessingResources()
+            #expect(request.state == .accessing)
+            #expect(ManagerFixture.packRequests(server).filter { $0.contains(big) }.count >= 1)
+            try request.endAccessingResources()
+            try hint.end()
+            #expect(manager.state.withLock { $0.yieldingToWaits.isEmpty && $0.hints.isEmpty })
+        }
+    }
+
+    @Test func purgingKeepsAPackHintedAt09OverAnUnhintedOne() async throws {
+        let fixture = try await Self.fixture()
+        try await withTestServer(root: fixture.game.catalog) { server in
+            let manager = try fixture.manager(url: server.baseURL)
+            try await manager.loadCatalog()
+            let a = try Self.packID(manager, tag: "a"), b = try Self.packID(manager, tag: "b")
+            // b is used first, so it is the least recently used: plain LRU purges it first.
+            for tag in ["b", "a"] {
+                let request = ResourceRequest(tags: [tag], manager: manager)
+                try await request.beginAccessingResources()
+                try request.endAccessingResources()
+                if tag == "b" { try await Task.sleep(for: .milliseconds(20)) }  // distinct last-use times
+            }
+            #expect(try manager.purgePlan(bytes: 1).deletions.map(\.packID) == [b])
+            let hint = try manager.anticipate(tags: ["b"], likelihood: 0.9)
+            let plan = try manager.purgePlan(bytes: 120_000)
+            #expect(plan.deletions.map(\.packID) == [a, b])
+            #expect(plan.deletions.last?.reason == .leastLikelyHint)
+            let purged = try await manager.purge(bytes: 1)
+            #expect(purged.deletions.map(\.packID) == [a])
+            try hint.end()
+            #expect(try manager.purgePlan(bytes: 1).deletions.map(\.packID) == [b])
+        }
+    }
+
+    @Test func badInputGetsTypedErrorsAndManyHintsCostLittle() async throws {
+        let fixture = try await Self.fixture()
+        try await withTestServer(root: fixture.game.catalog) { server in
+            let manager = try fixture.manager(url: server.baseURL)
+            #expect(throws: ResourceError.self) { _ = try manager.anticipate(tags: ["a"], likelihood: 0.5) }
+            do throws(ResourceError) {
+                _ = try manager.anticipate(tags: ["a"], likelihood: 0.5)
+            } catch {
+                #expect(error.code == .catalogUnavailable)
+            }
+            try await manager.loadCatalog()
+            for bad in [-0.1, 1.5, .nan, .infinity] {
+                do throws(ResourceError) {
+                    _ = try manager.anticipate(tags: ["a"], likelihood: bad)
+                    Issue.record("likelihood \(bad) was accepted")
+                } catch {
+                    #expect(error.code == .invalidArgument)
+                }
+            }
+            do throws(ResourceError) {
+                _ = try manager.anticipate(tags: ["a", "nope"], likelihood: 0.5)
+                Issue.record("an unknown tag was accepted")
+            } catch {
+                #expect(error.code == .invalidTag)
+            }
+            #expect(manager.state.withLock { $0.hints.isEmpty && $0.downloads.isEmpty }, "a rejected hint leaves nothing behind")
+            // Installed first, so the many hints below start no download.
+            let request = ResourceRequest(tags: ["a"], manager: manager)
+            try await request.beginAccessingResources()
+            try request.endAccessingResources()
+            let hint = try manager.anticipate(tags: ["a"], likelihood: 0.3)
+            try hint.end()
+            do throws(ResourceError) {
+                try hint.end()
+                Issue.record("a hint ended twice")
+            } catch {
+                #expect(error.code == .endBeforeBegin)
+            }
+            var hints: [ResourceHint] = []
+            for index in 0..<5_000 { hints.append(try manager.anticipate(tags: ["a"], likelihood: Double(index % 10) / 10)) }
+            let a = try Self.packID(manager, tag: "a")
+            #expect(manager.state.withLock { $0.hints.likelihood(ofPack: a) } == 0.9)
+            #expect(try manager.purgePlan(bytes: 1).deletions.first?.reason == .leastLikelyHint)
+            hints.removeAll()  // released hints end themselves
+            #expect(manager.state.withLock { $0.hints.isEmpty })
+        }
+    }
+}

@@ -1,0 +1,179 @@
+@testable import ODRSimulation
+import ODRRuntime
+import Testing
+
+/// The `hinted` policy on small scripts whose every byte can be worked out by hand: prefetch in the
+/// link's idle time, a request taking the link, a hint withdrawn, purge order and prefetch room.
+struct HintedSimulationTests {
+    /// A disk of `disk` bytes all for the store, and a link of 100 bytes a second with no latency.
+    static func slowDevice(disk: Int64) -> DeviceSettings {
+        var device = SimulationFixtures.device(disk: disk)
+        device.bandwidth = 100
+        return device
+    }
+
+    /// Tag `big` with one pack of 1,000 bytes (ten seconds on the slow link) and `c` with one of 100.
+    static func bigAndSmall() throws -> SimulatedCatalog {
+        try SimulatedCatalog(
+            name: "fixture", tags: [.init(name: "big", preservationPriority: 0.5), .init(name: "c", preservationPriority: 0.5)],
+            packs: [.init(id: "pack-big", bytes: 1000, downloadBytes: 1000, tags: [TagIndex(0)]),
+                    .init(id: "pack-c", bytes: 100, downloadBytes: 100, tags: [TagIndex(1)])])
+    }
+
+    static func tags(_ catalog: SimulatedCatalog, _ names: String...) throws -> [TagIndex] {
+        try catalog.ledgerCatalog.tags(named: names)
+    }
+
+    @Test func aHintedPackDownloadsInIdleTimeAndTheRequestIsAHit() throws {
+        let catalog = try SimulationFixtures.catalog(tags: ["a", "b", "c"])
+        var builder = ScriptBuilder(catalog: catalog)
+        let a = builder.begin(try Self.tags(catalog, "a"), at: 0, urgent: true)
+        builder.end(a, at: 30)
+        builder.hint(try Self.tags(catalog, "b"), likelihood: 0.9, from: 0, until: 60)
+        let b = builder.begin(try Self.tags(catalog, "b"), at: 60, urgent: true)
+        builder.end(b, at: 90)
+        let simulator = Simulator(script: builder.build(duration: 100), device: Self.slowDevice(disk: 1000))
+
+        // Without hints b waits a second for its 100 bytes; with them it downloaded from 1 s to 2 s.
+        let plain = PolicyChoice.default.run(on: simulator).metrics
+        #expect(plain.stallSeconds == 2)
+        #expect(plain.hits == 0)
+        let hinted = PolicyChoice.hinted.run(on: simulator).metrics
+        #expect(hinted.stallSeconds == 1)
+        #expect(hinted.hits == 1)
+        #expect(hinted.bytesDownloaded == 200)
+        #expect(hinted.prefetchedBytes == 100)
+        #expect(hinted.prefetchedPacks == 1)
+        #expect(hinted.unusedPrefetchBytes == 0)
+    }
+
+    @Test func aRequestTakesTheLinkAndThePrefetchResumesAfter() throws {
+        let catalog = try Self.bigAndSmall()
+        var builder = ScriptBuilder(catalog: catalog)
+        builder.hint(try Self.tags(catalog, "big"), likelihood: 0.5, from: 0, until: 30)
+        let c = builder.begin(try Self.tags(catalog, "c"), at: 4, urgent: true)
+        builder.end(c, at: 10)
+        let big = builder.begin(try Self.tags(catalog, "big"), at: 20, urgent: true)
+        builder.end(big, at: 25)
+        let metrics = PolicyChoice.hinted.run(on: Simulator(script: builder.build(duration: 30), device: Self.slowDevice(disk: 5000))).metrics
+        // The prefetch moved 400 bytes by 4 s; c then had the link at once (1 s, no wait behind the
+        // prefetch); the prefetch resumed at 5 s and finished its 600 bytes at 11 s, before big began.
+        #expect(metrics.stallSeconds == 1)
+        #expect(metrics.hits == 1)
+        #expect(metrics.prefetchedBytes == 1000)
+        #expect(metrics.bytesDownloaded == 1100)
+    }
+
+    @Test func endingAHintCancelsItsPrefetch() throws {
+        let catalog = try Self.bigAndSmall()
+        var builder = ScriptBuilder(catalog: catalog)
+        builder.hint(try Self.tags(catalog, "big"), likelihood: 0.5, from: 0, until: 3)
+        let big = builder.begin(try Self.tags(catalog, "big"), at: 20, urgent: true)
+        builder.end(big, at: 40)
+        let metrics = PolicyChoice.hinted.run(on: Simulator(script: builder.build(duration: 50), device: Self.slowDevice(disk: 5000))).metrics
+        // 300 bytes moved before the hint ended; they are spent, and the request downloads it all.
+        #expect(metrics.prefetchedBytes == 300)
+        #expect(metrics.unusedPrefetchBytes == 300)
+        #expect(metrics.prefetchedPacks == 0)
+        #expect(metrics.bytesDownloaded == 1300)
+        #expect(metrics.stallSeconds == 10)
+    }
+
+    @Test func aHintedPackIsPurgedAfterUnhintedOnes() throws {
+        let catalog = try SimulationFixtures.catalog(tags: ["a", "b", "c"])
+        var builder = ScriptBuilder(catalog: catalog)
+        for (name, time) in [("a", 0.0), ("b", 60), ("c", 120)] {
+            let request = builder.begin(try Self.tags(catalog, name), at: time, urgent: true)
+            builder.end(request, at: time + 30)
+        }
+        // a is the least recently used when c needs room, but the game expects it.
+        builder.hint(try Self.tags(catalog, "a"), likelihood: 0.9, from: 100, until: 200)
+        var simulator = Simulator(script: builder.build(duration: 200), device: SimulationFixtures.device(disk: 200))
+        simulator.logsPurges = true
+        #expect(PolicyChoice.default.run(on: simulator).purges.map(\.pack) == ["pack-a"])
+        #expect(PolicyChoice.hinted.run(on: simulator).purges.map(\.pack) == ["pack-b"])
+    }
+
+    @Test func aPrefetchPurgesNothingHeldNorLikelierHinted() throws {
+        let catalog = try SimulationFixtures.catalog(tags: ["a", "b", "c", "d"])
+        var builder = ScriptBuilder(catalog: catalog)
+        let a = builder.begin(try Self.tags(catalog, "a"), at: 0, urgent: true)
+        builder.end(a, at: 1000)
+        builder.hint(try Self.tags(catalog, "b"), likelihood: 0.9, from: 10, until: 1000)
+        // The store holds two packs: a (held) and b (hinted at 0.9) leave no room for c's prefetch.
+        builder.hint(try Self.tags(catalog, "c"), likelihood: 0.5, from: 20, until: 1000)
+        var simulator = Simulator(script: builder.build(duration: 1000), device: SimulationFixtures.device(disk: 200))
+        simulator.logsPurges = true
+        let result = PolicyChoice.hinted.run(on: simulator)
+        #expect(result.purges.isEmpty)
+        #expect(result.metrics.prefetchedBytes == 100)
+        #expect(result.metrics.prefetchedPacks == 1)
+    }
+
+    @Test func aLikelierHintsPrefetchPushesOutALessLikelyOne() throws {
+        let catalog = try SimulationFixtures.catalog(tags: ["a", "b", "c"])
+        var builder = ScriptBuilder(catalog: catalog)
+        builder.hint(try Self.tags(catalog, "a"), likelihood: 0.2, from: 0, until: 1000)
+        builder.hint(try Self.tags(catalog, "b"), likelihood: 0.3, from: 10, until: 1000)
+        builder.hint(try Self.tags(catalog, "c"), likelihood: 0.9, from: 20, until: 1000)
+        var simulator = Simulator(script: builder.build(duration: 1000), device: SimulationFixtures.device(disk: 200))
+        simulator.logsPurges = true
+        let result = PolicyChoice.hinted.run(on: simulator)
+        // The least likely goes for the likeliest.
+        #expect(result.purges.map(\.pack) == ["pack-a"])
+        #expect(result.purges.map(\.reason) == [PurgeReason.leastLikelyHint.rawValue])
+        #expect(result.metrics.prefetchedPacks == 3)
+        #expect(result.metrics.unusedPrefetchBytes == 300)
+    }
+
+    /// Hints are in every script, but only `hinted` reads them: the other policies' numbers do not
+    /// depend on how accurate they are.
+    @Test(arguments: Workload.allCases)
+    func otherPoliciesIgnoreHints(_ workload: Workload) {
+        let catalog = workload.catalogGenerator(tagCount: 60).generate(seed: 4)
+        var device = DeviceSettings(diskCapacity: 6 << 30)
+        device.inUseLimit = .max
+        let right = workload.script(catalog: catalog, device: device, days: 5, seed: 4, hintAccuracy: 1)
+        let wrong = workload.script(catalog: catalog, device: device, days: 5, seed: 4, hintAccuracy: 0)
+        #expect(right.requests == wrong.requests)
+        #expect(right.hints.count == wrong.hints.count)
+        #expect(right.hints.allSatisfy { $0.isRight })
+        #expect(wrong.hints.allSatisfy { !$0.isRight })
+        for policy in PolicyChoice.allCases where policy != .hinted {
+            #expect(policy.run(on: Simulator(script: right, device: device)).metrics
+                    == policy.run(on: Simulator(script: wrong, device: device)).metrics, "\(policy)")
+        }
+        let good = PolicyChoice.hinted.run(on: Simulator(script: right, device: device)).metrics
+        let bad = PolicyChoice.hinted.run(on: Simulator(script: wrong, device: device)).metrics
+        #expect(good.stallSeconds < bad.stallSeconds)
+        #expect(good.unusedPrefetchBytes < bad.unusedPrefetchBytes)
+    }
+
+    /// Each hint names the next urgent request's tags, right or a wrong tag, and lives until it begins.
+    @Test func hintsNameTheNextUrgentRequest() {
+        let catalog = Workload.levels.catalogGenerator(tagCount: 40).generate(seed: 2)
+        let script = Workload.levels.script(catalog: catalog, device: DeviceSettings(), days: 10, seed: 2, hintAccuracy: 0.7)
+        var urgentBegins: [(time: Double, tags: [TagIndex])] = []
+        var hintSpans: [Int32: (begin: Double, end: Double)] = [:]
+        #expect(!script.events.contains { if case .hint = $0.action { true } else { false } })
+        for event in script.events + script.hintEvents {
+            switch event.action {
+            case .begin(let request) where script.requests[Int(request)].isUrgent:
+                urgentBegins.append((event.time, Array(script.tags(of: Int(request)))))
+            case .hint(let hint): hintSpans[hint, default: (0, 0)].begin = event.time
+            case .endHint(let hint): hintSpans[hint, default: (0, 0)].end = event.time
+            default: continue
+            }
+        }
+        #expect(script.hints.count == urgentBegins.count - 1)
+        for (number, hint) in script.hints.enumerated() {
+            let span = hintSpans[Int32(number)]!
+            #expect(span.begin == urgentBegins[number].time)
+            #expect(span.end == urgentBegins[number + 1].time)
+            #expect(hint.likelihood == Workload.levels.hintLikelihood)
+            #expect((Array(script.tags(ofHint: number)) == urgentBegins[number + 1].tags) == hint.isRight)
+        }
+        let rightShare = Double(script.hints.filter(\.isRight).count) / Double(script.hints.count)
+        #expect((0.5 ... 0.9).contains(rightShare))
+    }
+}
