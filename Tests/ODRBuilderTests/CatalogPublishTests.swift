@@ -200,6 +200,8 @@ struct CatalogPublishTests {
         }
         #expect(error?.code == .publishToolMissing)
         #expect(error?.message.contains("apt install rclone") == true)
+        // What the user reads: the missing program named first, not "= rclone-...".
+        #expect(error?.description.hasPrefix("[publish.toolMissing] \(options.rclone): publishing to a remote needs rclone") == true)
         #expect(CatalogPublisher.Destination.parse("r2:bucket/game") == .rclone("r2:bucket/game"))
         #expect(CatalogPublisher.Destination.parse("./out:1") != .rclone("./out:1"))
     }

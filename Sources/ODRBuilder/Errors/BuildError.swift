@@ -154,7 +154,8 @@ public struct BuildError: Error, CustomStringConvertible, Sendable {
         var location = ""
         if let file { location += file }
         if let key { location += location.isEmpty ? key : ": \(key)" }
-        if let value { location += " = \(value)" }
+        // A value with no file or key names itself (`[publish.toolMissing] rclone: ...`), not ` = rclone`.
+        if let value { location += location.isEmpty ? value : " = \(value)" }
         var text = "[\(code.rawValue)] "
         if !location.isEmpty { text += "\(location): " }
         text += message
