@@ -60,6 +60,19 @@ final class PackDownload: Sendable {
     /// Bytes received so far.
     var received: Int64 { state.withLock { $0.received } }
 
+    /// The bytes the download has left to move; `nil` once it is abandoned (a request would start
+    /// another download) or has failed.
+    var remainingUnlessAbandoned: Int64? {
+        state.withLock { state in
+            if state.abandoned { return nil }
+            switch state.result {
+            case .success?: return 0
+            case .failure?: return nil
+            case nil: return max(0, state.bytes - state.received)
+            }
+        }
+    }
+
     /// Whether the last request left before the work finished (the work is being cancelled).
     var isAbandoned: Bool { state.withLock { $0.abandoned } }
 

@@ -60,7 +60,9 @@ extension ResourceManager {
                 } else {
                     gaugeState = .notDownloaded
                 }
-                let download = missing.lazy.map { planned[$0] ?? snapshot.lookup.pack(id: $0)?.archiveBytes ?? 0 }.clampedSum()
+                var left: [Int64] = []
+                for id in missing { left.append(Self.leftToMove(planned[id] ?? snapshot.lookup.pack(id: id)?.archiveBytes ?? 0, pack: id, state)) }
+                let download = left.clampedSum()
                 return TagGauge(
                     name: tag.name, state: gaugeState, installedBytes: tag.installedBytes, downloadBytes: download,
                     preservationPriority: snapshot.preservationPriority(ofTag: tag.name, overrides: overrides))

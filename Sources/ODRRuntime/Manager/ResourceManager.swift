@@ -318,7 +318,12 @@ public final class ResourceManager: Sendable {
     /// The bytes a request for `tags` would download now: packs already installed, or shared with
     /// installed tags, cost nothing, and neither do entries whose content an installed pack of any
     /// version holds (an update fetches only the files that changed) or that an interrupted install
-    /// already verified.
+    /// already verified. A pack being downloaded (for a request, a prefetch or a hint) costs at
+    /// most what its download has left to move, which a request would join.
+    ///
+    /// So the figure only falls while a download runs: 0 means nothing is left to move, not that
+    /// the tags are installed (verified entries still become an installed pack in a moment; wait
+    /// for ``ResourceManagerEvent/tagAvailable(tag:)`` for that).
     ///
     /// - Throws: ``ResourceError`` `invalid-tag` for a tag the catalog does not define.
     public func downloadSize(forTags tags: Set<String>) throws(ResourceError) -> Int64 {
@@ -328,7 +333,22 @@ public final class ResourceManager: Sendable {
             return (snapshot, ids.filter { !state.installedIDs.contains($0) })
         }
         guard !missing.isEmpty else { return 0 }
-        return plannedDownloadBytes(of: missing, in: snapshot).values.clampedSum()
+        let planned = plannedDownloadBytes(of: missing, in: snapshot)
+        return state.withLock { state in
+            var left: [Int64] = []
+            for id in missing where !state.installedIDs.contains(id) { left.append(Self.leftToMove(planned[id] ?? 0, pack: id, state)) }
+            return left.clampedSum()
+        }
+    }
+
+    /// What a missing pack costs a request now, given `planned`, what installing it would download
+    /// (``plannedDownloadBytes(of:in:)``, read before this call): at most what a running download
+    /// of it, which the request would join, has left to move. The plan alone reads the store, which
+    /// an install changes in steps: between moving the verified entries out of staging and recording
+    /// the pack installed it is the whole archive again. Call with the lock held, after planning.
+    static func leftToMove(_ planned: Int64, pack: String, _ state: State) -> Int64 {
+        guard let remaining = state.downloads[pack]?.remainingUnlessAbandoned else { return planned }
+        return min(planned, remaining)
     }
 
     /// Sets the preservation priority (0...1) of tags; it persists across launches. Packs whose

@@ -55,6 +55,58 @@ struct AnticipationHintTests {
         }
     }
 
+    /// 0 from ``ResourceManager/downloadSize(forTags:)`` once meant "installed" to a C check, which
+    /// then ended the hint while the install was still moving verified entries into packs/, and
+    /// read the whole archive's size there: the size must only fall while a download runs.
+    @Test func theDownloadSizeOnlyFallsWhileAHintedPrefetchRuns() async throws {
+        let fixture = try await Self.fixture()
+        try await withTestServer(root: fixture.game.catalog, conditions: NetworkConditions(bytesPerSecond: 400_000)) { server in
+            let manager = try fixture.manager(url: server.baseURL)
+            try await manager.loadCatalog()
+            let events = ManagerEventLog(manager)
+            let big = try Self.packID(manager, tag: "big")
+            var last = try manager.downloadSize(forTags: ["big"])
+            #expect(last > 0)
+            let hint = try manager.anticipate(tags: ["big"], likelihood: 0.5)
+            var rises: [String] = []
+            try await waitUntil("the hinted pack to install") {
+                let size = try manager.downloadSize(forTags: ["big"])
+                if size > last { rises.append("\(last) -> \(size)") }
+                last = size
+                return events.installed.contains(big)
+            }
+            #expect(rises.isEmpty, "the size rose during the install: \(rises)")
+            #expect(try manager.downloadSize(forTags: ["big"]) == 0)
+            try hint.end()
+        }
+    }
+
+    /// The state between an install moving its verified entries out of staging and recording the
+    /// pack installed, held still: a download with nothing left to move, no staging, no installed
+    /// row. The store's plan alone reads the whole archive there.
+    @Test func aRunningDownloadCountsWhatItHasLeftToMove() async throws {
+        let fixture = try await Self.fixture()
+        try await withTestServer(root: fixture.game.catalog) { server in
+            let manager = try fixture.manager(url: server.baseURL)
+            try await manager.loadCatalog()
+            let a = try Self.packID(manager, tag: "a")
+            let archive = try manager.downloadSize(forTags: ["a"])
+            #expect(archive > 0)
+            let download = PackDownload(pack: a, bytes: archive)
+            download.retain()
+            manager.state.withLock { $0.downloads[a] = download }
+            download.update(received: archive / 4, of: archive)
+            #expect(try manager.downloadSize(forTags: ["a"]) == archive - archive / 4)
+            download.update(received: archive, of: archive)
+            #expect(try manager.downloadSize(forTags: ["a"]) == 0)
+            // Abandoned, a request would start another download: the whole plan again.
+            download.release()
+            #expect(download.isAbandoned)
+            #expect(try manager.downloadSize(forTags: ["a"]) == archive)
+            manager.state.withLock { $0.downloads[a] = nil }
+        }
+    }
+
     @Test func endingAHintCancelsItsPrefetchAndKeepsVerifiedEntries() async throws {
         let fixture = try await Self.fixture()
         // 800 KB at 100 KB/s: the prefetch runs for seconds.
