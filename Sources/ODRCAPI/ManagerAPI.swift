@@ -155,7 +155,7 @@ public func odrManagerCurrentVersion(_ handle: OpaquePointer?, _ out: UnsafeMuta
     }
 }
 
-/// `odr_manager_download_size`: The bytes a request for tags would download now (0 when installed). Documented in odr.h.
+/// `odr_manager_download_size`: The bytes a request for tags would download now (0 once nothing is left to move). Documented in odr.h.
 @_cdecl("odr_manager_download_size")
 public func odrManagerDownloadSize(
     _ handle: OpaquePointer?, _ tags: UnsafePointer<UnsafePointer<CChar>?>?, _ count: Int, _ out: UnsafeMutablePointer<Int64>?

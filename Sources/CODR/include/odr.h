@@ -243,7 +243,8 @@ ODR_EXTERN odr_status odr_manager_prepare_async(odr_manager *manager, int online
 /** The catalog version requests use now; ODR_E_CATALOG_UNAVAILABLE before any catalog. */
 ODR_EXTERN odr_status odr_manager_current_version(odr_manager *manager, int64_t *out_version);
 
-/** The bytes a request for `tags` would download now (0 when installed). */
+/** The bytes a request for `tags` would download now: 0 when installed, and once a running download
+ *  has nothing left to move (installed only at ODR_EVENT_TAG_AVAILABLE). Only falls while it runs. */
 ODR_EXTERN odr_status odr_manager_download_size(odr_manager *manager, const char *const *tags, size_t tag_count, int64_t *out_bytes);
 
 /** Sets the preservation priority (0...1) of tags; persists across launches. Packs of tags with a
