@@ -110,7 +110,9 @@ struct HintedSimulationTests {
         #expect(result.metrics.prefetchedPacks == 1)
     }
 
-    @Test func aLikelierHintsPrefetchPushesOutALessLikelyOne() throws {
+    /// Hints of a (0.2), b (0.3) and c (0.9), begun in that order, on a store with room for two
+    /// of their 100-byte packs; purges logged.
+    static func threeHintsForTwoPacks() throws -> Simulator {
         let catalog = try SimulationFixtures.catalog(tags: ["a", "b", "c"])
         var builder = ScriptBuilder(catalog: catalog)
         builder.hint(try Self.tags(catalog, "a"), likelihood: 0.2, from: 0, until: 1000)
@@ -118,12 +120,31 @@ struct HintedSimulationTests {
         builder.hint(try Self.tags(catalog, "c"), likelihood: 0.9, from: 20, until: 1000)
         var simulator = Simulator(script: builder.build(duration: 1000), device: SimulationFixtures.device(disk: 200))
         simulator.logsPurges = true
-        let result = PolicyChoice.hinted.run(on: simulator)
+        return simulator
+    }
+
+    @Test func aLikelierHintsPrefetchPushesOutALessLikelyOne() throws {
+        let result = PolicyChoice.hinted.run(on: try Self.threeHintsForTwoPacks())
         // The least likely goes for the likeliest.
         #expect(result.purges.map(\.pack) == ["pack-a"])
         #expect(result.purges.map(\.reason) == [PurgeReason.leastLikelyHint.rawValue])
         #expect(result.metrics.prefetchedPacks == 3)
         #expect(result.metrics.unusedPrefetchBytes == 300)
+    }
+
+    /// The same hints under the other prefetch rules: `free-space` fills the store's room and
+    /// purges nothing for the likeliest hint; `off` downloads nothing.
+    @Test func thePrefetchRulesFreeSpaceAndOff() throws {
+        var simulator = try Self.threeHintsForTwoPacks()
+        simulator.hintPrefetch = .freeSpace
+        let freeSpace = PolicyChoice.hinted.run(on: simulator)
+        #expect(freeSpace.purges.isEmpty)
+        #expect(freeSpace.metrics.prefetchedPacks == 2, "a and b fill the store; c finds no room")
+        #expect(freeSpace.metrics.unusedPrefetchBytes == 200)
+        simulator.hintPrefetch = .off
+        let off = PolicyChoice.hinted.run(on: simulator)
+        #expect(off.metrics.bytesDownloaded == 0)
+        #expect(off.metrics.prefetchedPacks == 0)
     }
 
     /// Hints are in every script, but only `hinted` reads them: the other policies' numbers do not

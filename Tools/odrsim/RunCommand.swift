@@ -56,7 +56,10 @@ struct RunCommand: AsyncParsableCommand {
               openworld the region the player heads into or fast-travels to
               (0.6), travel the next destination (0.5). Each hinted tag is right
               with probability --hint-accuracy (default 0.7), otherwise a random
-              wrong tag. Only the hinted policy reads hints.
+              wrong tag. Only the hinted policy reads hints. --hint-prefetch
+              make-room (default) prefetches as the runtime does, purging only
+              packs less likely wanted; free-space never purges for a
+              prefetch; off only orders purging by the hints.
 
             COLUMNS
               requests, hits (everything installed at begin), misses; bytes
@@ -140,6 +143,11 @@ struct RunCommand: AsyncParsableCommand {
 
     @Option(help: ArgumentHelp("The chance that each tag a workload hints is right (otherwise a random wrong tag).", valueName: "p"))
     var hintAccuracy = 0.7
+
+    @Option(help: ArgumentHelp(
+        "How the hinted policy prefetches: make-room (purge packs less likely wanted, as the runtime does), free-space (never purge for a prefetch) or off.",
+        valueName: "rule"))
+    var hintPrefetch = HintPrefetchArgument(rule: .makingRoom)
 
     @Option(name: .customLong("policy"), parsing: .singleValue,
             help: ArgumentHelp("Policies to compare, comma-separated or repeated: all, default, hinted, lru, priority-lru, gds, belady.", valueName: "names"))
@@ -228,8 +236,10 @@ struct RunCommand: AsyncParsableCommand {
         }
         let scenario = SimulationReport.Scenario(
             workload: workloadName, catalog: script.catalog, days: simulatedDays, seed: seed, device: device)
+        var simulator = Simulator(script: script, device: device)
+        simulator.hintPrefetch = hintPrefetch.rule
         let report = SimulationReport(
-            scenario: scenario, simulator: Simulator(script: script, device: device), policies: try policies)
+            scenario: scenario, simulator: simulator, policies: try policies)
         if let svg {
             try Data(SVGChart(report: report).render().utf8).write(to: URL(filePath: svg))
         }
@@ -244,6 +254,20 @@ struct RunCommand: AsyncParsableCommand {
             if let svg { print("\nChart written to \(svg)") }
         }
     }
+}
+
+/// `--hint-prefetch`: make-room, free-space or off.
+struct HintPrefetchArgument: ExpressibleByArgument {
+    var rule: HintPrefetch
+
+    init(rule: HintPrefetch) { self.rule = rule }
+
+    init?(argument: String) {
+        guard let rule = HintPrefetch(rawValue: argument.lowercased()) else { return nil }
+        self.rule = rule
+    }
+
+    var defaultValueDescription: String { rule.rawValue }
 }
 
 /// `--workload`: levels, openworld or travel.

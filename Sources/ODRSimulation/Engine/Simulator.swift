@@ -30,6 +30,8 @@ public struct Simulator: Sendable {
     public var sampleCount = 400
     /// Whether the result lists every purge.
     public var logsPurges = false
+    /// How a policy that takes hints prefetches hinted packs (the runtime's rule by default).
+    public var hintPrefetch = HintPrefetch.makingRoom
 
     public init(script: SimulationScript, device: DeviceSettings) {
         self.script = script
@@ -111,6 +113,7 @@ struct SimulationRun<Policy: EvictionPolicy> {
     /// By pack, whether a hinted prefetch installed it and no request has used it since; empty
     /// for policies that take no hints (kept out of ``PackState``, which the hot loop walks).
     private var prefetchedUnused: [Bool] = []
+    private let hintPrefetch: HintPrefetch
 
     init(simulator: Simulator, policy: Policy) {
         script = simulator.script
@@ -138,6 +141,7 @@ struct SimulationRun<Policy: EvictionPolicy> {
         sampleInterval = max(script.duration, 1) / Double(max(simulator.sampleCount, 1))
         logsPurges = simulator.logsPurges
         takesHints = policy.takesHints
+        hintPrefetch = simulator.hintPrefetch
         packHint = Array(repeating: 0, count: catalog.packCount)
         if takesHints { prefetchedUnused = Array(repeating: false, count: catalog.packCount) }
     }
@@ -453,6 +457,7 @@ struct SimulationRun<Policy: EvictionPolicy> {
     /// Starts prefetching the likeliest hinted pack that is missing and fits without purging
     /// anything in use or hinted as likely or likelier; false when there is none.
     private mutating func startNextPrefetch() -> Bool {
+        guard hintPrefetch != .off else { return false }
         let order = liveHints.indices.sorted {
             let (a, b) = (script.hints[Int(liveHints[$0])].likelihood, script.hints[Int(liveHints[$1])].likelihood)
             return a != b ? a > b : $0 < $1
@@ -483,7 +488,7 @@ struct SimulationRun<Policy: EvictionPolicy> {
         var need = device.freeSpaceWatermark - (free - bytes)
         if let budget = device.cacheBudget { need = max(need, storeBytes + bytes - budget) }
         guard need > 0 || bytes > free else { return true }
-        guard need > 0 else { return false }
+        guard need > 0, hintPrefetch == .makingRoom else { return false }
         let plan = purgePlan(need)
         guard plan.shortfall == 0, !plan.deletions.contains(where: { packHint[$0.id] >= likelihood }) else { return false }
         apply(plan)
@@ -533,4 +538,16 @@ struct PackState {
     var lastUse = 0.0
     /// How many requests began using it (kept across purges, as the runtime's store does).
     var uses = 0
+}
+
+/// How a policy that takes hints prefetches the hinted packs that are not installed, in the link's
+/// idle time (``Simulator/hintPrefetch``).
+public enum HintPrefetch: String, CaseIterable, Sendable, Codable {
+    /// Purging to make room, but never a pack in use or hinted as likely or likelier: the runtime's
+    /// rule (``ODRRuntime/ResourceManager/anticipate(tags:likelihood:)``).
+    case makingRoom = "make-room"
+    /// Only into room the store has without purging anything.
+    case freeSpace = "free-space"
+    /// Never: hints only order purging.
+    case off
 }
