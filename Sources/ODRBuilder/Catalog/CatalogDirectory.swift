@@ -59,8 +59,25 @@ public struct CatalogDirectory: Sendable {
         }
     }
 
-    /// Reads and validates the manifest of version `number` that `index` lists.
+    /// Reads and validates the manifest of version `number` that `index` lists; a split manifest
+    /// (format 3) is assembled from its bins and tables, each checked against its pin.
     public func loadManifest(version number: Int, in index: CatalogIndex) throws(BuildError) -> VersionManifest {
+        try loadVersion(number, in: index).manifest
+    }
+
+    /// A version as published: its whole manifest and, when it is split, its parts.
+    public struct LoadedVersion: Sendable {
+        /// The whole manifest (assembled, for a split version).
+        public var manifest: VersionManifest
+        /// The split manifest, its bins and tables; `nil` for a manifest of format 1 or 2.
+        public var split: SplitMetadata.Parts?
+    }
+
+    /// Reads and validates version `number` that `index` lists, keeping a split version's parts.
+    ///
+    /// - Throws: `catalog.unknownVersion`, `verify.missingFile` (the manifest or one of its
+    ///   metadata files), `catalog.malformed` (naming the file at fault).
+    public func loadVersion(_ number: Int, in index: CatalogIndex) throws(BuildError) -> LoadedVersion {
         guard let entry = index.version(number) else {
             throw BuildError(
                 .unknownVersion,
@@ -74,19 +91,41 @@ public struct CatalogDirectory: Sendable {
         } catch {
             throw BuildError(.missingFile, "the version manifest listed in catalog.json is missing", file: location.path, cause: error)
         }
-        let manifest: VersionManifest
+        let loaded: LoadedVersion
         do {
-            manifest = try VersionManifest.decode(from: data)
+            switch try PublishedManifest.decode(from: data) {
+            case .full(let manifest):
+                loaded = LoadedVersion(manifest: manifest, split: nil)
+            case .split(let split):
+                let parts = try SplitMetadata.parts(of: split) { path in
+                    do {
+                        return try Data(contentsOf: url(of: path))
+                    } catch {
+                        throw BuildError(
+                            .missingFile, "a metadata file version \(number) pins is missing; restore it from a backup or rebuild the catalog",
+                            file: url(of: path).path, cause: error)
+                    }
+                }
+                loaded = LoadedVersion(manifest: try parts.assembled(), split: parts)
+            }
+        } catch let error as BuildError {
+            throw error
+        } catch let error as FormatError {
+            let file = error.field.map { $0.hasPrefix(SplitMetadata.folder + "/") ? url(of: $0).path : nil } ?? nil
+            // A metadata file that is not what its pin says: as for a manifest and its pin in catalog.json.
+            let code: BuildError.Code = file != nil && [.hashMismatch, .sizeMismatch].contains(error.code) ? .manifestPinMismatch : .catalogMalformed
+            throw BuildError(code, error.message, file: file ?? location.path, key: file == nil ? error.field : nil, cause: error)
         } catch {
-            throw BuildError(.catalogMalformed, error.message, file: location.path, key: error.field, cause: error)
+            throw BuildError(.catalogMalformed, "\(error)", file: location.path, cause: error)
         }
+        let manifest = loaded.manifest
         guard manifest.version == number, manifest.catalogID == index.id else {
             throw BuildError(
                 .catalogMalformed,
                 "the manifest says catalog '\(manifest.catalogID)' version \(manifest.version), but catalog.json lists it as '\(index.id)' version \(number)",
                 file: location.path)
         }
-        return manifest
+        return loaded
     }
 
     /// Creates the catalog's folders.
