@@ -102,6 +102,34 @@ for _, _, packs, _ in parsed.values():
 total = top1_bytes + sum(bins.values()) + sum(tables.values())
 print("split: top manifest %s bytes; %d bins: %s; tables: %s" % (format(top1_bytes, ","), len(bins), stats(bins.values()), stats(tables.values())))
 print("split: all metadata %s bytes = %.3fx today's JSON (target <= 0.5x), %.2fx its gzip" % (format(total, ","), total / len(whole), total / whole_gz))
+# The encodings compared: each table and bin as JSON (sorted keys, 2-space indent, as the catalog's
+# JSON) gzipped, the compact layout, and the compact layout deflated (what is served).
+def jdump(o): return (json.dumps(o, indent=2, sort_keys=True, separators=(",", " : ")) + "\n").encode()
+wm = json.loads(whole)
+files_by_pack = {}
+for f in wm["files"]:
+    files_by_pack.setdefault(f["pack"], []).append({k: v for k, v in f.items() if k not in ("pack", "variant")})
+pins = {}
+for _, _, packs, _ in parsed.values():
+    for pid, sha, tsize, nfiles in packs: pins[pid] = {"sha256": sha, "size": tsize, "files": nfiles}
+tj = [jdump({"pack": pid, "files": sorted(fl, key=lambda f: f["path"])}) for pid, fl in files_by_pack.items()]
+tables_compact = sum(len(inflate(open(os.path.join(meta, sha + ".filetable"), "rb").read())) for sha in tables)
+print("tables: JSON %s, JSON+gzip %s, compact %s, compact+deflate (served) %s bytes" % (
+    format(sum(map(len, tj)), ","), format(sum(len(gzip.compress(t, 9)) for t in tj), ","), format(tables_compact, ","), format(sum(tables.values()), ",")))
+packs_by_id = {p["id"]: dict(p, table=pins[p["id"]]) for p in wm["packs"]}
+bj = []
+for sha, (index, count, packs, tagmap) in parsed.items():
+    bj.append(jdump({"bin": index, "binCount": count, "tags": [t for t in wm["tags"] if t["name"] in tagmap],
+                     "packs": [packs_by_id[p[0]] for p in packs]}))
+bins_compact = [inflate(open(os.path.join(meta, sha + ".tagbin"), "rb").read()) for sha in bins]
+print("bins: JSON %s, JSON+gzip %s, compact %s, compact+deflate (served) %s bytes" % (
+    format(sum(map(len, bj)), ","), format(sum(len(gzip.compress(b, 9)) for b in bj), ","), format(sum(map(len, bins_compact)), ","), format(sum(bins.values()), ",")))
+# Why two levels: every tag and pack inline in one manifest, with each pack's table pin.
+inline = jdump({"tags": wm["tags"], "packs": list(packs_by_id.values())})
+allbins = b"".join(bins_compact)
+deflater = zlib.compressobj(9, zlib.DEFLATED, -15)
+print("one level (every tag and pack inline, with table pins): JSON %s, gzip %s; compact %s, deflated %s bytes" % (
+    format(len(inline), ","), format(len(gzip.compress(inline, 9)), ","), format(len(allbins), ","), format(len(deflater.compress(allbins) + deflater.flush()), ",")))
 # Installing one tag: the top, its bin, its packs' tables.
 worst = 0
 for i, (sha, (index, count, packs, tagmap)) in enumerate(sorted(parsed.items(), key=lambda kv: kv[1][0])):
