@@ -40,6 +40,13 @@ struct SplitMetadataBuildTests {
         #expect(report.splitMetadata == .init(written: 7, reused: 0))
         #expect(report.rendered().contains("split metadata: 7 metadata file(s) written"))
 
+        // The size target, in small: all of the metadata under half of the whole manifest's JSON.
+        let wholeJSON = try Data(contentsOf: whole.catalog.appending(path: "versions/1.json")).count
+        let metaBytes = try Self.metaFiles(split).reduce(0) { total, name in
+            total + (try Data(contentsOf: split.catalog.appending(path: "meta/\(name)")).count)
+        }
+        #expect(top.count + metaBytes < wholeJSON / 2, "\(top.count) + \(metaBytes) against \(wholeJSON)")
+
         let summary = try CatalogVerifier(catalog: CatalogDirectory(root: split.catalog)).verify()
         #expect(summary.metadataFiles == 7 && summary.orphanMetadata.isEmpty && summary.packs == 6)
         let inspection = try CatalogInspection(catalog: CatalogDirectory(root: split.catalog))
