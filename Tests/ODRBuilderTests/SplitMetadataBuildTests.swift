@@ -90,6 +90,9 @@ struct SplitMetadataBuildTests {
 
         let diff = try CatalogDiff(catalog: directory, from: 1, to: 2)
         #expect(diff.rendered().contains("t07"))
+        // odrpack report reads split versions (through the assembler) as whole ones.
+        let html = try CatalogReport(catalog: directory, version: 2, against: 1).html()
+        #expect(html.contains("t07"))
     }
 
     @Test func theRulesKeyTurnsSplittingOn() async throws {
