@@ -104,7 +104,7 @@ bundle: deps
 # reports objects held by globals as leaked (the rss limit still catches memory blow-ups). Swift's
 # own crash handler is off too: under ASan it reported its own reads instead of the trap.
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS ?= pack-stream pack-range central-directory manifest-json manifest-compact catalog journal tag-rules response-headers dbus-reply
+FUZZ_TARGETS ?= pack-stream pack-range central-directory manifest-json manifest-compact split-manifest tag-bin file-table catalog journal tag-rules response-headers dbus-reply
 FUZZ_DIR ?= .build-fuzz
 # More libFuzzer flags, e.g. FUZZ_FLAGS="-fork=2 -ignore_crashes=1" to go on after a crash.
 FUZZ_FLAGS ?=

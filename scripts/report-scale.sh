@@ -63,18 +63,7 @@ measure() {  # name page
 # 1. The generated catalog of odrbench request.
 gen="$WORK/generated"
 if [ ! -f "$gen/catalog/catalog.json" ]; then
-  python3 - "$gen/assets" "$TAGS" "$FILES_PER_TAG" <<'EOF'
-import os, sys
-root, tags, files = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-names = ["t%05d" % i for i in range(tags)]
-for name in names:
-    os.makedirs(os.path.join(root, name), exist_ok=True)
-    for f in range(files):
-        with open(os.path.join(root, name, "f%d.txt" % f), "w") as out:
-            out.write(("%s file %d: tile data 0123456789\n" % (name, f)) * 3)
-with open(os.path.join(root, "odr.json"), "w") as out:
-    out.write('{"tags": {\n' + ",\n".join('"%s": ["%s"]' % (n, n) for n in names) + "\n}}\n")
-EOF
+  scripts/tagged-tree.py "$gen/assets" "$TAGS" "$FILES_PER_TAG"
   start=$(now)
   "$ODRPACK" build "$gen/assets" --output "$gen/catalog" --no-cache > /dev/null
   echo "built the generated catalog in $(since "$start") s"

@@ -27,6 +27,14 @@ package enum FuzzTarget: String, CaseIterable, Sendable {
     case manifestJSON = "manifest-json"
     /// A manifest's compact form, as the store keeps it, decoded and validated.
     case manifestCompact = "manifest-compact"
+    /// A split version manifest (format 3, `versions/<n>.json`), decoded and validated
+    /// (``SplitManifest/decode(from:)``), then the bins of a few tags looked up.
+    case splitManifest = "split-manifest"
+    /// A tag bin of a split catalog as served (deflated), decoded and checked (``TagBin/decode(from:pin:index:binCount:file:)``).
+    case tagBin = "tag-bin"
+    /// A pack's file table of a split catalog as served (deflated), decoded and checked on its own,
+    /// then against the bin entry its own contents describe (``PackFileTable/decode(from:pin:expected:file:)``).
+    case fileTable = "file-table"
     /// `catalog.json`, decoded, validated and its signatures checked against ``trustedKeys``.
     case catalog = "catalog"
     /// A staging journal (`staging/<id>.journal`) and the fetch plan it leads to, for a fixed pack
@@ -55,6 +63,18 @@ package enum FuzzTarget: String, CaseIterable, Sendable {
             let manifest = try VersionManifest(compact: Data(bytes))
             try manifest.validate()
             _ = manifest.makeIndex()
+        case .splitManifest:
+            let manifest = try SplitManifest.decode(from: Data(bytes))
+            _ = manifest.bins(forTags: Self.sampleTags)
+        case .tagBin: _ = try TagBin.decode(from: Data(bytes))
+        case .fileTable:
+            let data = Data(bytes)
+            let table = try PackFileTable.decode(from: data)
+            let entries = Dictionary(table.files.map { ($0.entry, $0.size) }, uniquingKeysWith: { first, _ in first })
+            let pack = PackRecord(id: table.pack, tags: ["t"], archiveBytes: table.files.map { $0.headerOffset.clampedAdding($0.storedSize) }.max() ?? 0,
+                                  installedBytes: entries.values.clampedSum(), entryCount: entries.count)
+            _ = try PackFileTable.decode(from: data, pin: MetadataPin(of: data),
+                                         expected: BinPack(pack: pack, table: MetadataPin(of: data), fileCount: table.files.count))
         case .catalog:
             let index = try CatalogIndex.decode(from: Data(bytes))
             _ = try index.verifySignatures(trusting: Self.trustedKeys)
@@ -140,6 +160,9 @@ package enum FuzzTarget: String, CaseIterable, Sendable {
     }()
 
     /// Paths the fuzzed tag rules are matched against.
+    /// Tags the `split-manifest` target looks up.
+    static let sampleTags = ["small", "big", "level1"]
+
     static let samplePaths = [
         "Levels/Level1/map.json", "levels/level1/MAP.JSON", "a/b/c/d/e/f/g/h/i/j/k/l/m/n/o/p.png",
         "Textures/sky@2x.astc", "README.md", ".hidden/file", "x",

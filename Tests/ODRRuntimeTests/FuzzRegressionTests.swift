@@ -109,6 +109,20 @@ private struct FuzzSeeds {
         }
         try await variants.build(signing: signing)
 
+        // Both games again with split metadata (format 3): their manifests, bins and tables.
+        for (game, fixture) in [("plain", plain), ("variants", variants)] {
+            let split = try CatalogFixture(rules: String(decoding: Data(contentsOf: fixture.assets.appending(path: "odr.json")), as: UTF8.self))
+            try FileManager.default.removeItem(at: split.assets)
+            try FileManager.default.copyItem(at: fixture.assets, to: split.assets)
+            try await split.build(splitMetadata: true)
+            try write(.splitManifest, "\(game).json", Data(contentsOf: split.catalog.appending(path: VersionManifest.manifestPath(forVersion: 1))))
+            let meta = split.catalog.appending(path: SplitMetadata.folder)
+            for name in try FileManager.default.contentsOfDirectory(atPath: meta.path).sorted() {
+                let target: FuzzTarget = name.hasSuffix(".tagbin") ? .tagBin : .fileTable
+                try write(target, "\(game)-\(name.prefix(12)).bin", Data(contentsOf: meta.appending(path: name)))
+            }
+        }
+
         for (game, fixture, rules) in [("plain", plain, CatalogFixture.defaultRules), ("variants", variants, CatalogFixture.variantRules)] {
             try write(.catalog, "\(game).json", Data(contentsOf: fixture.catalog.appending(path: CatalogIndex.fileName)))
             try write(.tagRules, "\(game).json", Data(rules.utf8))

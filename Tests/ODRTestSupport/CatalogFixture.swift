@@ -57,10 +57,11 @@ public struct CatalogFixture: Sendable {
     /// Builds the assets into the catalog: version 1, or the next version when files changed;
     /// `catalog.json` signed with `signing` when given.
     @discardableResult
-    public func build(signing: CatalogSigning? = nil) async throws -> BuildReport {
+    public func build(signing: CatalogSigning? = nil, splitMetadata: Bool? = nil) async throws -> BuildReport {
         var options = BuildOptions(assets: assets, output: catalog)
         options.concurrency = 2
         options.signing = signing
+        options.splitMetadata = splitMetadata
         return try await CatalogBuilder(options: options).build()
     }
 

@@ -23,6 +23,7 @@ struct BuildCommand: AsyncParsableCommand {
               odrpack build assets --output out/catalog --rules ci/odr.json --no-cache
               odrpack build assets --output out/catalog --sign-with keys/release.key --expires-in 30
               odrpack build assets --output out/catalog --report-html build-report.html
+              odrpack build assets --output out/catalog --split-metadata
             """
     )
 
@@ -60,6 +61,10 @@ struct BuildCommand: AsyncParsableCommand {
             help: ArgumentHelp("Also write the version's HTML report (as odrpack report --html, against the version before it), e.g. --report-html report.html.", valueName: "file"))
     var reportHTML: String?
 
+    @Flag(name: .customLong("split-metadata"),
+          help: "Write split metadata (format 3): tag bins and a file table per pack in meta/, so clients fetch only what they use and change. Runtimes before it refuse the catalog; also \"splitMetadata\": true in odr.json.")
+    var splitMetadata = false
+
     @OptionGroup var signing: SigningOptions
 
     func validate() throws {
@@ -75,6 +80,7 @@ struct BuildCommand: AsyncParsableCommand {
         options.catalogID = catalogID
         options.distribution = distribution
         options.allowOversize = allowOversize
+        if splitMetadata { options.splitMetadata = true }
         options.cache = noCache ? nil : cache.map { URL(filePath: $0) } ?? BuildCache.defaultLocation(forAssets: assetsURL)
         if let jobs { options.concurrency = jobs }
         let bar = ProgressBar()

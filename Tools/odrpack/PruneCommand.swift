@@ -49,6 +49,7 @@ struct PruneCommand: AsyncParsableCommand {
         let verb = dryRun ? "would remove" : "removed"
         print("kept versions: \(result.keptVersions.map(String.init).joined(separator: ", "))")
         print("\(verb) versions: \(result.removedVersions.isEmpty ? "none" : result.removedVersions.map(String.init).joined(separator: ", "))")
-        print("\(verb) \(result.removedPacks.count) pack(s), \(result.freedBytes) bytes")
+        print("\(verb) \(result.removedPacks.count) pack(s)"
+              + (result.removedMetadata.isEmpty ? "" : ", \(result.removedMetadata.count) metadata file(s)") + ", \(result.freedBytes) bytes")
     }
 }

@@ -31,7 +31,11 @@ struct VerifyCommand: AsyncParsableCommand {
         if json {
             try printJSON(summary)
         } else {
-            print("OK: \(summary.versions) version(s), \(summary.packs) pack(s), \(summary.entries) entries, \(summary.files) file records, \(summary.bytes) bytes checked")
+            print("OK: \(summary.versions) version(s), \(summary.packs) pack(s), \(summary.entries) entries, \(summary.files) file records, \(summary.bytes) bytes checked"
+                  + (summary.metadataFiles > 0 ? "; \(summary.metadataFiles) split metadata file(s) match their pins" : ""))
+            if !summary.orphanMetadata.isEmpty {
+                print("note: \(summary.orphanMetadata.count) file(s) in meta/ that no version pins (odrpack prune removes them): \(summary.orphanMetadata.prefix(5).joined(separator: ", "))\(summary.orphanMetadata.count > 5 ? ", ..." : "")")
+            }
         }
     }
 }

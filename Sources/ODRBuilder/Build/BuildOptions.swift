@@ -21,6 +21,8 @@ public struct BuildOptions: Sendable {
     public var concurrency: Int = ProcessInfo.processInfo.activeProcessorCount
     /// Archive settings.
     public var packOptions: PackWriter.Options = .init()
+    /// Whether to write split metadata (format 3); `nil` takes the rules' `splitMetadata` (off by default).
+    public var splitMetadata: Bool?
     /// How `catalog.json` is signed; `nil` writes it unsigned (refused when the catalog is signed).
     public var signing: CatalogSigning?
 

@@ -57,14 +57,17 @@ public struct CatalogBuilder: Sendable {
                 file: options.assets.path)
         }
 
+        let split = options.splitMetadata ?? rules.splitMetadata
         try catalog.createLayout()
         var archiver = PackArchiver(catalog: catalog, options: options.packOptions)
-        var previous: VersionManifest?
+        var metadata = SplitMetadataWriter(catalog: catalog)
+        var previous: CatalogDirectory.LoadedVersion?
         if let index {
             for entry in index.versions {
-                guard let manifest = try? catalog.loadManifest(version: entry.number, in: index) else { continue }
-                archiver.offerReuse(of: manifest)
-                previous = manifest
+                guard let loaded = try? catalog.loadVersion(entry.number, in: index) else { continue }
+                archiver.offerReuse(of: loaded.manifest)
+                if split, let parts = loaded.split { metadata.offerReuse(of: parts) }
+                previous = loaded
             }
         }
         let written = try await writePacks(plan.packs, archiver: archiver, progress: progress)
@@ -75,7 +78,8 @@ public struct CatalogBuilder: Sendable {
             catalogID: catalogID, version: latest + 1, plan: plan, written: written, rules: rules)
         var version = latest + 1
         var published = true
-        if var unchanged = previous, unchanged.version == latest {
+        // The same files in the other layout (split or not) are a new version too.
+        if var unchanged = previous?.manifest, unchanged.version == latest, (previous?.split != nil) == split {
             unchanged.version = manifest.version
             if unchanged == manifest {
                 version = latest
@@ -85,11 +89,14 @@ public struct CatalogBuilder: Sendable {
         if published {
             let data: Data
             do {
-                data = try manifest.encoded()
+                // Split: validated as a whole manifest, but never encoded as one (39 MB of JSON at 100,000 files).
+                if split { try manifest.validate() }
+                data = split ? Data() : try manifest.encoded()
             } catch {
                 throw BuildError(.catalogMalformed, "the new manifest is invalid (a bug in odrpack): \(error)", cause: error)
             }
-            try catalog.writeImmutable(data, at: VersionManifest.manifestPath(forVersion: version))
+            let file = split ? try metadata.write(manifest) : data
+            try catalog.writeImmutable(file, at: VersionManifest.manifestPath(forVersion: version))
         }
         var newIndex = index ?? CatalogIndex(id: catalogID, serial: 0, distributions: [:], versions: [])
         if published {
@@ -112,6 +119,9 @@ public struct CatalogBuilder: Sendable {
             published: published, plan: plan, written: written, rules: rules, hashing: hashing,
             warnings: scan.warnings + plan.warnings)
         built.followedLinks = scan.followedLinks
+        if split {
+            built.splitMetadata = BuildReport.SplitMetadataCounts(written: metadata.written, reused: metadata.reused)
+        }
         return built
     }
 

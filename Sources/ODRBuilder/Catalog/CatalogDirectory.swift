@@ -59,8 +59,25 @@ public struct CatalogDirectory: Sendable {
         }
     }
 
-    /// Reads and validates the manifest of version `number` that `index` lists.
+    /// Reads and validates the manifest of version `number` that `index` lists; a split manifest
+    /// (format 3) is assembled from its bins and tables, each checked against its pin.
     public func loadManifest(version number: Int, in index: CatalogIndex) throws(BuildError) -> VersionManifest {
+        try loadVersion(number, in: index).manifest
+    }
+
+    /// A version as published: its whole manifest and, when it is split, its parts.
+    public struct LoadedVersion: Sendable {
+        /// The whole manifest (assembled, for a split version).
+        public var manifest: VersionManifest
+        /// The split manifest, its bins and tables; `nil` for a manifest of format 1 or 2.
+        public var split: SplitMetadata.Parts?
+    }
+
+    /// Reads and validates version `number` that `index` lists, keeping a split version's parts.
+    ///
+    /// - Throws: `catalog.unknownVersion`, `verify.missingFile` (the manifest or one of its
+    ///   metadata files), `catalog.malformed` (naming the file at fault).
+    public func loadVersion(_ number: Int, in index: CatalogIndex) throws(BuildError) -> LoadedVersion {
         guard let entry = index.version(number) else {
             throw BuildError(
                 .unknownVersion,
@@ -74,19 +91,41 @@ public struct CatalogDirectory: Sendable {
         } catch {
             throw BuildError(.missingFile, "the version manifest listed in catalog.json is missing", file: location.path, cause: error)
         }
-        let manifest: VersionManifest
+        let loaded: LoadedVersion
         do {
-            manifest = try VersionManifest.decode(from: data)
+            switch try PublishedManifest.decode(from: data) {
+            case .full(let manifest):
+                loaded = LoadedVersion(manifest: manifest, split: nil)
+            case .split(let split):
+                let parts = try SplitMetadata.parts(of: split) { path in
+                    do {
+                        return try Data(contentsOf: url(of: path))
+                    } catch {
+                        throw BuildError(
+                            .missingFile, "a metadata file version \(number) pins is missing; restore it from a backup or rebuild the catalog",
+                            file: url(of: path).path, cause: error)
+                    }
+                }
+                loaded = LoadedVersion(manifest: try parts.assembled(), split: parts)
+            }
+        } catch let error as BuildError {
+            throw error
+        } catch let error as FormatError {
+            let file = error.field.map { $0.hasPrefix(SplitMetadata.folder + "/") ? url(of: $0).path : nil } ?? nil
+            // A metadata file that is not what its pin says: as for a manifest and its pin in catalog.json.
+            let code: BuildError.Code = file != nil && [.hashMismatch, .sizeMismatch].contains(error.code) ? .manifestPinMismatch : .catalogMalformed
+            throw BuildError(code, error.message, file: file ?? location.path, key: file == nil ? error.field : nil, cause: error)
         } catch {
-            throw BuildError(.catalogMalformed, error.message, file: location.path, key: error.field, cause: error)
+            throw BuildError(.catalogMalformed, "\(error)", file: location.path, cause: error)
         }
+        let manifest = loaded.manifest
         guard manifest.version == number, manifest.catalogID == index.id else {
             throw BuildError(
                 .catalogMalformed,
                 "the manifest says catalog '\(manifest.catalogID)' version \(manifest.version), but catalog.json lists it as '\(index.id)' version \(number)",
                 file: location.path)
         }
-        return manifest
+        return loaded
     }
 
     /// Creates the catalog's folders.
@@ -125,6 +164,88 @@ public struct CatalogDirectory: Sendable {
                 file: location.path)
         }
         return false
+    }
+
+    /// Writes many content-addressed immutable files at once (split metadata: thousands of small
+    /// files named by their SHA-256). A file already there must have exactly these bytes
+    /// (`catalog.immutableConflict` otherwise) and is left untouched; each new one goes to a
+    /// temporary file, all of them are flushed to disk (several at once), then each is renamed into
+    /// place. Renaming rather than linking like ``writeImmutable(_:at:)`` leaves no temporary
+    /// file to delete: thousands of those deletions made ext4's inode allocation, and the build,
+    /// several times slower. Replacing a file that appeared meanwhile is harmless, since under a
+    /// content-addressed name it holds the same bytes.
+    ///
+    /// - Returns: how many files were new.
+    /// - Throws: `catalog.immutableConflict`; `catalog.io`.
+    public func writeImmutableFiles(_ files: [(path: String, data: Data)]) throws(BuildError) -> Int {
+        var pending: [(temporary: URL, location: URL, data: Data)] = []
+        var folders = Set<String>()
+        for file in files {
+            let location = url(of: file.path)
+            if FileManager.default.fileExists(atPath: location.path) {
+                guard (try? Data(contentsOf: location)) == file.data else {
+                    throw BuildError(
+                        .immutableConflict,
+                        "the file already exists with different content and published files are never overwritten; remove it only if no client has seen it",
+                        file: location.path)
+                }
+                continue
+            }
+            let folder = location.deletingLastPathComponent()
+            if folders.insert(folder.path).inserted {
+                do {
+                    try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+                } catch {
+                    throw BuildError(.catalogIO, "cannot create the catalog folder", file: folder.path, cause: error)
+                }
+            }
+            pending.append((folder.appending(path: ".tmp-\(UUID().uuidString)-\(location.lastPathComponent)"), location, file.data))
+        }
+        guard !pending.isEmpty else { return 0 }
+        defer { for file in pending { unlink(file.temporary.path) } }
+        // Written and flushed by several threads at once, each file with one write and one fsync
+        // (Data.write adds a flush of its own on Linux, and the file system serves concurrent
+        // flushes together).
+        let failure = Locked<(URL, Int32)?>(nil)
+        let jobs = pending
+        let workers = min(16, jobs.count)
+        DispatchQueue.concurrentPerform(iterations: workers) { worker in
+            for index in stride(from: worker, to: jobs.count, by: workers) {
+                let code = Self.writeAndFlush(jobs[index].data, to: jobs[index].temporary)
+                if code != 0 { failure.withLock { $0 = $0 ?? (jobs[index].location, code) } }
+            }
+        }
+        if let (location, code) = failure.withLock({ $0 }) {
+            throw BuildError(.catalogIO, "cannot write the file (\(String(cString: strerror(code)))); check free space and permissions", file: location.path)
+        }
+        let written = pending.count
+        while let file = pending.last {
+            guard rename(file.temporary.path, file.location.path) == 0 else {
+                let code = errno
+                throw BuildError(.catalogIO, "cannot publish the file: \(String(cString: strerror(code)))", file: file.location.path)
+            }
+            pending.removeLast()
+        }
+        return written
+    }
+
+    /// Creates `location` (which must not exist), writes `data` and flushes it; returns 0 or the `errno`.
+    private static func writeAndFlush(_ data: Data, to location: URL) -> Int32 {
+        let descriptor = open(location.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else { return errno }
+        defer { close(descriptor) }
+        let complete = data.withUnsafeBytes { raw -> Bool in
+            var offset = 0
+            while offset < raw.count {
+                let count = write(descriptor, raw.baseAddress! + offset, raw.count - offset)
+                if count < 0 && errno == EINTR { continue }
+                guard count > 0 else { return false }
+                offset += count
+            }
+            return true
+        }
+        guard complete, fsync(descriptor) == 0 else { return errno == 0 ? EIO : errno }
+        return 0
     }
 
     /// Moves a finished temporary file to `location` unless a file is already there, atomically:

@@ -73,14 +73,16 @@ public struct CatalogEditor: Sendable {
         public var removedVersions: [Int]
         /// Packs no kept version uses, deleted.
         public var removedPacks: [String]
+        /// Split metadata files (`meta/…`) no kept version uses, deleted.
+        public var removedMetadata: [String] = []
         /// Bytes freed.
         public var freedBytes: Int64
         /// Whether this was a dry run that changed nothing.
         public var dryRun: Bool
     }
 
-    /// Removes versions that no distribution uses beyond the newest `keep`, then packs no kept
-    /// version uses.
+    /// Removes versions that no distribution uses beyond the newest `keep`, then packs and split
+    /// metadata files no kept version uses.
     ///
     /// - Parameters:
     ///   - keep: how many of the newest versions to keep even without a distribution.
@@ -92,9 +94,17 @@ public struct CatalogEditor: Sendable {
         let kept = index.versions.filter { newest.contains($0.number) || used.contains($0.number) }
         let removed = index.versions.filter { entry in !kept.contains { $0.number == entry.number } }
         var keptPacks = Set<String>()
+        var keptMetadata = Set<String>()
         for entry in kept {
-            keptPacks.formUnion(try catalog.loadManifest(version: entry.number, in: index).packs.map(\.id))
+            let loaded = try catalog.loadVersion(entry.number, in: index)
+            keptPacks.formUnion(loaded.manifest.packs.map(\.id))
+            keptMetadata.formUnion(loaded.split?.files.map(\.path) ?? [])
         }
+        // Metadata files on disk that no kept version pins: a removed version's, or left by an
+        // interrupted build.
+        let metadataNames = (try? FileManager.default.contentsOfDirectory(atPath: catalog.url(of: SplitMetadata.folder).path)) ?? []
+        let removedMetadata = metadataNames.filter { !$0.hasPrefix(".") }.map { "\(SplitMetadata.folder)/\($0)" }
+            .filter { !keptMetadata.contains($0) }.sorted()
         var candidates = Set<String>()
         for entry in removed {
             if let manifest = try? catalog.loadManifest(version: entry.number, in: index) {
@@ -113,14 +123,15 @@ public struct CatalogEditor: Sendable {
             let size = (try? FileManager.default.attributesOfItem(atPath: catalog.packURL(id: id).path)[.size] as? NSNumber)??.int64Value
             freed += size ?? 0
         }
-        for entry in removed {
-            let size = (try? FileManager.default.attributesOfItem(atPath: catalog.url(of: entry.manifest).path)[.size] as? NSNumber)??.int64Value
+        for path in removed.map(\.manifest) + removedMetadata {
+            let size = (try? FileManager.default.attributesOfItem(atPath: catalog.url(of: path).path)[.size] as? NSNumber)??.int64Value
             freed += size ?? 0
         }
-        let result = PruneResult(
+        var result = PruneResult(
             keptVersions: kept.map(\.number), removedVersions: removed.map(\.number), removedPacks: removedPacks,
             freedBytes: freed, dryRun: dryRun)
-        guard !dryRun, !(removed.isEmpty && removedPacks.isEmpty) else { return result }
+        result.removedMetadata = removedMetadata
+        guard !dryRun, !(removed.isEmpty && removedPacks.isEmpty && removedMetadata.isEmpty) else { return result }
 
         if !removed.isEmpty {
             index.versions = kept
@@ -133,6 +144,9 @@ public struct CatalogEditor: Sendable {
             }
             for id in removedPacks where FileManager.default.fileExists(atPath: catalog.packURL(id: id).path) {
                 try FileManager.default.removeItem(at: catalog.packURL(id: id))
+            }
+            for path in removedMetadata where FileManager.default.fileExists(atPath: catalog.url(of: path).path) {
+                try FileManager.default.removeItem(at: catalog.url(of: path))
             }
         } catch {
             throw BuildError(.catalogIO, "cannot delete a pruned file; the index is already updated, run prune again", cause: error)

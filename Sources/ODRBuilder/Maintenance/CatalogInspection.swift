@@ -12,8 +12,18 @@ public struct CatalogInspection: Codable, Sendable, Equatable {
     public var distributions: [String: Int]
     /// Every published version number.
     public var versions: [Int]
-    /// The version shown in detail.
+    /// The version shown in detail (assembled from its bins and tables when it is split).
     public var manifest: VersionManifest
+    /// For a split version (format 3): how its metadata is spread over files.
+    public var splitMetadata: SplitSummary?
+
+    /// How a split version's metadata is spread over files.
+    public struct SplitSummary: Codable, Sendable, Equatable {
+        /// Bytes of `versions/<n>.json`.
+        public var manifestBytes: Int64
+        /// Tag bins, file tables, and the bytes of all of them as served.
+        public var bins: Int, tables: Int, metadataBytes: Int64
+    }
 
     /// Reads the index and the manifest of `version` (by default the `live` distribution's version,
     /// or the latest one when there is no `live`).
@@ -27,7 +37,14 @@ public struct CatalogInspection: Codable, Sendable, Equatable {
         serial = index.serial
         distributions = index.distributions
         versions = index.versions.map(\.number)
-        manifest = try catalog.loadManifest(version: chosen, in: index)
+        let loaded = try catalog.loadVersion(chosen, in: index)
+        manifest = loaded.manifest
+        if let parts = loaded.split {
+            let files = parts.files
+            splitMetadata = SplitSummary(
+                manifestBytes: index.version(chosen)?.size ?? 0, bins: parts.bins.count, tables: files.count - parts.bins.count,
+                metadataBytes: files.lazy.map(\.pin.size).clampedSum())
+        }
     }
 
     /// The summary as text.
@@ -44,6 +61,11 @@ public struct CatalogInspection: Codable, Sendable, Equatable {
         lines.append(
             "version \(manifest.version): \(manifest.tags.count) tags, \(manifest.packs.count) packs, "
                 + "\(manifest.files.count) files, \(ByteCount.format(totalDownload)) download, \(ByteCount.format(totalInstalled)) installed")
+        if let split = splitMetadata {
+            lines.append(
+                "split metadata (format 3): manifest \(ByteCount.format(split.manifestBytes)), \(split.bins) tag bins and \(split.tables) file tables, "
+                    + "\(ByteCount.format(split.metadataBytes)) in meta/")
+        }
         lines.append("initial install: " + (manifest.initialInstallTags.isEmpty ? "none" : manifest.initialInstallTags.joined(separator: ", ")))
         lines.append("prefetch order: " + (manifest.prefetchOrder.isEmpty ? "none" : manifest.prefetchOrder.joined(separator: ", ")))
         if !manifest.variantAxes.isEmpty {

@@ -75,7 +75,7 @@ public struct CatalogPublisher: Sendable {
     public struct Object: Sendable, Hashable {
         /// What the file is; also the upload order.
         public enum Kind: Int, Sendable, Hashable, Comparable {
-            case pack, manifest, index
+            case pack, metadata, manifest, index
             public static func < (a: Kind, b: Kind) -> Bool { a.rawValue < b.rawValue }
         }
 
@@ -134,7 +134,13 @@ public struct CatalogPublisher: Sendable {
         let index = try catalog.loadIndex()
         var objects: [String: Object] = [:]
         for entry in index.versions {
-            let manifest = try catalog.loadManifest(version: entry.number, in: index)
+            let loaded = try catalog.loadVersion(entry.number, in: index)
+            let manifest = loaded.manifest
+            // A split version's bins and tables (checked against their pins as it loaded) go up
+            // before the manifest that pins them.
+            for file in loaded.split?.files ?? [] where objects[file.path] == nil {
+                objects[file.path] = Object(path: file.path, kind: .metadata, bytes: file.pin.size, sha256: file.pin.sha256)
+            }
             for pack in manifest.packs where objects[pack.archivePath] == nil {
                 let size = try localSize(of: pack.archivePath)
                 guard size == pack.archiveBytes else {

@@ -31,6 +31,11 @@ public struct CatalogVerifier: Sendable {
         public var files: Int
         /// Archive bytes read.
         public var bytes: Int64
+        /// Split metadata files (tag bins and file tables) checked against their pins.
+        public var metadataFiles = 0
+        /// Files in `meta/` that no version pins: left by a pruned version or an interrupted
+        /// build; harmless, and `odrpack prune` removes them.
+        public var orphanMetadata: [String] = []
     }
 
     /// Verifies everything the index references.
@@ -41,6 +46,7 @@ public struct CatalogVerifier: Sendable {
         let index = try catalog.loadIndex()
         var summary = Summary(versions: 0, packs: 0, entries: 0, files: 0, bytes: 0)
         var verifiedPacks = Set<String>()
+        var pinned = Set<String>()
         for entry in index.versions {
             let expectedPath = VersionManifest.manifestPath(forVersion: entry.number)
             guard entry.manifest == expectedPath else {
@@ -48,7 +54,11 @@ public struct CatalogVerifier: Sendable {
                     .danglingReference, "version \(entry.number) should live at \(expectedPath), not \(entry.manifest)",
                     file: catalog.url(of: CatalogIndex.fileName).path, key: "versions", value: entry.manifest)
             }
-            let manifest = try catalog.loadManifest(version: entry.number, in: index)
+            // A split version's bins and tables are checked against their pins as it loads, and
+            // each table against its pack's archive below, through the assembled manifest.
+            let loaded = try catalog.loadVersion(entry.number, in: index)
+            let manifest = loaded.manifest
+            for file in loaded.split?.files ?? [] where pinned.insert(file.path).inserted { summary.metadataFiles += 1 }
             try checkTagTotals(of: manifest)
             try checkPin(of: entry)
             summary.versions += 1
@@ -60,6 +70,9 @@ public struct CatalogVerifier: Sendable {
                 summary.bytes = summary.bytes.clampedAdding(pack.archiveBytes)  // many versions' packs can exceed Int64
             }
         }
+        let onDisk = (try? FileManager.default.contentsOfDirectory(atPath: catalog.url(of: SplitMetadata.folder).path)) ?? []
+        summary.orphanMetadata = onDisk.filter { !$0.hasPrefix(".") }.map { "\(SplitMetadata.folder)/\($0)" }
+            .filter { !pinned.contains($0) }.sorted()
         return summary
     }
 

@@ -12,6 +12,9 @@ extension BuildReport {
         }
         lines.append("files: \(files) (\(hashedFiles) hashed, \(ByteCount.format(hashedBytes)) read; the rest from the build cache)"
                      + (followedLinks > 0 ? "; \(followedLinks) symbolic link(s) followed" : ""))
+        if let splitMetadata {
+            lines.append("split metadata: \(splitMetadata.written) metadata file(s) written, \(splitMetadata.reused) unchanged and reused")
+        }
         lines.append("")
         lines.append("packs (\(packs.count), \(writtenPacks) written, \(packs.count - writtenPacks) reused):")
         for pack in packs {

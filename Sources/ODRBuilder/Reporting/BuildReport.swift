@@ -108,4 +108,19 @@ public struct BuildReport: Codable, Sendable, Equatable {
     public var warnings: [BuildWarning]
     /// Symbolic links in the assets folder that were followed (their targets packed as regular files).
     public var followedLinks = 0
+
+    /// How many metadata files (tag bins and file tables) a split build wrote, and how many it kept
+    /// from earlier versions because their content did not change.
+    public struct SplitMetadataCounts: Codable, Sendable, Equatable {
+        public var written: Int
+        public var reused: Int
+
+        public init(written: Int, reused: Int) {
+            self.written = written
+            self.reused = reused
+        }
+    }
+
+    /// For a build with split metadata (format 3): the metadata files written and reused; `nil` otherwise.
+    public var splitMetadata: SplitMetadataCounts?
 }

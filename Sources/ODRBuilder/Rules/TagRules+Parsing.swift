@@ -143,7 +143,7 @@ private struct RulesParser {
         let root = try object(
             document, key: "",
             allowed: ["catalogID", "tags", "exclude", "includeHidden", "initialInstall", "prefetchOrder", "limits",
-                      "untagged", "variants", "$schema", "comment"])
+                      "untagged", "variants", "splitMetadata", "$schema", "comment"])
         guard let tagsValue = root["tags"] else {
             throw fail(.missingKey, "the rules file must define \"tags\"", key: "tags", value: nil)
         }
@@ -167,6 +167,7 @@ private struct RulesParser {
         rules.tags = parsedTags
         if let value = root["exclude"] { rules.exclude = try globs(value, key: "exclude") }
         if let value = root["includeHidden"] { rules.includeHidden = try bool(value, key: "includeHidden") }
+        if let value = root["splitMetadata"] { rules.splitMetadata = try bool(value, key: "splitMetadata") }
         if let value = root["untagged"] {
             let text = try string(value, key: "untagged")
             guard let policy = TagRules.UntaggedPolicy(rawValue: text) else {

@@ -81,6 +81,9 @@ public struct TagRules: Sendable, Equatable {
     public var untagged: UntaggedPolicy
     /// The variant axes, in declared order: how file names mark variants of one logical path.
     public var variants: [VariantRule]
+    /// Whether builds write split metadata (format 3: tag bins and per-pack file tables) instead of
+    /// one manifest listing everything; `odrpack build --split-metadata` turns it on too.
+    public var splitMetadata: Bool = false
 
     /// Creates rules; `tags` is sorted by name, `variants` keep their order.
     public init(

@@ -27,6 +27,8 @@ enum CatalogJSON {
         try JSONKeyCheck.check(data, file: file)
         do {
             return try JSONDecoder().decode(type, from: data)
+        } catch let error as FormatError {
+            throw error
         } catch let error as DecodingError {
             let (path, detail) = describe(error)
             throw FormatError(

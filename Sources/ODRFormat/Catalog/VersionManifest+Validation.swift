@@ -3,12 +3,7 @@ extension VersionManifest {
     ///
     /// - Throws: ``FormatError`` naming the first offending field.
     public func validate() throws(FormatError) {
-        guard (1...Self.currentFormatVersion).contains(formatVersion) else {
-            throw FormatError(
-                .unsupportedFormatVersion,
-                "The manifest has format version \(formatVersion); this library reads versions 1 to \(Self.currentFormatVersion). Update the runtime or rebuild the catalog with a matching odrpack.",
-                field: "formatVersion")
-        }
+        guard (1...Self.currentFormatVersion).contains(formatVersion) else { throw Self.unsupported(formatVersion) }
         guard formatVersion >= Self.formatVersion(forAxes: variantAxes) else {
             throw FormatError(.invalidValue, "A manifest with variant axes must have format version 2, so that older runtimes refuse it; found \(formatVersion).", field: "formatVersion")
         }

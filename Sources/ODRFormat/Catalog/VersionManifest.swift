@@ -88,8 +88,12 @@ public struct VersionManifest: Codable, Sendable, Equatable {
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
+        // Checked before the other keys, which a newer format may not have: a split manifest
+        // (format 3) has no tags, packs or files, and must be refused as a version, not as bad JSON.
+        let formatVersion = try container.decode(Int.self, forKey: .formatVersion)
+        guard formatVersion <= Self.currentFormatVersion else { throw Self.unsupported(formatVersion) }
         self.init(
-            formatVersion: try container.decode(Int.self, forKey: .formatVersion),
+            formatVersion: formatVersion,
             catalogID: try container.decode(String.self, forKey: .catalogID),
             version: try container.decode(Int.self, forKey: .version),
             tags: try container.decode([TagRecord].self, forKey: .tags),
@@ -98,6 +102,20 @@ public struct VersionManifest: Codable, Sendable, Equatable {
             packs: try container.decode([PackRecord].self, forKey: .packs),
             files: try container.decode([FileRecord].self, forKey: .files),
             variantAxes: try container.decodeIfPresent([VariantAxis].self, forKey: .variantAxes) ?? [])
+    }
+
+    /// The error for a manifest of a format version above ``currentFormatVersion``.
+    static func unsupported(_ formatVersion: Int) -> FormatError {
+        if formatVersion == SplitManifest.formatVersion {
+            return FormatError(
+                .unsupportedFormatVersion,
+                "The manifest has format version 3: its tags, packs and files are in split metadata files (odrpack build --split-metadata), and this reader takes only manifests that list them inline (formats 1 and 2). Update to a runtime that reads split catalogs, or rebuild the catalog without --split-metadata.",
+                field: "formatVersion")
+        }
+        return FormatError(
+            .unsupportedFormatVersion,
+            "The manifest has format version \(formatVersion); this library reads versions 1 to \(currentFormatVersion). Update the runtime or rebuild the catalog with a matching odrpack.",
+            field: "formatVersion")
     }
 
     public func encode(to encoder: any Encoder) throws {
