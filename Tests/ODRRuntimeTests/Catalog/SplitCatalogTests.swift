@@ -179,4 +179,31 @@ struct SplitCatalogTests {
         #expect(snapshot.version == 2)
         try InstallerTests.expectInstalled(Self.smallFiles, fixture: fixture, store: store, snapshot: snapshot)
     }
+
+    /// A split catalog shipped with the app serves before the first online check, its bins and
+    /// tables read from the bundle and checked against their pins; a damaged one is refused.
+    @Test func aBundledSplitCatalogServesOfflineAndInstallsFromDisk() async throws {
+        let fixture = try CatalogFixture.game(bigBytes: 1000)
+        try await fixture.build(splitMetadata: true)
+        let storeDirectory = try TemporaryDirectory(prefix: "odr-store")
+        let store = try ResourceStore(directory: storeDirectory.url)
+        let engine = try TransferEngine()
+        // Nothing listens there, and nothing is asked: online is off, and packs come from the bundle.
+        let unreachable = try #require(URL(string: "http://127.0.0.1:9/"))
+        let client = CatalogClient(catalogURL: unreachable, store: store, transport: engine, bundledCatalog: fixture.catalog)
+        let snapshot = try await client.snapshot(online: false)
+        #expect(snapshot.version == 1)
+        #expect(snapshot.manifest == (try fixture.manifest(1)))
+        _ = try await PackInstaller(store: store, transport: engine, bundledCatalog: fixture.catalog)
+            .install(try snapshot.packs(forTags: ["small"]), from: snapshot)
+        try InstallerTests.expectInstalled(Self.smallFiles, fixture: fixture, store: store, snapshot: snapshot)
+
+        let table = try #require(try Self.files(ofVersion: 1, fixture).last)
+        var data = try Data(contentsOf: fixture.catalog.appending(path: table))
+        data[data.count / 2] ^= 0x01
+        try data.write(to: fixture.catalog.appending(path: table))
+        let error = await #expect(throws: ResourceError.self) { _ = try await client.snapshot(online: false) }
+        #expect(error?.code == .invalidCatalog, "\(String(describing: error))")
+        #expect(error?.message.contains(fixture.catalog.path) == true, "\(String(describing: error))")
+    }
 }
