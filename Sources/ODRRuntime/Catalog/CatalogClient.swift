@@ -322,29 +322,25 @@ public struct CatalogClient: Sendable {
     ///   fetched before it stay in the cache, so the next attempt fetches only what is missing);
     ///   `invalid-catalog` for bins and tables that are not valid; transfer errors.
     private func assemble(_ split: SplitManifest) async throws(ResourceError) -> (VersionManifest, [String]) {
-        var files: [String: Data] = [:]
-        var paths: [String] = []
+        let bins = split.bins.map { (path: SplitMetadata.binPath(for: $0), pin: $0) }
+        var files = try await metadataFiles(bins)
         var tables: [(path: String, pin: MetadataPin)] = []
         var tablePaths = Set<String>()
-        for (number, pin) in split.bins.enumerated() {
-            let path = SplitMetadata.binPath(for: pin)
-            let data = try await metadataFile(path, pin: pin)
-            files[path] = data
-            paths.append(path)
+        for (number, bin) in bins.enumerated() {
             // Decoded here for the tables' pins; assembling decodes and checks it again with the rest.
-            let bin: TagBin
-            do { bin = try TagBin.decode(from: data, pin: pin, index: number, binCount: split.bins.count, file: path) } catch {
+            let decoded: TagBin
+            do {
+                decoded = try TagBin.decode(from: files[bin.path] ?? Data(), pin: bin.pin, index: number, binCount: bins.count, file: bin.path)
+            } catch {
                 throw invalidMetadata(error, version: split.version)
             }
-            for entry in bin.packs {
+            for entry in decoded.packs {
                 let tablePath = SplitMetadata.tablePath(for: entry.table)
                 if tablePaths.insert(tablePath).inserted { tables.append((tablePath, entry.table)) }
             }
         }
-        for table in tables {
-            files[table.path] = try await metadataFile(table.path, pin: table.pin)
-            paths.append(table.path)
-        }
+        files.merge(try await metadataFiles(tables)) { first, _ in first }
+        let paths = bins.map(\.path) + tables.map(\.path)
         do {
             let manifest = try SplitMetadata.assemble(split) { path in
                 guard let data = files[path] else {
@@ -361,10 +357,52 @@ public struct CatalogClient: Sendable {
         }
     }
 
-    /// The bytes of metadata file `path`, exactly as `pin` pins them: from the store's cache, or
-    /// downloaded (never more than the pin's size), checked, and kept in the cache.
-    private func metadataFile(_ path: String, pin: MetadataPin) async throws(ResourceError) -> Data {
-        if let cached = store.cachedMetadata(path, pin: pin) { return cached }
+    /// How many metadata files download at once: a first fetch of a large catalog asks for hundreds.
+    static let metadataDownloads = 8
+
+    /// The bytes of each metadata file, exactly as its pin pins them: from the store's cache, else
+    /// downloaded, ``metadataDownloads`` at a time. After a failure no other download starts, but
+    /// those under way finish and are kept, so the next attempt fetches only what is missing.
+    ///
+    /// - Throws: the first download's error.
+    private func metadataFiles(_ wanted: [(path: String, pin: MetadataPin)]) async throws(ResourceError) -> [String: Data] {
+        var result: [String: Data] = [:]
+        var missing: [(path: String, pin: MetadataPin)] = []
+        for file in wanted where result[file.path] == nil {
+            if let cached = store.cachedMetadata(file.path, pin: file.pin) { result[file.path] = cached } else { missing.append(file) }
+        }
+        let (downloaded, failure) = await withTaskGroup(of: (String, Result<Data, ResourceError>).self) { group in
+            var downloaded: [String: Data] = [:]
+            var next = 0, running = 0, failure: ResourceError?
+            while true {
+                while failure == nil, next < missing.count, running < Self.metadataDownloads {
+                    let file = missing[next]
+                    next += 1
+                    running += 1
+                    group.addTask {
+                        do throws(ResourceError) {
+                            return (file.path, .success(try await downloadMetadata(file.path, pin: file.pin)))
+                        } catch {
+                            return (file.path, .failure(error))
+                        }
+                    }
+                }
+                guard let (path, outcome) = await group.next() else { break }
+                running -= 1
+                switch outcome {
+                case .success(let data): downloaded[path] = data
+                case .failure(let error): failure = failure ?? error
+                }
+            }
+            return (downloaded, failure)
+        }
+        if let failure { throw failure }
+        return result.merging(downloaded) { first, _ in first }
+    }
+
+    /// Downloads metadata file `path` (never more than the pin's size), checks it against `pin`,
+    /// and keeps it in the store's cache.
+    private func downloadMetadata(_ path: String, pin: MetadataPin) async throws(ResourceError) -> Data {
         let url = CatalogLocation.url(of: path, in: catalogURL)
         let sink = DataSink(limit: Int(pin.size), file: "\(path) (pinned at \(pin.size) bytes)", code: .integrity)
         do {
