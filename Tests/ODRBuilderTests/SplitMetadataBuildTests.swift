@@ -138,4 +138,21 @@ struct SplitMetadataBuildTests {
         let summary = try CatalogVerifier(catalog: CatalogDirectory(root: fixture.catalog)).verify()
         #expect(summary.versions == 1 && summary.metadataFiles == v2.files.count && summary.orphanMetadata.isEmpty)
     }
+
+    @Test func publishUploadsTheMetadataBeforeTheManifestThatPinsIt() async throws {
+        let fixture = try Self.fixture()
+        try await fixture.build(splitMetadata: true)
+        let destination = try TemporaryDirectory(prefix: "odr-publish-split")
+        let publisher = CatalogPublisher(catalog: CatalogDirectory(root: fixture.catalog), destination: .folder(destination.url))
+        let objects = try publisher.objects()
+        let metadata = objects.filter { $0.kind == .metadata }
+        #expect(Set(metadata.map { String($0.path.dropFirst(5)) }) == (try Self.metaFiles(fixture)))
+        let manifest = try #require(objects.firstIndex { $0.kind == .manifest })
+        #expect(objects.lastIndex { $0.kind == .metadata }! < manifest)
+        _ = try publisher.publish()
+        // The published copy assembles and verifies: every bin and table arrived with its bytes.
+        let published = CatalogDirectory(root: destination.url)
+        #expect(try published.loadManifest(version: 1, in: published.loadIndex()) == fixture.manifest(1))
+        #expect(try CatalogVerifier(catalog: published).verify().metadataFiles == 7)
+    }
 }

@@ -34,6 +34,19 @@ struct SplitMetadataWriter {
 
     /// Writes `manifest` split, and returns the bytes of its `versions/<n>.json`.
     mutating func write(_ manifest: VersionManifest) throws(BuildError) -> Data {
+        pending = []
+        defer { pending = [] }
+        let top = try split(manifest)
+        let new = try catalog.writeImmutableFiles(pending)
+        written += new
+        reused += pending.count - new
+        return top
+    }
+
+    /// Files to write, collected while splitting and written together.
+    private var pending: [(path: String, data: Data)] = []
+
+    private mutating func split(_ manifest: VersionManifest) throws(BuildError) -> Data {
         do {
             let split = try SplitMetadata.split(
                 manifest,
@@ -76,7 +89,7 @@ struct SplitMetadataWriter {
             throw BuildError(.catalogIO, "cannot compress a metadata file: \(error.message)", cause: error)
         }
         let pin = MetadataPin(of: served)
-        if try catalog.writeImmutable(served, at: path(pin)) { written += 1 } else { reused += 1 }
+        pending.append((path(pin), served))
         earlier[key] = pin
         return pin
     }
