@@ -206,4 +206,34 @@ struct SplitCatalogTests {
         #expect(error?.code == .invalidCatalog, "\(String(describing: error))")
         #expect(error?.message.contains(fixture.catalog.path) == true, "\(String(describing: error))")
     }
+
+    /// The `odr` tool on a split catalog: fetch, path, status and verify work as on a whole one,
+    /// from a catalog folder (file://) and over HTTP, and a path of a tag not installed says so.
+    @Test(arguments: ["file", "http"])
+    func theODRToolWorksOnASplitCatalog(_ scheme: String) async throws {
+        let fixture = try CatalogFixture.game(bigBytes: 1000)
+        try await fixture.build(splitMetadata: true)
+        let storeDirectory = try TemporaryDirectory(prefix: "odr-store")
+        func check(_ catalog: String) async throws {
+            let common = ["--catalog", catalog, "--store", storeDirectory.url.path]
+            let fetch = try await ODRExecutable.run(["fetch"] + common + ["small"])
+            #expect(fetch.status == 0, "\(fetch.stderr)")
+            let path = try await ODRExecutable.run(["path"] + common + ["small/map.json"])
+            #expect(path.status == 0, "\(path.stderr)")
+            #expect(try Data(contentsOf: URL(filePath: path.stdout.trimmingCharacters(in: .whitespacesAndNewlines))) == fixture.contents(of: "small/map.json"))
+            let status = try await ODRExecutable.run(["status"] + common + ["--json"])
+            struct Report: Decodable { struct Tag: Decodable { var name: String; var state: String }; var tags: [Tag] }
+            let report = try JSONDecoder().decode(Report.self, from: Data(status.stdout.utf8))
+            #expect(Dictionary(uniqueKeysWithValues: report.tags.map { ($0.name, $0.state) }) == ["small": "downloaded", "big": "not downloaded"])
+            let missing = try await ODRExecutable.run(["path"] + common + ["big/music.bin"])
+            #expect(missing.status == 1 && missing.stderr.hasPrefix("error[resource-not-installed]:"), "\(missing.stderr)")
+            let verify = try await ODRExecutable.run(["verify", "--store", storeDirectory.url.path])
+            #expect(verify.status == 0, "\(verify.stdout) \(verify.stderr)")
+        }
+        if scheme == "file" {
+            try await check(fixture.catalog.path)
+        } else {
+            try await withTestServer(root: fixture.catalog) { server in try await check(server.baseURL.absoluteString) }
+        }
+    }
 }
