@@ -82,7 +82,10 @@ struct SplitCatalogTests {
         }
     }
 
-    @Test(arguments: ["flip", "append"])
+    /// A table changed in place or made longer is `integrity` (what a manifest that differs from
+    /// its pin gets); a missing one (404) is `resource-unavailable`. Either way nothing is stored,
+    /// and once the server is fixed the next check fetches only that table.
+    @Test(arguments: ["flip", "append", "missing"])
     func aTamperedTableIsAnIntegrityErrorAndTheRetryFetchesOnlyIt(tampering: String) async throws {
         let fixture = try CatalogFixture.game(bigBytes: 1000)
         try await fixture.build(splitMetadata: true)
@@ -92,15 +95,19 @@ struct SplitCatalogTests {
         let tableURL = fixture.catalog.appending(path: table)
         let original = try Data(contentsOf: tableURL)
         var tampered = original
-        if tampering == "flip" { tampered[tampered.count / 2] ^= 0x01 } else { tampered.append(0) }
-        try tampered.write(to: tableURL)
+        switch tampering {
+        case "flip": tampered[tampered.count / 2] ^= 0x01
+        case "append": tampered.append(0)
+        default: break
+        }
+        if tampering == "missing" { try FileManager.default.removeItem(at: tableURL) } else { try tampered.write(to: tableURL) }
 
         let storeDirectory = try TemporaryDirectory(prefix: "odr-store")
         try await withTestServer(root: fixture.catalog) { server in
             let store = try ResourceStore(directory: storeDirectory.url)
             let client = CatalogClient(catalogURL: server.baseURL, store: store, transport: try TransferEngine())
             let error = await #expect(throws: ResourceError.self) { _ = try await client.refresh() }
-            #expect(error?.code == .integrity, "\(String(describing: error))")
+            #expect(error?.code == (tampering == "missing" ? .resourceUnavailable : .integrity), "\(String(describing: error))")
             #expect(error?.url?.path.hasSuffix(table) == true, "\(String(describing: error))")
             #expect(try store.followedCatalog(url: server.baseURL) == nil)
             #expect(try store.installedPackIDs().isEmpty)
