@@ -243,4 +243,30 @@ struct SplitCatalogTests {
             try await withTestServer(root: fixture.catalog) { server in try await check(server.baseURL.absoluteString) }
         }
     }
+
+    /// A game's ResourceManager on a split catalog: prepare, a request's files, and an update that
+    /// the next request uses.
+    @Test func aManagerUsesASplitCatalogAndItsUpdates() async throws {
+        let fixture = try ManagerFixture.unbuilt(bigBytes: 10_000)
+        try await fixture.game.build(splitMetadata: true)
+        try await withTestServer(root: fixture.game.catalog) { server in
+            let manager = try fixture.manager(url: server.baseURL)
+            try await manager.prepare()
+            let request = ResourceRequest(tags: ["small"], manager: manager)
+            try await request.beginAccessingResources()
+            let url = try #require(request.url(forResource: "small/notes.txt"))
+            #expect(try Data(contentsOf: url) == Data("notes\n".utf8))
+            try request.endAccessingResources()
+
+            try fixture.game.write("small/notes.txt", Data("version two\n".utf8))
+            try await fixture.game.build(splitMetadata: true)
+            #expect(try await manager.checkForUpdates() == 2)
+            #expect(manager.currentVersion == 2)
+            let again = ResourceRequest(tags: ["small"], manager: manager)
+            try await again.beginAccessingResources()
+            let updated = try #require(again.url(forResource: "small/notes.txt"))
+            #expect(try Data(contentsOf: updated) == Data("version two\n".utf8))
+            try again.endAccessingResources()
+        }
+    }
 }
