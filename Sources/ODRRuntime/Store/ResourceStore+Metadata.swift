@@ -58,10 +58,13 @@ extension ResourceStore {
         try? data.write(to: folder.appending(path: name), options: .atomic)
     }
 
-    /// The names of the metadata files stored versions use, as `manifestMeta` lists them.
+    /// The names of the metadata files stored versions use, as `manifestMeta` lists them for the
+    /// versions the `manifest` table holds.
     static func referencedMetadataFiles(_ database: SQLitePool) throws -> Set<String> {
         try database.read { db in
-            Set(try db.fetchAll(sql: "SELECT DISTINCT name FROM manifestMeta").compactMap { row throws(SQLiteError) in try row.value(at: 0).text() })
+            Set(try db.fetchAll(sql: """
+                SELECT DISTINCT m.name FROM manifestMeta m JOIN manifest v ON v.catalogURL = m.catalogURL AND v.version = m.version
+                """).compactMap { row throws(SQLiteError) in try row.value(at: 0).text() })
         }
     }
 
