@@ -64,9 +64,15 @@ public struct CatalogClient: Sendable {
     /// - Returns: the snapshot of the distribution's current version.
     /// - Throws: ``ResourceError``: transfer errors; `catalog-rollback` for a serial lower than the
     ///   highest seen; `invalid-catalog` for a malformed file, a missing distribution, a catalog
-    ///   whose id changed, or a body over the size limit; `integrity` for a manifest that differs
-    ///   from the catalog's pin; with trusted keys, `untrusted-catalog` and `catalog-expired`.
-    ///   Nothing is stored when it throws.
+    ///   whose id changed, or a body over the size limit, or split metadata (format 3) that is not
+    ///   valid; `integrity` for a manifest that differs from the catalog's pin, or a tag bin or file
+    ///   table that differs from the pin its manifest or bin gives; with trusted keys,
+    ///   `untrusted-catalog` and `catalog-expired`. Nothing is stored when it throws, but the bins
+    ///   and tables that were fetched and matched their pins stay in the store's metadata cache.
+    ///
+    /// For a split manifest (`odrpack build --split-metadata`), every bin and table of the version
+    /// is fetched, each only when the store's metadata cache does not hold it already, so an update
+    /// moves only the metadata files whose pin changed (docs/STORE.md, "The metadata cache of split catalogs").
     public func refresh() async throws(ResourceError) -> CatalogSnapshot {
         let followed = try store.followedCatalog(url: catalogURL)
         var request = originRequest(for: CatalogIndex.fileName)
@@ -112,10 +118,11 @@ public struct CatalogClient: Sendable {
         let version = try currentVersion(of: index)
         let manifest: VersionManifest
         var fetched: VersionManifest?
+        var metadataFiles: [String] = []
         if let stored = try store.manifest(catalogURL: catalogURL, version: version) {
             manifest = stored
         } else {
-            manifest = try await fetchManifest(version: version, index: index)
+            (manifest, metadataFiles) = try await fetchManifest(version: version, index: index)
             fetched = manifest
         }
         let accepted = FollowedCatalog(url: catalogURL, distribution: distribution, validators: result.validators,
@@ -124,7 +131,7 @@ public struct CatalogClient: Sendable {
         // A manifest the store holds (with its pack rows) is not stored again: encoding a
         // 100,000-file manifest to JSON only to have the insert ignore it cost every check a second.
         let snapshot = CatalogSnapshot(catalogURL: catalogURL, index: index, manifest: manifest, variants: variants)
-        try store.commitCatalog(accepted, manifest: fetched.map { _ in snapshot.lookup })
+        try store.commitCatalog(accepted, manifest: fetched.map { _ in snapshot.lookup }, metadataFiles: metadataFiles)
         return snapshot
     }
 
@@ -152,7 +159,18 @@ public struct CatalogClient: Sendable {
             let index = try CatalogIndex.decode(from: Data(contentsOf: bundledCatalog.appending(path: CatalogIndex.fileName)))
             let version = try currentVersion(of: index)
             guard let entry = index.version(version) else { return nil }
-            let manifest = try VersionManifest.decode(from: Data(contentsOf: bundledCatalog.appending(path: entry.manifest)))
+            let manifest: VersionManifest
+            switch try PublishedManifest.decode(from: Data(contentsOf: bundledCatalog.appending(path: entry.manifest))) {
+            case .full(let full): manifest = full
+            case .split(let split):
+                // A bundled split catalog: its bins and tables are files beside it, checked against their pins.
+                manifest = try SplitMetadata.assemble(split) { path in
+                    guard RelativePath.problem(inCatalogPath: path) == nil else {
+                        throw FormatError(.invalidPath, "'\(path)' is not a path inside the catalog.", field: path)
+                    }
+                    return try Data(contentsOf: bundledCatalog.appending(path: path))
+                }
+            }
             return CatalogSnapshot(catalogURL: catalogURL, index: index, manifest: manifest, variants: variants)
         } catch let error as ResourceError {
             throw error
@@ -248,7 +266,9 @@ public struct CatalogClient: Sendable {
         return version
     }
 
-    private func fetchManifest(version: Int, index: CatalogIndex) async throws(ResourceError) -> VersionManifest {
+    /// The manifest of `version`, checked against the catalog's pin; for a split manifest (format
+    /// 3) assembled from its bins and tables, with the paths of those metadata files.
+    private func fetchManifest(version: Int, index: CatalogIndex) async throws(ResourceError) -> (VersionManifest, [String]) {
         let entry = index.version(version)
         let path = entry?.manifest ?? VersionManifest.manifestPath(forVersion: version)
         // Checked here too, whatever index it came from: only a path inside the catalog becomes a URL.
@@ -277,16 +297,131 @@ public struct CatalogClient: Sendable {
                                     url: url)
             }
         }
-        let manifest: VersionManifest
-        do { manifest = try VersionManifest.decode(from: data) } catch {
+        let published: PublishedManifest
+        do { published = try PublishedManifest.decode(from: data) } catch {
             throw ResourceError(.invalidCatalog, "The manifest of version \(version) is not valid: \(error.message)",
                                 url: catalogURL, cause: error)
         }
-        guard manifest.catalogID == index.id, manifest.version == version else {
-            throw ResourceError(.invalidCatalog, "\(path) belongs to catalog '\(manifest.catalogID)' version \(manifest.version), not '\(index.id)' version \(version).",
+        guard published.catalogID == index.id, published.version == version else {
+            throw ResourceError(.invalidCatalog, "\(path) belongs to catalog '\(published.catalogID)' version \(published.version), not '\(index.id)' version \(version).",
                                 url: catalogURL)
         }
-        return manifest
+        switch published {
+        case .full(let manifest): return (manifest, [])
+        case .split(let split): return try await assemble(split)
+        }
+    }
+
+    /// Fetches what a split manifest pins, every bin and every table of the version, each from the
+    /// store's cache when it holds it unchanged (found by the pin's SHA-256, checked against the
+    /// pin), else from the catalog; and assembles the whole version manifest from them with the
+    /// format's readers, which check every pin and rule again.
+    ///
+    /// - Returns: the manifest, and the paths of the metadata files it was assembled from.
+    /// - Throws: `integrity` for a file that differs from its pin (nothing is kept of it; the files
+    ///   fetched before it stay in the cache, so the next attempt fetches only what is missing);
+    ///   `invalid-catalog` for bins and tables that are not valid; transfer errors.
+    private func assemble(_ split: SplitManifest) async throws(ResourceError) -> (VersionManifest, [String]) {
+        let bins = split.bins.map { (path: SplitMetadata.binPath(for: $0), pin: $0) }
+        var files = try await metadataFiles(bins)
+        var tables: [(path: String, pin: MetadataPin)] = []
+        var tablePaths = Set<String>()
+        for (number, bin) in bins.enumerated() {
+            // Decoded here for the tables' pins; assembling decodes and checks it again with the rest.
+            let decoded: TagBin
+            do {
+                decoded = try TagBin.decode(from: files[bin.path] ?? Data(), pin: bin.pin, index: number, binCount: bins.count, file: bin.path)
+            } catch {
+                throw invalidMetadata(error, version: split.version)
+            }
+            for entry in decoded.packs {
+                let tablePath = SplitMetadata.tablePath(for: entry.table)
+                if tablePaths.insert(tablePath).inserted { tables.append((tablePath, entry.table)) }
+            }
+        }
+        files.merge(try await metadataFiles(tables)) { first, _ in first }
+        let paths = bins.map(\.path) + tables.map(\.path)
+        do {
+            let manifest = try SplitMetadata.assemble(split) { path in
+                guard let data = files[path] else {
+                    throw FormatError(.danglingReference, "\(path) is pinned by a bin, but was not fetched with it.", field: path)
+                }
+                return data
+            }
+            return (manifest, paths)
+        } catch let error as FormatError {
+            throw invalidMetadata(error, version: split.version)
+        } catch {
+            throw ResourceError(.invalidCatalog, "The metadata of version \(split.version) could not be assembled: \(error)", url: catalogURL,
+                                cause: StoreFailure(description: "\(error)"))
+        }
+    }
+
+    /// How many metadata files download at once: a first fetch of a large catalog asks for hundreds.
+    static let metadataDownloads = 8
+
+    /// The bytes of each metadata file, exactly as its pin pins them: from the store's cache, else
+    /// downloaded, ``metadataDownloads`` at a time. After a failure no other download starts, but
+    /// those under way finish and are kept, so the next attempt fetches only what is missing.
+    ///
+    /// - Throws: the first download's error.
+    private func metadataFiles(_ wanted: [(path: String, pin: MetadataPin)]) async throws(ResourceError) -> [String: Data] {
+        var result: [String: Data] = [:]
+        var missing: [(path: String, pin: MetadataPin)] = []
+        for file in wanted where result[file.path] == nil {
+            if let cached = store.cachedMetadata(file.path, pin: file.pin) { result[file.path] = cached } else { missing.append(file) }
+        }
+        let (downloaded, failure) = await withTaskGroup(of: (String, Result<Data, ResourceError>).self) { group in
+            var downloaded: [String: Data] = [:]
+            var next = 0, running = 0, failure: ResourceError?
+            while true {
+                while failure == nil, next < missing.count, running < Self.metadataDownloads {
+                    let file = missing[next]
+                    next += 1
+                    running += 1
+                    group.addTask {
+                        do throws(ResourceError) {
+                            return (file.path, .success(try await downloadMetadata(file.path, pin: file.pin)))
+                        } catch {
+                            return (file.path, .failure(error))
+                        }
+                    }
+                }
+                guard let (path, outcome) = await group.next() else { break }
+                running -= 1
+                switch outcome {
+                case .success(let data): downloaded[path] = data
+                case .failure(let error): failure = failure ?? error
+                }
+            }
+            return (downloaded, failure)
+        }
+        if let failure { throw failure }
+        return result.merging(downloaded) { first, _ in first }
+    }
+
+    /// Downloads metadata file `path` (never more than the pin's size), checks it against `pin`,
+    /// and keeps it in the store's cache.
+    private func downloadMetadata(_ path: String, pin: MetadataPin) async throws(ResourceError) -> Data {
+        let url = CatalogLocation.url(of: path, in: catalogURL)
+        let sink = DataSink(limit: Int(pin.size), file: "\(path) (pinned at \(pin.size) bytes)", code: .integrity)
+        do {
+            _ = try await transport.download(originRequest(for: path), into: sink)
+        } catch where error.code == .integrity && error.url == nil {
+            // Longer than its pin: cut off at the pin's size.
+            throw ResourceError(.integrity, "\(error.message) The server or a cache serves a metadata file that is not the one published; nothing was installed.",
+                                url: url, cause: error.cause)
+        }
+        do { try pin.check(sink.data, file: path) } catch {
+            throw ResourceError(.integrity, "\(error.message) The server or a cache serves a metadata file that is not the one published; nothing was installed.",
+                                url: url, cause: error)
+        }
+        store.cacheMetadata(sink.data, path: path)
+        return sink.data
+    }
+
+    private func invalidMetadata(_ error: FormatError, version: Int) -> ResourceError {
+        ResourceError(.invalidCatalog, "The split metadata of version \(version) is not valid: \(error.message)", url: catalogURL, cause: error)
     }
 }
 

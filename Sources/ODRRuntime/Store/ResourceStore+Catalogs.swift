@@ -144,7 +144,11 @@ extension ResourceStore {
     /// stored that one a moment ago. A pack the new manifest lists that is installed with other
     /// entries than it lists for the id is marked not installed (with a `repair` event), so that
     /// its bytes never serve this version and the next fetch installs the listed ones.
-    func commitCatalog(_ followed: FollowedCatalog, manifest lookup: ManifestIndex?) throws(ResourceError) {
+    ///
+    /// `metadataFiles` are the split-metadata files (`meta/<sha256>.tagbin`, `.filetable`) the
+    /// manifest was assembled from, kept in the store's cache: recorded with the manifest, so they
+    /// stay while it is stored.
+    func commitCatalog(_ followed: FollowedCatalog, manifest lookup: ManifestIndex?, metadataFiles: [String] = []) throws(ResourceError) {
         let manifest = lookup?.manifest
         let key = CatalogLocation.key(followed.url)
         let indexData: Data?
@@ -221,6 +225,7 @@ extension ResourceStore {
                 if db.changesCount > 0, let compactDigest {
                     try Self.recordCompactFile(digest: compactDigest, catalogKey: key, version: manifest.version, db)
                 }
+                try Self.recordMetadataFiles(metadataFiles, catalogKey: key, version: manifest.version, db)
                 for pack in manifest.packs {
                     try db.execute(sql: "INSERT OR IGNORE INTO packVersion (packID, catalogURL, version) VALUES (?, ?, ?)",
                                    arguments: [pack.id, key, manifest.version])

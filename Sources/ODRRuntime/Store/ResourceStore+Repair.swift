@@ -78,6 +78,7 @@ extension ResourceStore {
         }
 
         report.removedManifestFiles = removeUnnamedManifestFiles(in: manifestsURL(in: directory), database: database)
+            + removeUnreferencedMetadataFiles(in: metadataURL(in: directory), database: database)
 
         report.removedDamagedRows = try resetDamagedRows(database: database, locks: locksURL(in: directory), clock: clock)
         let installed: [String: InstalledPack]
@@ -360,7 +361,8 @@ extension ResourceStore {
               })
         else { return [] }
         var removed: [String] = []
-        for name in names.sorted() where !(name.hasSuffix(".odrm") && named.contains(String(name.dropLast(5)))) {
+        // `meta/` is the cache of split metadata, cleaned by `removeUnreferencedMetadataFiles`.
+        for name in names.sorted() where name != SplitMetadata.folder && !(name.hasSuffix(".odrm") && named.contains(String(name.dropLast(5)))) {
             removeTree(folder.appending(path: name))
             removed.append(name)
         }

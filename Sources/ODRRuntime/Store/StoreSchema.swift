@@ -154,6 +154,19 @@ enum StoreSchema {
                                arguments: [id, entry.serial, entry.json])
             }
         }
+        migrator.registerMigration("v8") { db in
+            // The split-metadata files (tag bins and file tables, `manifests/meta/<name>`) each
+            // stored version of a format 3 catalog was assembled from, so an update finds unchanged
+            // ones in the store and opening it deletes the files no stored version uses.
+            try db.execute(sql: """
+                CREATE TABLE manifestMeta (
+                    catalogURL TEXT NOT NULL,
+                    version INTEGER NOT NULL,
+                    name TEXT NOT NULL,
+                    PRIMARY KEY (catalogURL, version, name)
+                ) WITHOUT ROWID
+                """)
+        }
         return migrator
     }
 

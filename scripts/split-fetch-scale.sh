@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# How much metadata the runtime downloads from a split catalog (odrpack build --split-metadata,
+# issue 27), counted from the server's request log: a plain static server (python3 -m http.server)
+# serves a generated tree (default 20,000 files in 200 tags, scripts/tagged-tree.py), `odr fetch`
+# installs one tag into a new store, then one file of that tag changes, version 2 is built, and
+# `odr fetch` of the same tag updates it. For each step it prints the requests by kind and the
+# bytes of metadata (catalog.json, versions/<n>.json, meta/*) and of packs the server sent.
+#
+#   scripts/split-fetch-scale.sh                                  # debug builds, 200 tags x 100 files
+#   TAGS=10000 FILES=10 ODRPACK=.build/release/odrpack ODR=.build/release/odr scripts/split-fetch-scale.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ODRPACK=$(realpath "${ODRPACK:-.build/debug/odrpack}")
+ODR=$(realpath "${ODR:-.build/debug/odr}")
+TAGS=${TAGS:-200}
+FILES=${FILES:-100}
+WORK=${WORK:-$(mktemp -d /tmp/odr-split-fetch.XXXXXX)}
+mkdir -p "$WORK"
+scripts/tagged-tree.py "$WORK/assets" "$TAGS" "$FILES"
+"$ODRPACK" build "$WORK/assets" --output "$WORK/catalog" --split-metadata --json > "$WORK/build-1.json"
+
+python3 -u -m http.server 0 --bind 127.0.0.1 --directory "$WORK/catalog" > "$WORK/server.out" 2> "$WORK/server.log" &
+SERVER=$!
+trap 'kill $SERVER 2>/dev/null || true; [ -n "${KEEP:-}" ] || rm -rf "$WORK"' EXIT
+for _ in $(seq 100); do grep -q "port" "$WORK/server.out" 2>/dev/null && break; sleep 0.1; done
+PORT=$(sed -n 's/.*port \([0-9]*\).*/\1/p' "$WORK/server.out" | head -1)
+CDN="http://127.0.0.1:$PORT/"
+
+report() {  # step-name: sums the requests logged since the last report
+  python3 - "$WORK" "$1" <<'PY'
+import os, re, sys
+work, step = sys.argv[1], sys.argv[2]
+lines = open(os.path.join(work, "server.log")).read().splitlines()
+done = int(open(os.path.join(work, "reported")).read()) if os.path.exists(os.path.join(work, "reported")) else 0
+open(os.path.join(work, "reported"), "w").write(str(len(lines)))
+kinds = {}
+for line in lines[done:]:
+    m = re.search(r'"(GET|HEAD) (\S+) HTTP/[\d.]+" (\d+)', line)
+    if not m: continue
+    method, path, status = m.group(1), m.group(2), int(m.group(3))
+    size = os.path.getsize(os.path.join(work, "catalog", path.lstrip("/"))) if status == 200 and method == "GET" else 0
+    if status == 206:  # a byte range of a pack: counted by the range asked for
+        size = 0
+    kind = "packs" if path.startswith("/packs/") else "meta/*." + path.rsplit(".", 1)[1] if path.startswith("/meta/") else path.split("/")[1] if "/" in path[1:] else path[1:]
+    kind = "versions/<n>.json" if kind == "versions" else kind
+    n, b = kinds.get(kind, (0, 0))
+    kinds[kind] = (n + 1, b + size)
+meta = sum(b for k, (n, b) in kinds.items() if k != "packs")
+print("%s: metadata %d bytes (%.1f KiB) in %d requests" % (step, meta, meta / 1024, sum(n for k, (n, b) in kinds.items() if k != "packs")))
+for k in sorted(kinds):
+    print("  %-22s %5d requests %10d bytes" % (k, kinds[k][0], kinds[k][1]))
+PY
+}
+
+"$ODR" fetch --catalog "$CDN" --store "$WORK/store" t00007 > /dev/null
+report "first install of one tag (t00007, $TAGS tags x $FILES files)"
+printf 't00007 file 1: changed\n' > "$WORK/assets/t00007/f1.txt"
+"$ODRPACK" build "$WORK/assets" --output "$WORK/catalog" --split-metadata --json > "$WORK/build-2.json"
+"$ODR" fetch --catalog "$CDN" --store "$WORK/store" t00007 > /dev/null
+"$ODR" path --catalog "$CDN" --store "$WORK/store" t00007/f1.txt | xargs cat | grep -q "changed"
+report "update of one file of it (version 2)"
+echo "store's metadata cache: $(ls "$WORK/store/manifests/meta" | wc -l) files, $(du -sb "$WORK/store/manifests/meta" | cut -f1) bytes"
