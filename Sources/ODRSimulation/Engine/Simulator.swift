@@ -16,7 +16,9 @@ import ODRRuntime
 /// only while no request downloads (a request takes the link at once, the prefetch resumes after
 /// it, paying the latency again), and only when the pack fits without purging anything in use or
 /// named by a hint as likely or likelier. Ending a hint cancels its prefetch; bytes moved count as
-/// downloaded either way.
+/// downloaded either way. Requests' downloads queued on the link follow the runtime's order
+/// (``ODRRuntime/TransferOrder``): among downloads of equal priority that have not started, the one
+/// whose packs a likelier live hint names goes first, re-ordered whenever a hint begins or ends.
 ///
 /// ```swift
 /// let simulator = Simulator(script: script, device: device)
@@ -226,6 +228,10 @@ struct SimulationRun<Policy: EvictionPolicy> {
                 let promoted = useClass != PurgePlanner.useClass(of: packs[p].uses - 1)
                 if promoted, useClass >= useClassesSeen { useClassesSeen = useClass + 1 }
                 if packs[p].installed {
+                    if takesHints, packs[p].readyAt > now, script.requests[request].isUrgent {
+                        // An urgent request joins the queued download: it runs at the request's priority.
+                        network.makeUrgent(pack, at: now)
+                    }
                     if promoted {
                         ranks.remove(pack)
                         ranks.append(pack, to: list(of: pack))
@@ -258,11 +264,22 @@ struct SimulationRun<Policy: EvictionPolicy> {
                 _ = try? ledger.end(tags)
                 return
             }
-            let done = network.download(bytes: missingDownload, at: now)
+            var done: Double
+            if takesHints {
+                // Ordered with the runtime's rule: among equal priorities the likelier hinted first.
+                done = network.enqueue(bytes: missingDownload, at: now, priority: script.requests[request].isUrgent ? .urgent : .normal,
+                                       hintLikelihood: 0, packs: missing)
+            } else {
+                done = network.download(bytes: missingDownload, at: now)
+            }
             for pack in missing {
                 packs[pack.index].installed = true
                 packs[pack.index].readyAt = done
                 ranks.append(pack, to: list(of: pack))
+            }
+            if takesHints {
+                reorderQueuedDownloads()
+                done = packs[missing[0].index].readyAt
             }
             storeBytes += missingBytes
             metrics.peakDiskBytes = max(metrics.peakDiskBytes, storeBytes)
@@ -270,7 +287,10 @@ struct SimulationRun<Policy: EvictionPolicy> {
             ready = max(ready, done)
         }
         active[request] = true
-        if script.requests[request].isUrgent { metrics.stallSeconds += ready - now }
+        if script.requests[request].isUrgent {
+            metrics.stallSeconds += ready - now
+            if takesHints, ready > now { network.addWaiter(endingAt: ready, at: now) }
+        }
         if !prefetchRefused.isEmpty { prefetchRefused.removeAll(keepingCapacity: true) }
     }
 
@@ -373,6 +393,7 @@ struct SimulationRun<Policy: EvictionPolicy> {
                 packHint[p] = max(packHint[p], likelihood)
             }
         }
+        reorderQueuedDownloads()
         prefetchRefused.removeAll(keepingCapacity: true)
     }
 
@@ -400,7 +421,24 @@ struct SimulationRun<Policy: EvictionPolicy> {
             metrics.unusedPrefetchBytes += downloadBytes[current.pack.index] - current.remaining
             prefetch = nil
         }
+        reorderQueuedDownloads()
         prefetchRefused.removeAll(keepingCapacity: true)
+    }
+
+    /// Orders the link's queued downloads by the runtime's rule (``ODRRuntime/TransferOrder``: within
+    /// equal priority, the likeliest live hint naming one of a download's packs first) after the
+    /// hints or the queue changed, and moves the completion times of the packs and of the urgent
+    /// waits that depend on them. Running downloads keep their place.
+    private mutating func reorderQueuedDownloads() {
+        guard network.hasQueued(at: now) else { return }
+        let hints = packHint
+        let moved = network.reorder(at: now) { packs in packs.reduce(0.0) { max($0, hints[$1.index]) } }
+        for change in moved {
+            metrics.stallSeconds += (change.newEnd - change.oldEnd) * Double(change.waiters)
+            for pack in change.packs where packs[pack.index].installed && packs[pack.index].readyAt == change.oldEnd {
+                packs[pack.index].readyAt = change.newEnd
+            }
+        }
     }
 
     /// Moves hinted prefetches in the link's idle time up to `deadline`, starting the next hinted
