@@ -40,9 +40,10 @@ extension ResourceManager {
             let download = PackDownload(pack: id, bytes: pack.archiveBytes)
             download.retain()
             state.downloads[id] = download
-            if !state.hints.isEmpty, case let likelihood = state.hints.likelihood(ofPack: id), likelihood > 0 {
+            if !state.hints.isEmpty {
                 // Its place among queued transfers of equal priority (a hint named it earlier).
-                transport.setHintLikelihood(likelihood, for: snapshot.packURL(id: id))
+                let likelihood = state.hints.likelihood(ofPack: id)
+                if likelihood > 0 { transport.setHintLikelihood(likelihood, for: snapshot.packURL(id: id)) }
             }
             download.start { [self] () throws(ResourceError) in
                 do throws(ResourceError) {
