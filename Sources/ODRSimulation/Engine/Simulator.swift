@@ -228,10 +228,7 @@ struct SimulationRun<Policy: EvictionPolicy> {
                 let promoted = useClass != PurgePlanner.useClass(of: packs[p].uses - 1)
                 if promoted, useClass >= useClassesSeen { useClassesSeen = useClass + 1 }
                 if packs[p].installed {
-                    if takesHints, packs[p].readyAt > now, script.requests[request].isUrgent {
-                        // An urgent request joins the queued download: it runs at the request's priority.
-                        network.makeUrgent(pack, at: now)
-                    }
+                    if takesHints, packs[p].readyAt > now { joinQueuedDownload(of: pack, request: request) }
                     if promoted {
                         ranks.remove(pack)
                         ranks.append(pack, to: list(of: pack))
@@ -264,22 +261,12 @@ struct SimulationRun<Policy: EvictionPolicy> {
                 _ = try? ledger.end(tags)
                 return
             }
-            var done: Double
-            if takesHints {
-                // Ordered with the runtime's rule: among equal priorities the likelier hinted first.
-                done = network.enqueue(bytes: missingDownload, at: now, priority: script.requests[request].isUrgent ? .urgent : .normal,
-                                       hintLikelihood: 0, packs: missing)
-            } else {
-                done = network.download(bytes: missingDownload, at: now)
-            }
+            let done = takesHints ? queueOrderedDownload(missingDownload, request: request)
+                                  : network.download(bytes: missingDownload, at: now)
             for pack in missing {
                 packs[pack.index].installed = true
                 packs[pack.index].readyAt = done
                 ranks.append(pack, to: list(of: pack))
-            }
-            if takesHints {
-                reorderQueuedDownloads()
-                done = packs[missing[0].index].readyAt
             }
             storeBytes += missingBytes
             metrics.peakDiskBytes = max(metrics.peakDiskBytes, storeBytes)
@@ -425,6 +412,29 @@ struct SimulationRun<Policy: EvictionPolicy> {
         prefetchRefused.removeAll(keepingCapacity: true)
     }
 
+    /// Queues the download of `missing` (`bytes`) for `request` on the link in the runtime's order:
+    /// among queued downloads of equal priority, the likelier hinted first. Returns when it completes.
+    // Out of line: the hot loop of policies without hints only tests `takesHints`.
+    @inline(never)
+    private mutating func queueOrderedDownload(_ bytes: Int64, request: Int) -> Double {
+        let priority: TransferPriority = script.requests[request].isUrgent ? .urgent : .normal
+        let queued = network.enqueue(bytes: bytes, at: now, priority: priority, hintLikelihood: 0, packs: missing)
+        let hints = packHint
+        var end = queued.end
+        for change in network.reorder(at: now, hintLikelihood: { packs in packs.reduce(0.0) { max($0, hints[$1.index]) } }) {
+            if change.sequence == queued.sequence { end = change.newEnd } else { move(change) }
+        }
+        return end
+    }
+
+    /// An urgent request needs `pack`, whose download is queued or running: a queued one becomes
+    /// urgent (the request joins it, as in the runtime).
+    @inline(never)
+    private mutating func joinQueuedDownload(of pack: PackIndex, request: Int) {
+        guard script.requests[request].isUrgent else { return }
+        network.makeUrgent(pack, at: now)
+    }
+
     /// Orders the link's queued downloads by the runtime's rule (``ODRRuntime/TransferOrder``: within
     /// equal priority, the likeliest live hint naming one of a download's packs first) after the
     /// hints or the queue changed, and moves the completion times of the packs and of the urgent
@@ -433,11 +443,15 @@ struct SimulationRun<Policy: EvictionPolicy> {
         guard network.hasQueued(at: now) else { return }
         let hints = packHint
         let moved = network.reorder(at: now) { packs in packs.reduce(0.0) { max($0, hints[$1.index]) } }
-        for change in moved {
-            metrics.stallSeconds += (change.newEnd - change.oldEnd) * Double(change.waiters)
-            for pack in change.packs where packs[pack.index].installed && packs[pack.index].readyAt == change.oldEnd {
-                packs[pack.index].readyAt = change.newEnd
-            }
+        for change in moved { move(change) }
+    }
+
+    /// A queued download's completion moved: its packs are ready then, and the urgent waits that
+    /// ended with it end then.
+    private mutating func move(_ change: NetworkLink.Moved) {
+        metrics.stallSeconds += (change.newEnd - change.oldEnd) * Double(change.waiters)
+        for pack in change.packs where packs[pack.index].installed && packs[pack.index].readyAt == change.oldEnd {
+            packs[pack.index].readyAt = change.newEnd
         }
     }
 

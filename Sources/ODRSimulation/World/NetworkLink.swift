@@ -38,6 +38,8 @@ struct NetworkLink {
 
     /// A queued download's completion time moved.
     struct Moved {
+        /// Its number from ``enqueue(bytes:at:priority:hintLikelihood:packs:)``.
+        let sequence: UInt64
         let packs: [PackIndex]
         let oldEnd: Double
         let newEnd: Double
@@ -85,8 +87,9 @@ struct NetworkLink {
 
     /// Queues a download of `bytes` for `packs` asked for at `now`, to be ordered by `priority` and
     /// `hintLikelihood` among the downloads queued and not started (call ``reorder(at:hintLikelihood:)``
-    /// to place it); returns when it completes in arrival order.
-    mutating func enqueue(bytes: Int64, at now: Double, priority: TransferPriority, hintLikelihood: Double, packs: [PackIndex]) -> Double {
+    /// to place it); returns when it completes in arrival order, and its number.
+    mutating func enqueue(bytes: Int64, at now: Double, priority: TransferPriority, hintLikelihood: Double,
+                          packs: [PackIndex]) -> (end: Double, sequence: UInt64) {
         dropStarted(at: now)
         let work = latency + Double(bytes) / bandwidth
         let start = max(now, busyUntil)
@@ -94,7 +97,7 @@ struct NetworkLink {
         nextSequence += 1
         queued.append(Queued(order: TransferOrder(priority: priority, hintLikelihood: hintLikelihood, sequence: nextSequence),
                              asked: now, work: work, start: start, end: end, packs: packs))
-        return end
+        return (end, nextSequence)
     }
 
     /// Makes the queued download of `pack` (not started at `now`) urgent: an urgent request joined it.
@@ -146,7 +149,7 @@ struct NetworkLink {
             let window = firstWindow(endingAfter: start)
             let end = completion(of: queued[index].work, from: start, window: window)
             if end != queued[index].end {
-                moved.append(Moved(packs: queued[index].packs, oldEnd: queued[index].end, newEnd: end, waiters: queued[index].waiters))
+                moved.append(Moved(sequence: queued[index].order.sequence, packs: queued[index].packs, oldEnd: queued[index].end, newEnd: end, waiters: queued[index].waiters))
             }
             queued[index].start = start
             queued[index].end = end
