@@ -147,6 +147,51 @@ struct HintedSimulationTests {
         #expect(off.metrics.prefetchedPacks == 0)
     }
 
+    /// Among downloads of equal priority queued on the link, a hinted one starts first; it never
+    /// moves ahead of an urgent one, and a request's wait moves with the download it waits for.
+    @Test func aHintedDownloadStartsFirstAmongEqualPriorities() throws {
+        let catalog = try SimulatedCatalog(
+            name: "fixture", tags: ["x", "u", "b", "c"].map { .init(name: $0, preservationPriority: 0.5) },
+            packs: [.init(id: "pack-x", bytes: 1000, downloadBytes: 1000, tags: [TagIndex(0)]),
+                    .init(id: "pack-u", bytes: 200, downloadBytes: 200, tags: [TagIndex(1)]),
+                    .init(id: "pack-b", bytes: 100, downloadBytes: 100, tags: [TagIndex(2)]),
+                    .init(id: "pack-c", bytes: 100, downloadBytes: 100, tags: [TagIndex(3)])])
+        var builder = ScriptBuilder(catalog: catalog)
+        // x runs 0-10; u (urgent) queues at 1, then the game's b at 2 and c at 2.5.
+        for (name, time, urgent) in [("x", 0.0, false), ("u", 1, true), ("b", 2, false), ("c", 2.5, false)] {
+            let request = builder.begin(try Self.tags(catalog, name), at: time, urgent: urgent)
+            builder.end(request, at: 30)
+        }
+        builder.hint(try Self.tags(catalog, "c"), likelihood: 0.9, from: 3, until: 20)
+        let c = builder.begin(try Self.tags(catalog, "c"), at: 5, urgent: true)
+        builder.end(c, at: 30)
+        let simulator = Simulator(script: builder.build(duration: 40), device: Self.slowDevice(disk: 5000))
+
+        // Arrival order: u 10-12, b 12-13, c 13-14; u waits 11 s, c's urgent request 8 (from 5).
+        let plain = PolicyChoice.default.run(on: simulator).metrics
+        #expect(plain.stallSeconds == 11 + 9)
+        // Hinted: c moves ahead of b, not of u: u 10-12, c 12-13, b 13-14.
+        let hinted = PolicyChoice.hinted.run(on: simulator).metrics
+        #expect(hinted.stallSeconds == 11 + 8)
+        #expect(hinted.bytesDownloaded == plain.bytesDownloaded)
+        #expect(hinted.prefetchedBytes == 0, "c was queued already: nothing to prefetch")
+    }
+
+    /// The target on the row that missed it without the ordering rule: on `openworld` seed 2
+    /// (30 days, 8 GiB, hints 70% right) `hinted` waits 0.565x as long as `default` when requests'
+    /// downloads queue in arrival order; ordering hinted ones first among equal priorities brings
+    /// it under 0.5x, and downloads the same bytes.
+    @Test func hintedStallOnOpenworldSeed2IsUnderHalfTheDefaults() {
+        let device = DeviceSettings(diskCapacity: 8 << 30)
+        let catalog = Workload.openworld.catalogGenerator().generate(seed: 2)
+        let script = Workload.openworld.script(catalog: catalog, device: device, days: 30, seed: 2, hintAccuracy: 0.7)
+        let simulator = Simulator(script: script, device: device)
+        let plain = PolicyChoice.default.run(on: simulator).metrics
+        let hinted = PolicyChoice.hinted.run(on: simulator).metrics
+        #expect(plain.stallSeconds > 0)
+        #expect(hinted.stallSeconds < 0.5 * plain.stallSeconds, "hinted \(hinted.stallSeconds) s, default \(plain.stallSeconds) s")
+    }
+
     /// Hints are in every script, but only `hinted` reads them: the other policies' numbers do not
     /// depend on how accurate they are.
     @Test(arguments: Workload.allCases)

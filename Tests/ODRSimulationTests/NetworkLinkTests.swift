@@ -19,6 +19,29 @@ struct NetworkLinkTests {
         #expect(link.download(bytes: 100, at: 250) == 301)
     }
 
+    @Test func aHintedQueuedDownloadMovesAheadOfEqualPrioritiesAndItsTimesFollowOutages() {
+        var link = NetworkLink(bandwidth: 100, latency: 0, offline: [15 ..< 25])
+        let (x, b, c, u) = (PackIndex(0), PackIndex(1), PackIndex(2), PackIndex(3))
+        #expect(link.enqueue(bytes: 1000, at: 0, priority: .normal, hintLikelihood: 0, packs: [x]).end == 10)
+        // 10-15, then the outage, then 25-30.
+        #expect(link.enqueue(bytes: 1000, at: 1, priority: .normal, hintLikelihood: 0, packs: [b]).end == 30)
+        #expect(link.enqueue(bytes: 200, at: 2, priority: .normal, hintLikelihood: 0, packs: [c]).end == 32)
+        #expect(link.reorder(at: 3) { _ in 0 }.isEmpty, "no hints: arrival order")
+        // c hinted: it runs 10-12 and b 12-15 and 25-32; x, running, keeps its place however hinted.
+        let moved = link.reorder(at: 3) { $0 == [c] || $0 == [x] ? 0.9 : 0 }
+        #expect(moved.map(\.packs) == [[c], [b]])
+        #expect(moved.map(\.oldEnd) == [32, 30])
+        #expect(moved.map(\.newEnd) == [12, 32])
+        // An urgent download queued after them is ordered among urgent ones only (the link stays
+        // first come, first served across priorities).
+        #expect(link.enqueue(bytes: 100, at: 4, priority: .urgent, hintLikelihood: 0, packs: [u]).end == 33)
+        #expect(link.reorder(at: 5) { $0 == [u] || $0 == [c] ? 0.9 : 0 }.isEmpty)
+        // c's hint ended and b's began: b goes first again, c behind it; u keeps its place.
+        let swapped = link.reorder(at: 5) { $0 == [b] ? 0.9 : 0 }
+        #expect(swapped.map(\.packs) == [[b], [c]])
+        #expect(swapped.map(\.newEnd) == [30, 32])
+    }
+
     @Test func anOfflineDeviceStallsTheUrgentRequest() throws {
         let catalog = try SimulationFixtures.catalog(tags: ["a"], bytes: 100)
         var builder = ScriptBuilder(catalog: catalog)

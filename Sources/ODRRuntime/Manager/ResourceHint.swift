@@ -8,7 +8,8 @@ import Foundation
 /// (see ``ResourceManager/anticipate(tags:likelihood:)``).
 ///
 /// While it lives, the missing packs of its tags download at the lowest priority (paused while any
-/// request waits for a download), and purging keeps its packs after every
+/// request waits for a download), among downloads of equal priority that have not started the
+/// likeliest hinted start first, and purging keeps its packs after every
 /// unhinted one. It holds nothing in use: it never counts toward the in-use limit and never makes a
 /// request fail. ``end()`` withdraws it at once (so does releasing the last reference to it): its
 /// prefetches that no request shares are cancelled; bytes already verified stay installed.
@@ -108,7 +109,10 @@ extension ResourceManager {
     /// and only when they fit the cache budget without purging a pack a request holds or a hint at
     /// least as likely names. They pause while any request (or prefetch, or fetch) waits for a
     /// download, and resume when none does; a request that needs one of them joins it and it runs
-    /// on at the request's priority. Purging keeps hinted packs after every
+    /// on at the request's priority. Among queued downloads of equal priority (the requests' own,
+    /// say the game's prefetches of every neighbour region), those whose packs a likelier live hint
+    /// names start first, then arrival order; a hint never moves a download ahead of one of higher
+    /// priority, and never stops one that runs. Purging keeps hinted packs after every
     /// unhinted one, the least likely first (``PurgeReason/leastLikelyHint``).
     ///
     /// A hint holds nothing in use: it never counts toward the in-use limit, and a request for the
@@ -143,6 +147,7 @@ extension ResourceManager {
             }
             let downloads = startDownloads(of: ids, snapshot: snapshot, state: &state)
             state.hints.add(id, .init(packs: ids, likelihood: likelihood, downloads: downloads))
+            orderTransfers(ofPacks: ids, snapshot: snapshot, state: state)
             return (downloads, downloads.filter { !running.contains(ObjectIdentifier($0)) })
         }
         if !downloads.isEmpty { setPriority(Self.hintPriority, of: downloads, for: id) }
@@ -164,12 +169,28 @@ extension ResourceManager {
 
     /// Withdraws hint `id`: its priority, and its share of its downloads (the last party out cancels one).
     func endHint(_ id: UInt64) {
-        guard let hint = state.withLock({ $0.hints.remove(id) }) else { return }
+        let removed = state.withLock { state -> HintTable.Live? in
+            guard let hint = state.hints.remove(id) else { return nil }
+            if let snapshot = state.snapshot { orderTransfers(ofPacks: hint.packs, snapshot: snapshot, state: state) }
+            return hint
+        }
+        guard let hint = removed else { return }
         guard !hint.downloads.isEmpty else { return }
         withdrawPriority(of: hint.downloads, for: id)
         for download in hint.downloads {
             download.release()
             if download.isAbandoned { hub.emit(.hintedPrefetchCancelled(packID: download.pack), from: self) }
+        }
+    }
+
+    /// Gives the transfers of those of `packs` that are downloading the likelihood of the likeliest
+    /// live hint naming each (0: none) as their tie-break among queued transfers of equal priority
+    /// (``TransferOrder``): queued ones move, running ones go on. A download that starts later gets
+    /// it in ``startDownloads(of:snapshot:state:)``. Call with the lock held, after the hints
+    /// changed, so two hints changing at once cannot leave a stale likelihood.
+    func orderTransfers(ofPacks packs: [String], snapshot: CatalogSnapshot, state: State) {
+        for pack in packs where state.downloads[pack] != nil {
+            transport.setHintLikelihood(state.hints.likelihood(ofPack: pack), for: snapshot.packURL(id: pack))
         }
     }
 

@@ -40,6 +40,11 @@ extension ResourceManager {
             let download = PackDownload(pack: id, bytes: pack.archiveBytes)
             download.retain()
             state.downloads[id] = download
+            if !state.hints.isEmpty {
+                // Its place among queued transfers of equal priority (a hint named it earlier).
+                let likelihood = state.hints.likelihood(ofPack: id)
+                if likelihood > 0 { transport.setHintLikelihood(likelihood, for: snapshot.packURL(id: id)) }
+            }
             download.start { [self] () throws(ResourceError) in
                 do throws(ResourceError) {
                     // An abandoned install of the same pack winds down first (they would share

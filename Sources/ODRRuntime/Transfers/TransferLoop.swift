@@ -79,7 +79,7 @@ final class TransferLoop {
         let control = operation.control
         session.userPaused = control.userPaused
         sessions[operation.sequence] = session
-        queue.insert(session, sequence: operation.sequence, priority: control.priority)
+        queue.insert(session, sequence: operation.sequence, priority: control.priority, hintLikelihood: control.hintLikelihood)
     }
 
     private func changed(_ operation: TransferOperation) {
@@ -96,6 +96,7 @@ final class TransferLoop {
         session.userPaused = control.userPaused
         if queue.contains(sequence: operation.sequence) {
             queue.setPriority(control.priority, sequence: operation.sequence)
+            queue.setHintLikelihood(control.hintLikelihood, sequence: operation.sequence)
         }
         // Running transfers: reconcilePauses() applies pause and urgency.
     }
@@ -365,12 +366,19 @@ final class TransferLoop {
             session.operation.deliver(.originSwitched(TransferOriginSwitch(from: from, to: session.currentURL, reason: failure.error.code,
                                                                            keptBytes: session.received)))
         }
-        queue.insert(session, sequence: session.sequence, priority: session.operation.control.priority)
+        requeue(session)
         // Told at once, so the caller can show the stall rather than wait for the final error. (An
         // immediate retry is not a stall: the server answered, with something to start over from.)
         guard !immediately else { return }
         session.operation.deliver(.retrying(TransferRetry(code: failure.error.code, failedAttempt: session.attempts,
                                                           nextAttempt: Date(timeIntervalSinceNow: delay))))
+    }
+
+    /// Queues `session` again (a retry, another origin) at its current priority and hint likelihood,
+    /// keeping its arrival number.
+    private func requeue(_ session: TransferSession) {
+        let control = session.operation.control
+        queue.insert(session, sequence: session.sequence, priority: control.priority, hintLikelihood: control.hintLikelihood)
     }
 
     /// Moves the transfer at once to the next origin that has not failed since its last progress,
@@ -386,7 +394,7 @@ final class TransferLoop {
         let from = session.currentURL
         session.switchOrigin(to: next)
         session.notBefore = .now
-        queue.insert(session, sequence: session.sequence, priority: session.operation.control.priority)
+        requeue(session)
         session.operation.deliver(.originSwitched(TransferOriginSwitch(from: from, to: session.currentURL, reason: error.code,
                                                                        keptBytes: session.received)))
         return true

@@ -11,7 +11,7 @@ import ODRFormat
 /// The loop thread appends response events and body bytes; the delivery task hands them to the sink
 /// and is the only one that ends the transfer; callers change priority, pause, resume or cancel. All
 /// of it meets in ``state``.
-final class TransferOperation: TransferHandle {
+final class TransferOperation: TransferHandle, HintOrderedTransfer {
     /// Arrival order, unique per engine.
     let sequence: UInt64
     let request: TransferRequest
@@ -25,6 +25,8 @@ final class TransferOperation: TransferHandle {
 
     struct State {
         var priority: TransferPriority
+        /// The tie-break among queued transfers of equal priority (``TransferOrder/hintLikelihood``).
+        var hintLikelihood: Double
         var userPaused = false
         /// Set by ``cancel()`` or when delivery failed: the loop drops the transfer.
         var stopped = false
@@ -69,7 +71,7 @@ final class TransferOperation: TransferHandle {
         } else {
             initialResumePoint = nil
         }
-        state = Locked(State(priority: request.priority,
+        state = Locked(State(priority: request.priority, hintLikelihood: request.hintLikelihood,
                             progress: TransferProgress(receivedBytes: 0, expectedBytes: request.expectedSize)))
     }
 
@@ -95,6 +97,14 @@ final class TransferOperation: TransferHandle {
         let changed = state.withLock { state in
             defer { state.priority = priority }
             return state.priority != priority
+        }
+        if changed { inbox.post(.changed(self)) }
+    }
+
+    func setHintLikelihood(_ likelihood: Double) {
+        let changed = state.withLock { state in
+            defer { state.hintLikelihood = likelihood }
+            return state.hintLikelihood != likelihood
         }
         if changed { inbox.post(.changed(self)) }
     }
@@ -206,13 +216,14 @@ final class TransferOperation: TransferHandle {
     /// What the loop needs to know to schedule and pause the transfer.
     struct Control {
         var priority: TransferPriority
+        var hintLikelihood: Double
         var userPaused: Bool
         var writeBlocked: Bool
         var stopped: Bool
     }
 
     var control: Control {
-        state.withLock { Control(priority: $0.priority, userPaused: $0.userPaused, writeBlocked: $0.writeBlocked, stopped: $0.stopped) }
+        state.withLock { Control(priority: $0.priority, hintLikelihood: $0.hintLikelihood, userPaused: $0.userPaused, writeBlocked: $0.writeBlocked, stopped: $0.stopped) }
     }
 
     // MARK: Delivery side

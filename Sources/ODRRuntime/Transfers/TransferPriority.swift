@@ -1,6 +1,8 @@
 /// How soon a transfer should run: `urgent` before everything, then loading priority 1 down to 0.
 ///
-/// Transfers of equal priority run in the order they were queued. While an urgent transfer runs,
+/// Transfers of equal priority run in the order they were queued, except that the resource manager
+/// starts the one whose pack a likelier anticipation hint names first
+/// (``ResourceManager/anticipate(tags:likelihood:)``). While an urgent transfer runs,
 /// non-urgent ones that are already running are paused so the urgent one gets the bandwidth.
 ///
 /// ```swift

@@ -68,6 +68,11 @@ public struct TransferRequest: Sendable {
     /// Called (from the task that feeds the sink, in order with its calls) each time the transfer
     /// moves to another origin: which one, why, and how many bytes it kept.
     public var originSwitched: (@Sendable (TransferOriginSwitch) -> Void)?
+    /// The likelihood of the likeliest live anticipation hint naming the pack this transfer fetches
+    /// (0: none): among queued transfers of equal priority the likelier starts first
+    /// (``TransferOrder``). Set by the resource manager; changed later through
+    /// ``HintOrderedTransfer/setHintLikelihood(_:)``.
+    var hintLikelihood: Double = 0
 
     /// A request for `url`; every setting can also be changed afterwards.
     public init(

@@ -16,7 +16,9 @@ import ODRRuntime
 /// only while no request downloads (a request takes the link at once, the prefetch resumes after
 /// it, paying the latency again), and only when the pack fits without purging anything in use or
 /// named by a hint as likely or likelier. Ending a hint cancels its prefetch; bytes moved count as
-/// downloaded either way.
+/// downloaded either way. Requests' downloads queued on the link follow the runtime's order
+/// (``ODRRuntime/TransferOrder``): among downloads of equal priority that have not started, the one
+/// whose packs a likelier live hint names goes first, re-ordered whenever a hint begins or ends.
 ///
 /// ```swift
 /// let simulator = Simulator(script: script, device: device)
@@ -226,6 +228,7 @@ struct SimulationRun<Policy: EvictionPolicy> {
                 let promoted = useClass != PurgePlanner.useClass(of: packs[p].uses - 1)
                 if promoted, useClass >= useClassesSeen { useClassesSeen = useClass + 1 }
                 if packs[p].installed {
+                    if takesHints, packs[p].readyAt > now { joinQueuedDownload(of: pack, request: request) }
                     if promoted {
                         ranks.remove(pack)
                         ranks.append(pack, to: list(of: pack))
@@ -258,7 +261,8 @@ struct SimulationRun<Policy: EvictionPolicy> {
                 _ = try? ledger.end(tags)
                 return
             }
-            let done = network.download(bytes: missingDownload, at: now)
+            let done = takesHints ? queueOrderedDownload(missingDownload, request: request)
+                                  : network.download(bytes: missingDownload, at: now)
             for pack in missing {
                 packs[pack.index].installed = true
                 packs[pack.index].readyAt = done
@@ -270,7 +274,10 @@ struct SimulationRun<Policy: EvictionPolicy> {
             ready = max(ready, done)
         }
         active[request] = true
-        if script.requests[request].isUrgent { metrics.stallSeconds += ready - now }
+        if script.requests[request].isUrgent {
+            metrics.stallSeconds += ready - now
+            if takesHints, ready > now { network.addWaiter(endingAt: ready, at: now) }
+        }
         if !prefetchRefused.isEmpty { prefetchRefused.removeAll(keepingCapacity: true) }
     }
 
@@ -373,6 +380,7 @@ struct SimulationRun<Policy: EvictionPolicy> {
                 packHint[p] = max(packHint[p], likelihood)
             }
         }
+        reorderQueuedDownloads()
         prefetchRefused.removeAll(keepingCapacity: true)
     }
 
@@ -400,7 +408,51 @@ struct SimulationRun<Policy: EvictionPolicy> {
             metrics.unusedPrefetchBytes += downloadBytes[current.pack.index] - current.remaining
             prefetch = nil
         }
+        reorderQueuedDownloads()
         prefetchRefused.removeAll(keepingCapacity: true)
+    }
+
+    /// Queues the download of `missing` (`bytes`) for `request` on the link in the runtime's order:
+    /// among queued downloads of equal priority, the likelier hinted first. Returns when it completes.
+    // Out of line: the hot loop of policies without hints only tests `takesHints`.
+    @inline(never)
+    private mutating func queueOrderedDownload(_ bytes: Int64, request: Int) -> Double {
+        let priority: TransferPriority = script.requests[request].isUrgent ? .urgent : .normal
+        let queued = network.enqueue(bytes: bytes, at: now, priority: priority, hintLikelihood: 0, packs: missing)
+        let hints = packHint
+        var end = queued.end
+        for change in network.reorder(at: now, hintLikelihood: { packs in packs.reduce(0.0) { max($0, hints[$1.index]) } }) {
+            if change.sequence == queued.sequence { end = change.newEnd } else { move(change) }
+        }
+        return end
+    }
+
+    /// An urgent request needs `pack`, whose download is queued or running: a queued one becomes
+    /// urgent (the request joins it, as in the runtime).
+    @inline(never)
+    private mutating func joinQueuedDownload(of pack: PackIndex, request: Int) {
+        guard script.requests[request].isUrgent else { return }
+        network.makeUrgent(pack, at: now)
+    }
+
+    /// Orders the link's queued downloads by the runtime's rule (``ODRRuntime/TransferOrder``: within
+    /// equal priority, the likeliest live hint naming one of a download's packs first) after the
+    /// hints or the queue changed, and moves the completion times of the packs and of the urgent
+    /// waits that depend on them. Running downloads keep their place.
+    private mutating func reorderQueuedDownloads() {
+        guard network.hasQueued(at: now) else { return }
+        let hints = packHint
+        let moved = network.reorder(at: now) { packs in packs.reduce(0.0) { max($0, hints[$1.index]) } }
+        for change in moved { move(change) }
+    }
+
+    /// A queued download's completion moved: its packs are ready then, and the urgent waits that
+    /// ended with it end then.
+    private mutating func move(_ change: NetworkLink.Moved) {
+        metrics.stallSeconds += (change.newEnd - change.oldEnd) * Double(change.waiters)
+        for pack in change.packs where packs[pack.index].installed && packs[pack.index].readyAt == change.oldEnd {
+            packs[pack.index].readyAt = change.newEnd
+        }
     }
 
     /// Moves hinted prefetches in the link's idle time up to `deadline`, starting the next hinted

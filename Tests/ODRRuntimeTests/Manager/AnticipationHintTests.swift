@@ -251,4 +251,48 @@ struct AnticipationHintTests {
             #expect(manager.state.withLock { $0.hints.isEmpty })
         }
     }
+
+    /// With one transfer slot held by a paused download, the game queues `first` then `second` at
+    /// the same priority; a hint on `second` (`hinted`) makes it start first, as the server's log
+    /// shows; without the hint they start in arrival order.
+    @Test(arguments: [false, true])
+    func aHintedDownloadStartsFirstAmongEqualPriorities(hinted: Bool) async throws {
+        let fixture = try await ManagerFixture.onePackPerTag(["busy", "first", "second"], bytes: 200_000, rules: """
+            { "tags": { "busy": { "include": ["busy"] }, "first": { "include": ["first"] }, "second": { "include": ["second"] } } }
+            """)
+        // 200 KB at 100 KB/s: the busy download is still running when the test pauses it.
+        try await withTestServer(root: fixture.game.catalog, conditions: NetworkConditions(bytesPerSecond: 100_000)) { server in
+            let manager = try fixture.manager(url: server.baseURL) { $0.maximumConcurrentTransfers = 1 }
+            try await manager.loadCatalog()
+            let snapshot = try #require(manager.state.withLock { $0.snapshot })
+            let url = { (tag: String) throws -> URL in snapshot.packURL(id: try Self.packID(manager, tag: tag)) }
+            let busy = ResourceRequest(tags: ["busy"], manager: manager)
+            let busyBegin = await ManagerFixture.beginAndAwaitFirstBytes(busy)
+            // A paused transfer keeps its slot: nothing else starts until it resumes.
+            manager.transport.setPaused(true, for: try url("busy"))
+            var begins: [Task<Void, any Error>] = []
+            var requests: [ResourceRequest] = []
+            for tag in ["first", "second"] {
+                let request = ResourceRequest(tags: [tag], manager: manager)
+                request.loadingPriority = .normal
+                requests.append(request)
+                begins.append(Task { try await request.beginAccessingResources() })
+                let tagURL = try url(tag)
+                try await waitUntil("\(tag)'s transfer to queue") { manager.transport.liveTransferCount(for: tagURL) == 1 }
+            }
+            let hint = hinted ? try manager.anticipate(tags: ["second"], likelihood: 0.9) : nil
+            #expect(ManagerFixture.packRequests(server).count == 1, "only busy's pack was asked for while its slot was held")
+            manager.transport.setPaused(false, for: try url("busy"))
+            try await busyBegin.value
+            for begin in begins { try await begin.value }
+            let ids = try ["busy", "first", "second"].map { ($0, try Self.packID(manager, tag: $0)) }
+            var order: [String] = []
+            for path in ManagerFixture.packRequests(server) {
+                if let (tag, _) = ids.first(where: { path.contains($0.1) }), !order.contains(tag) { order.append(tag) }
+            }
+            #expect(order == (hinted ? ["busy", "second", "first"] : ["busy", "first", "second"]))
+            for request in [busy] + requests { try request.endAccessingResources() }
+            try hint?.end()
+        }
+    }
 }

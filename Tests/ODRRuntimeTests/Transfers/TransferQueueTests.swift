@@ -25,6 +25,20 @@ struct TransferQueueTests {
         #expect(queue.ordered == ["c", "a", "b"])
     }
 
+    @Test func aLikelierHintBreaksTiesWithinOnePriorityOnly() {
+        var queue = queue([("urgent", .urgent), ("a", .loading(0.5)), ("b", .loading(0.5)), ("c", .loading(0.5)),
+                           ("low", .loading(0))])
+        queue.setHintLikelihood(0.6, sequence: 3)
+        queue.setHintLikelihood(0.9, sequence: 4)
+        // c moves ahead of a and b, not of urgent; the hinted low one stays below every 0.5.
+        #expect(queue.ordered == ["urgent", "c", "a", "b", "low"])
+        queue.setHintLikelihood(0.6, sequence: 2)
+        #expect(queue.ordered == ["urgent", "b", "c", "a", "low"], "equal likelihoods keep arrival order")
+        queue.setHintLikelihood(0, sequence: 2)
+        queue.setHintLikelihood(0, sequence: 3)
+        #expect(queue.ordered == ["urgent", "a", "b", "c", "low"], "hints ended: arrival order again")
+    }
+
     @Test func eligibilityFilterSkipsWaitingEntries() {
         let queue = queue([("retrying", .urgent), ("next", .loading(0.4))])
         #expect(queue.first(where: { $0.element != "retrying" })?.element == "next")
