@@ -56,6 +56,51 @@ struct CatalogDirectoryTests {
         #expect(result.metrics.bytesDownloaded == 2100)
     }
 
+    /// Writes the catalog of ``writeCatalog(in:)`` with split metadata (format 3): version 1's tags
+    /// and packs are only in its bins.
+    static func writeSplitCatalog(in directory: TemporaryDirectory) throws -> SplitManifest {
+        try writeCatalog(in: directory)
+        let path = directory.appending(VersionManifest.manifestPath(forVersion: 1))
+        var whole = try VersionManifest.decode(from: Data(contentsOf: path))
+        // A bin states each pack's file count, which must cover its entries: one file per pack.
+        whole.files = whole.packs.enumerated().map { i, pack in
+            FileRecord(path: "file\(i).bin", pack: pack.id, entry: "file\(i).bin", sha256: String(repeating: "c", count: 64),
+                       storedSize: pack.archiveBytes - 100, size: pack.installedBytes, headerOffset: 0, method: .deflate)
+        }
+        try FileManager.default.createDirectory(at: directory.appending(SplitMetadata.folder), withIntermediateDirectories: true)
+        func write(_ compact: Data, _ path: (MetadataPin) -> String) throws -> MetadataPin {
+            let served = try SplitMetadata.served(compact: compact)
+            let pin = MetadataPin(of: served)
+            try served.write(to: directory.appending(path(pin)))
+            return pin
+        }
+        let split = try SplitMetadata.split(
+            whole, tablePin: { try write($0.compactBytes(), SplitMetadata.tablePath(for:)) },
+            binPin: { try write($0.compactBytes(), SplitMetadata.binPath(for:)) })
+        try split.encoded().write(to: path)
+        return split
+    }
+
+    @Test func aSplitCatalogIsReadFromItsBins() throws {
+        let directory = try TemporaryDirectory()
+        let split = try Self.writeSplitCatalog(in: directory)
+        let catalog = try SimulatedCatalog(directory: directory.url)
+        #expect(catalog.name == "sample v1")
+        #expect(catalog.tags.map(\.name) == ["level1", "level2"])
+        #expect(catalog.tags.map(\.preservationPriority) == [0.9, 0.3])
+        #expect(catalog.packs.map(\.downloadBytes) == [700, 1400])
+        let level2 = try catalog.ledgerCatalog.tags(named: ["level2"])
+        #expect(catalog.ledgerCatalog.packs(of: level2[0]).map(\.index) == [0])
+
+        // A bin that differs from its pin is refused, naming the file.
+        let bin = directory.appending(SplitMetadata.binPath(for: split.bins[0]))
+        var bytes = try Data(contentsOf: bin)
+        bytes[bytes.count - 1] ^= 0xFF
+        try bytes.write(to: bin)
+        let error = #expect(throws: FormatError.self) { try SimulatedCatalog(directory: directory.url) }
+        #expect(error?.code == .hashMismatch)
+    }
+
     @Test func aMissingCatalogSaysWhatToPass() throws {
         let directory = try TemporaryDirectory()
         let error = #expect(throws: ResourceError.self) { try SimulatedCatalog(directory: directory.url) }

@@ -6,8 +6,10 @@ extension SimulatedCatalog {
     /// The catalog in directory `root` (as `odrpack build` writes it), at the version its
     /// `distribution` points at, or at its newest version when that distribution does not exist.
     ///
-    /// - Throws: `FormatError` for a malformed `catalog.json` or manifest, `ResourceError`
-    ///   `invalid-catalog` when a file is missing.
+    /// A split catalog (format 3, `odrpack build --split-metadata`) is read from its tag bins.
+    ///
+    /// - Throws: `FormatError` for a malformed `catalog.json`, manifest or tag bin (one that differs
+    ///   from its pin included), `ResourceError` `invalid-catalog` when a file is missing.
     public init(directory root: URL, distribution: String = "live") throws {
         let index = try CatalogIndex.decode(from: Self.read(root.appending(path: CatalogIndex.fileName)))
         guard let number = index.distributions[distribution] ?? index.versions.last?.number,
@@ -15,16 +17,38 @@ extension SimulatedCatalog {
         else {
             throw ResourceError(.invalidCatalog, "\(root.path) lists no versions; build the catalog with odrpack first.")
         }
-        let manifest = try VersionManifest.decode(from: Self.read(root.appending(path: entry.manifest)))
+        let version: Int, tags: [TagRecord], packs: [PackRecord]
+        switch try PublishedManifest.decode(from: Self.read(root.appending(path: entry.manifest))) {
+        case .full(let manifest):
+            (version, tags, packs) = (manifest.version, manifest.tags, manifest.packs)
+        case .split(let manifest):
+            // Tags and packs are all in the bins; the simulator never reads a file table.
+            (tags, packs) = try Self.tagsAndPacks(of: manifest, in: root)
+            version = manifest.version
+        }
         var tagIndex: [String: TagIndex] = [:]
-        for (i, tag) in manifest.tags.enumerated() { tagIndex[tag.name] = TagIndex(i) }
+        for (i, tag) in tags.enumerated() { tagIndex[tag.name] = TagIndex(i) }
         try self.init(
-            name: "\(index.id) v\(manifest.version)",
-            tags: manifest.tags.map { Tag(name: $0.name, preservationPriority: $0.preservationPriority) },
-            packs: manifest.packs.map { pack in
+            name: "\(index.id) v\(version)",
+            tags: tags.map { Tag(name: $0.name, preservationPriority: $0.preservationPriority) },
+            packs: packs.map { pack in
                 Pack(id: pack.id, bytes: pack.installedBytes, downloadBytes: pack.archiveBytes,
                      tags: pack.tags.compactMap { tagIndex[$0] })
             })
+    }
+
+    /// The tags (sorted by name) and packs (sorted by id) of a split manifest, read from its bins,
+    /// each checked against its pin.
+    private static func tagsAndPacks(of manifest: SplitManifest, in root: URL) throws -> ([TagRecord], [PackRecord]) {
+        var tags: [TagRecord] = [], packs: [String: PackRecord] = [:]
+        for (number, pin) in manifest.bins.enumerated() {
+            let path = SplitMetadata.binPath(for: pin)
+            let bin = try TagBin.decode(from: read(root.appending(path: path)), pin: pin, index: number,
+                                        binCount: manifest.bins.count, file: path)
+            tags += bin.tags
+            for entry in bin.packs { packs[entry.pack.id] = entry.pack }
+        }
+        return (tags.sorted { $0.name < $1.name }, packs.values.sorted { $0.id < $1.id })
     }
 
     private static func read(_ url: URL) throws(ResourceError) -> Data {
