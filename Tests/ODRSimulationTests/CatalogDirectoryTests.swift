@@ -101,6 +101,16 @@ struct CatalogDirectoryTests {
         #expect(error?.code == .hashMismatch)
     }
 
+    @Test func sizesThatOverflowWhenAddedAreRefused() throws {
+        let tags = [SimulatedCatalog.Tag(name: "a", preservationPriority: 0.5)]
+        let packs = (0..<2).map { i in
+            SimulatedCatalog.Pack(id: String(repeating: "\(i)", count: 64), bytes: .max, downloadBytes: 1, tags: [TagIndex(0)])
+        }
+        let error = #expect(throws: ResourceError.self) { try SimulatedCatalog(name: "huge", tags: tags, packs: packs) }
+        #expect(error?.code == .invalidCatalog)
+        #expect(error?.message.contains("add up to more than") == true)
+    }
+
     @Test func aMissingCatalogSaysWhatToPass() throws {
         let directory = try TemporaryDirectory()
         let error = #expect(throws: ResourceError.self) { try SimulatedCatalog(directory: directory.url) }

@@ -1,3 +1,4 @@
+import ODRFormat
 import ODRRuntime
 
 /// The tags and packs a simulation plays against: generated, read from a catalog directory, or
@@ -41,8 +42,13 @@ public struct SimulatedCatalog: Sendable {
 
     /// Creates a catalog; every pack's tags must index into `tags`.
     ///
-    /// - Throws: ``ResourceError`` `invalid-catalog` for repeated names or negative sizes.
+    /// - Throws: ``ResourceError`` `invalid-catalog` for repeated names, negative sizes, or sizes
+    ///   whose sum is more than an `Int64` holds (the simulator adds them up).
     public init(name: String, tags: [Tag], packs: [Pack]) throws(ResourceError) {
+        for (key, sizes) in [("installed", packs.lazy.map(\.bytes)), ("download", packs.lazy.map(\.downloadBytes))]
+        where sizes.checkedSum() == nil {
+            throw ResourceError(.invalidCatalog, "The packs of \(name) have \(key) sizes that add up to more than \(Int64.max) bytes; rebuild the catalog with odrpack.")
+        }
         self.name = name
         self.tags = tags
         self.packs = packs
