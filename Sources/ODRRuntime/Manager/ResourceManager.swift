@@ -389,6 +389,7 @@ public final class ResourceManager: Sendable {
     /// The ids of the packs `tags` need, sorted.
     static func packIDs(forTags tags: some Collection<String>, in snapshot: CatalogSnapshot) throws(ResourceError) -> [String] {
         for tag in tags where snapshot.lookup.tag(named: tag) == nil {
+            guard snapshot.split == nil else { throw snapshot.undescribed(tag) }
             throw ResourceError(.invalidTag, "The catalog (version \(snapshot.version)) has no tag '\(tag)'. Check the spelling, or rebuild the catalog with a rule for it.")
         }
         return snapshot.lookup.packs(forTags: tags)
