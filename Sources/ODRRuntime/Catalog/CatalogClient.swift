@@ -397,17 +397,11 @@ public struct CatalogClient: Sendable {
     ///   `invalid-catalog` for bins and tables that are not valid; transfer errors.
     private func scope(of split: SplitManifest, tags: [String], previous: VersionManifest?) async throws(ResourceError) -> MetadataScope {
         let all = (previous?.tags.map(\.name) ?? []) + tags
-        var files = try await metadataFiles(SplitMetadata.binFiles(forTags: all, of: split).map { ($0.path, $0.pin) })
-        let lookUp: (String) throws -> Data = { path in
-            guard let data = files[path] else {
-                throw FormatError(.danglingReference, "\(path) is pinned by a bin, but was not fetched with it.", field: path)
-            }
-            return data
-        }
+        let bins = try await metadataFiles(SplitMetadata.binFiles(forTags: all, of: split).map { ($0.path, $0.pin) })
         do {
-            let tables = try SplitMetadata.tableFiles(forTags: all, of: split, fetch: lookUp)
-            files.merge(try await metadataFiles(tables.map { ($0.path, $0.pin) })) { first, _ in first }
-            return try SplitMetadata.scoped(split, tags: tags, keepingOrderOf: previous, fetch: lookUp)
+            let tables = try SplitMetadata.tableFiles(forTags: all, of: split, fetch: Self.lookUp(in: bins))
+            let files = bins.merging(try await metadataFiles(tables.map { ($0.path, $0.pin) })) { first, _ in first }
+            return try SplitMetadata.scoped(split, tags: tags, keepingOrderOf: previous, fetch: Self.lookUp(in: files))
         } catch let error as ResourceError {
             throw error
         } catch let error as FormatError {
@@ -415,6 +409,16 @@ public struct CatalogClient: Sendable {
         } catch {
             throw ResourceError(.invalidCatalog, "The metadata of version \(split.version) could not be assembled: \(error)", url: catalogURL,
                                 cause: StoreFailure(description: "\(error)"))
+        }
+    }
+
+    /// A `fetch` for the format's readers over metadata files already fetched.
+    private static func lookUp(in files: [String: Data]) -> (String) throws -> Data {
+        { path in
+            guard let data = files[path] else {
+                throw FormatError(.danglingReference, "\(path) is pinned by a bin, but was not fetched with it.", field: path)
+            }
+            return data
         }
     }
 
@@ -432,7 +436,7 @@ public struct CatalogClient: Sendable {
         for file in wanted where result[file.path] == nil {
             if let cached = store.cachedMetadata(file.path, pin: file.pin) { result[file.path] = cached } else { missing.append(file) }
         }
-        let (downloaded, failure) = await withTaskGroup(of: (String, Result<Data, ResourceError>).self) { group in
+        let (downloaded, failure) = await withTaskGroup(of: MetadataDownload.self) { group in
             var downloaded: [String: Data] = [:]
             var next = 0, running = 0, failure: ResourceError?
             while true {
@@ -440,25 +444,32 @@ public struct CatalogClient: Sendable {
                     let file = missing[next]
                     next += 1
                     running += 1
-                    group.addTask {
-                        do throws(ResourceError) {
-                            return (file.path, .success(try await downloadMetadata(file.path, pin: file.pin)))
-                        } catch {
-                            return (file.path, .failure(error))
-                        }
-                    }
+                    group.addTask { await downloadMetadataOutcome(file.path, pin: file.pin) }
                 }
-                guard let (path, outcome) = await group.next() else { break }
+                guard let outcome = await group.next() else { break }
                 running -= 1
-                switch outcome {
-                case .success(let data): downloaded[path] = data
-                case .failure(let error): failure = failure ?? error
-                }
+                if let data = outcome.data { downloaded[outcome.path] = data }
+                if let error = outcome.error { failure = failure ?? error }
             }
             return (downloaded, failure)
         }
         if let failure { throw failure }
         return result.merging(downloaded) { first, _ in first }
+    }
+
+    /// What one download of ``metadataFiles(_:)`` brought: the bytes or the error.
+    private struct MetadataDownload: Sendable {
+        var path: String
+        var data: Data?
+        var error: ResourceError?
+    }
+
+    private func downloadMetadataOutcome(_ path: String, pin: MetadataPin) async -> MetadataDownload {
+        do {
+            return MetadataDownload(path: path, data: try await downloadMetadata(path, pin: pin))
+        } catch {
+            return MetadataDownload(path: path, error: error)
+        }
     }
 
     /// Downloads metadata file `path` (never more than the pin's size), checks it against `pin`,

@@ -223,7 +223,7 @@ extension ResourceStore {
                 """, arguments: [key, followed.distribution, followed.index?.id, followed.validators.entityTag,
                                  followed.validators.lastModified, followed.highestSerial, followed.currentVersion,
                                  indexData, now, keySetData])
-            if let manifest, let manifestData, let lookup {
+            if let manifestData, let lookup {
                 try Self.storeManifestRows(db, catalogKey: key, lookup: lookup, json: manifestData, compactDigest: compactDigest,
                                            metadataFiles: metadataFiles, now: now, replacing: scoped)
             }
