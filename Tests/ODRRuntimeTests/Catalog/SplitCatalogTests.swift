@@ -339,6 +339,34 @@ struct SplitCatalogTests {
         }
     }
 
+    /// A store that holds a split version without its top manifest (as a store filled by the
+    /// release before this one does, which assembled the whole version) fetches only the top
+    /// manifest again when it checks online: the bins and tables it holds are reused, and the tags
+    /// it described stay described.
+    @Test func aStoredVersionWithoutItsTopManifestFetchesOnlyThatAgain() async throws {
+        let fixture = try CatalogFixture.game(bigBytes: 1000)
+        try await fixture.build(splitMetadata: true)
+        let storeDirectory = try TemporaryDirectory(prefix: "odr-store")
+        try await withTestServer(root: fixture.catalog) { server in
+            _ = try await InstallerTests.install(["small"], from: server.baseURL, store: storeDirectory.url)
+            let meta = storeDirectory.appending("manifests/meta")
+            let heads = try FileManager.default.contentsOfDirectory(atPath: meta.path).filter { $0.hasSuffix(".splitmanifest") }
+            #expect(heads.count == 1)
+            for head in heads { try FileManager.default.removeItem(at: meta.appending(path: head)) }
+
+            await server.waitUntilIdle()
+            server.clearRequests()
+            let store = try ResourceStore(directory: storeDirectory.url)
+            let client = CatalogClient(catalogURL: server.baseURL, store: store, transport: try TransferEngine())
+            let snapshot = try await client.refresh()
+            #expect(await Self.requested(server) == ["/catalog.json", "/versions/1.json"])
+            #expect(snapshot.split != nil)
+            #expect(snapshot.manifest.tags.map(\.name) == ["small"])
+            try InstallerTests.expectInstalled(Self.smallFiles, fixture: fixture, store: store, snapshot: snapshot)
+            #expect(try client.storedSnapshot()?.split != nil)
+        }
+    }
+
     /// Two processes sharing a store describe different tags of one version: neither loses the
     /// other's, so a pack either installed stays described (and is never taken for superseded).
     @Test func twoClientsOfOneStoreKeepEachOthersTags() async throws {
