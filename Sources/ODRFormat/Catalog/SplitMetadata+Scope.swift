@@ -14,7 +14,8 @@ import Foundation
 public struct MetadataScope: Sendable {
     /// The version manifest of the tags in scope, validated as a whole manifest is.
     public var manifest: VersionManifest
-    /// The bins and tables it was assembled from, with their pins.
+    /// The bins and tables it was assembled from, with their pins (of what was carried from an
+    /// earlier version's part, the bins only).
     public var files: [SplitMetadata.File]
     /// Tags asked for that the version does not define (their bins do not hold them), sorted.
     public var unknownTags: [String]
@@ -56,21 +57,36 @@ extension SplitMetadata {
     ///     ``MetadataScope/unknownTags``.
     ///   - previous: an earlier scope of the same version: its tags and packs keep their positions
     ///     and the new ones follow, so indices into the earlier one stay valid in the new one.
+    ///   - earlier: the split manifest of another version and the part of it a client holds: the
+    ///     tags of every bin whose pin is the same in both are taken from that part, with their
+    ///     packs and files, so an update reads only the bins and tables that changed.
     ///   - fetch: the bytes of a metadata file by its path in the catalog; each is checked against
     ///     its pin before it is decoded.
     /// - Throws: ``FormatError`` from the bins, the tables and the manifest's validation;
     ///   `duplicate` when two bins describe one pack differently; `dangling-reference` when a tag
     ///   references a pack its bin does not describe; whatever `fetch` throws.
     public static func scoped(_ manifest: SplitManifest, tags: some Sequence<String>, keepingOrderOf previous: VersionManifest? = nil,
+                              carrying earlier: (manifest: SplitManifest, part: VersionManifest)? = nil,
                               fetch: (String) throws -> Data) throws -> MetadataScope {
         var wanted: [String] = []
         var seenNames = Set<String>()
         for name in (previous?.tags.map(\.name) ?? []) + Array(tags) where seenNames.insert(name).inserted { wanted.append(name) }
-        let bins = try decodedBins(forTags: wanted, of: manifest, fetch: fetch)
+        // A bin whose pin did not change since `earlier` pins the same tags, packs and tables: what
+        // the earlier part holds of it is taken as it is, without reading the bin or its tables.
+        let earlierTags = carriedTags(of: manifest, from: earlier)
+        let bins = try decodedBins(forTags: wanted.filter { earlierTags[$0] == nil }, of: manifest, fetch: fetch)
         var tagRecords: [TagRecord] = []
         var unknown: [String] = []
+        var carried = Set<String>()
         for name in wanted {
-            if let tag = bins.tags[name] { tagRecords.append(tag) } else { unknown.append(name) }
+            if let tag = bins.tags[name] {
+                tagRecords.append(tag)
+            } else if let tag = earlierTags[name] {
+                tagRecords.append(tag)
+                carried.insert(name)
+            } else {
+                unknown.append(name)
+            }
         }
         let inScope = Set(tagRecords.map(\.name))
         var packIDs: [String] = []
@@ -79,20 +95,46 @@ extension SplitMetadata {
         for tag in tagRecords {
             for id in tag.packs where seenPacks.insert(id).inserted { packIDs.append(id) }
         }
+        // The packs' tag sets, cut to the tags in scope: a carried pack's record was cut to the
+        // earlier scope, so its tags are rebuilt from the tags that list it.
+        var tagsOfPack: [String: [String]] = [:]
+        for tag in tagRecords {
+            for id in tag.packs { tagsOfPack[id, default: []].append(tag.name) }
+        }
+        var earlierPacks: [String: PackRecord] = [:]
+        var earlierFiles: [String: [FileRecord]] = [:]
+        if let earlier, !carried.isEmpty {
+            let wantedCarried = Set(tagRecords.filter { carried.contains($0.name) }.flatMap(\.packs))
+            for pack in earlier.part.packs where wantedCarried.contains(pack.id) { earlierPacks[pack.id] = pack }
+            for file in earlier.part.files where earlierPacks[file.pack] != nil { earlierFiles[file.pack, default: []].append(file) }
+        }
         var packs: [PackRecord] = []
         var files: [FileRecord] = []
         var used = bins.files
+        // A carried tag's bin is the same file in both versions; the tables of carried packs are
+        // named by the earlier version's bins, which this version does not read.
+        let usedBins = Set(used.map(\.path))
+        for index in binIndices(forTags: carried, of: manifest) {
+            let file = File(path: binPath(for: manifest.bins[index]), pin: manifest.bins[index])
+            if !usedBins.contains(file.path) { used.append(file) }
+        }
+        let decodedIDs = Set(tagRecords.filter { !carried.contains($0.name) }.flatMap(\.packs))
         for id in packIDs {
-            guard let entry = bins.packs[id] else {
+            if decodedIDs.contains(id), let entry = bins.packs[id] {
+                var pack = entry.pack
+                pack.tags = pack.tags.filter(inScope.contains)
+                packs.append(pack)
+                let path = tablePath(for: entry.table)
+                let table = try PackFileTable.decode(from: try fetch(path), pin: entry.table, expected: entry, file: path)
+                files += table.files
+                used.append(File(path: path, pin: entry.table))
+            } else if var pack = earlierPacks[id] {
+                pack.tags = (tagsOfPack[id] ?? []).sorted()
+                packs.append(pack)
+                files += earlierFiles[id] ?? []
+            } else {
                 throw FormatError(.danglingReference, "A tag references pack \(id), which its bin does not describe. Rebuild the catalog.", field: "packs")
             }
-            var pack = entry.pack
-            pack.tags = pack.tags.filter(inScope.contains)
-            packs.append(pack)
-            let path = tablePath(for: entry.table)
-            let table = try PackFileTable.decode(from: try fetch(path), pin: entry.table, expected: entry, file: path)
-            files += table.files
-            used.append(File(path: path, pin: entry.table))
         }
         // By path, then variant: the order the builder writes, which lookups by path rely on.
         files.sort { (a: FileRecord, b: FileRecord) -> Bool in
@@ -105,6 +147,18 @@ extension SplitMetadata {
             prefetchOrder: manifest.prefetchOrder.filter(inScope.contains), packs: packs, files: files, variantAxes: manifest.variantAxes)
         try scoped.validate()
         return MetadataScope(manifest: scoped, files: used, unknownTags: unknown.sorted())
+    }
+
+    /// The tags `earlier`'s part holds whose bin has the same pin in `manifest`: taken from that
+    /// part, they need no metadata file read (see ``scoped(_:tags:keepingOrderOf:carrying:fetch:)``).
+    public static func carriedTags(of manifest: SplitManifest, from earlier: (manifest: SplitManifest, part: VersionManifest)?) -> [String: TagRecord] {
+        guard let earlier, earlier.manifest.bins.count == manifest.bins.count, !manifest.bins.isEmpty else { return [:] }
+        var tags: [String: TagRecord] = [:]
+        for tag in earlier.part.tags {
+            let bin = SplitManifest.bin(ofTag: tag.name, binCount: manifest.bins.count)
+            if earlier.manifest.bins[bin] == manifest.bins[bin] { tags[tag.name] = tag }
+        }
+        return tags
     }
 
     /// The tags and packs of the bins that hold `tags`, each bin checked against its pin.

@@ -364,12 +364,21 @@ public struct CatalogClient: Sendable {
         switch published {
         case .full(let manifest): return (manifest, [], nil)
         case .split(let split):
-            let scope = try await self.scope(of: split, tags: try initialScope(of: split), previous: previous)
+            let scope = try await self.scope(of: split, tags: try initialScope(of: split), previous: previous, carrying: try currentPart())
             // Kept with the bins and tables: describing more tags later, offline too, starts from it.
             let head = ResourceStore.splitManifestPath(of: data)
             store.cacheMetadata(data, path: head)
             return (scope.manifest, scope.files.map(\.path) + [head], split)
         }
+    }
+
+    /// The split manifest of the store's current version and the part of it the store holds, when
+    /// that version is split: an update takes from it what did not change.
+    private func currentPart() throws(ResourceError) -> (manifest: SplitManifest, part: VersionManifest)? {
+        guard let current = try store.followedCatalog(url: catalogURL)?.currentVersion,
+              let split = try store.splitManifest(catalogURL: catalogURL, version: current),
+              let part = try store.manifest(catalogURL: catalogURL, version: current) else { return nil }
+        return (split, part)
     }
 
     /// The tags a new split version starts with: its initial-install and prefetch tags, every tag
@@ -395,13 +404,15 @@ public struct CatalogClient: Sendable {
     /// - Throws: `integrity` for a file that differs from its pin (nothing is kept of it; the files
     ///   fetched before it stay in the cache, so the next attempt fetches only what is missing);
     ///   `invalid-catalog` for bins and tables that are not valid; transfer errors.
-    private func scope(of split: SplitManifest, tags: [String], previous: VersionManifest?) async throws(ResourceError) -> MetadataScope {
-        let all = (previous?.tags.map(\.name) ?? []) + tags
+    private func scope(of split: SplitManifest, tags: [String], previous: VersionManifest?,
+                       carrying earlier: (manifest: SplitManifest, part: VersionManifest)? = nil) async throws(ResourceError) -> MetadataScope {
+        let carried = SplitMetadata.carriedTags(of: split, from: earlier)
+        let all = ((previous?.tags.map(\.name) ?? []) + tags).filter { carried[$0] == nil }
         let bins = try await metadataFiles(SplitMetadata.binFiles(forTags: all, of: split).map { ($0.path, $0.pin) })
         do {
             let tables = try SplitMetadata.tableFiles(forTags: all, of: split, fetch: Self.lookUp(in: bins))
             let files = bins.merging(try await metadataFiles(tables.map { ($0.path, $0.pin) })) { first, _ in first }
-            return try SplitMetadata.scoped(split, tags: tags, keepingOrderOf: previous, fetch: Self.lookUp(in: files))
+            return try SplitMetadata.scoped(split, tags: tags, keepingOrderOf: previous, carrying: earlier, fetch: Self.lookUp(in: files))
         } catch let error as ResourceError {
             throw error
         } catch let error as FormatError {

@@ -367,6 +367,51 @@ struct SplitCatalogTests {
         }
     }
 
+    /// An update takes from the part of the earlier version what did not change: with the tags in
+    /// 8 bins, version 2 (which changes `big` only) is assembled reading only `big`'s bin and
+    /// table, and the result is the part a client without the earlier one assembles.
+    @Test func anUpdateReadsOnlyTheBinsAndTablesThatChanged() async throws {
+        let fixture = try CatalogFixture.game(bigBytes: 1000)
+        try await fixture.build()
+        func split(_ version: Int) throws -> (SplitManifest, [String: Data]) {
+            var files: [String: Data] = [:]
+            let manifest = try SplitMetadata.split(try fixture.manifest(version), binCount: 8, tablePin: { table in
+                let data = try table.encoded()
+                files[SplitMetadata.tablePath(for: MetadataPin(of: data))] = data
+                return MetadataPin(of: data)
+            }, binPin: { bin in
+                let data = try bin.encoded()
+                files[SplitMetadata.binPath(for: MetadataPin(of: data))] = data
+                return MetadataPin(of: data)
+            })
+            return (manifest, files)
+        }
+        let (one, oneFiles) = try split(1)
+        #expect(SplitManifest.bin(ofTag: "small", binCount: 8) != SplitManifest.bin(ofTag: "big", binCount: 8))
+        let part = try SplitMetadata.scoped(one, tags: ["small", "big"]) { try #require(oneFiles[$0]) }
+        try fixture.write("big/level.json", Data("{\"tile\": 9}\n".utf8))
+        try await fixture.build()
+        let (two, twoFiles) = try split(2)
+        var reads: [String] = []
+        let carried = try SplitMetadata.scoped(two, tags: ["small", "big"], carrying: (one, part.manifest)) { path in
+            reads.append(path)
+            return try #require(twoFiles[path])
+        }
+        let fresh = try SplitMetadata.scoped(two, tags: ["small", "big"]) { try #require(twoFiles[$0]) }
+        #expect(carried.manifest == fresh.manifest)
+        let changed = Set(twoFiles.keys).subtracting(oneFiles.keys)
+        #expect(!changed.isEmpty)
+        // What `big` needs (its bin and its packs' tables, one of them shared and unchanged, a
+        // cached file for a client), and nothing of `small`'s bin.
+        let bigFiles = try SplitMetadata.files(forTags: ["big"], of: two) { try #require(twoFiles[$0]) }.map(\.path)
+        #expect(Set(reads) == Set(bigFiles), "\(reads)")
+        #expect(changed.isSubset(of: bigFiles))
+        #expect(!reads.contains(SplitMetadata.binPath(for: two.bins[SplitManifest.bin(ofTag: "small", binCount: 8)])))
+        // The carried tag's bin is still named among the files the part uses.
+        #expect(Set(carried.files.map(\.path)).isSuperset(of: reads))
+        #expect(carried.files.contains { $0.path == SplitMetadata.binPath(for: two.bins[SplitManifest.bin(ofTag: "small", binCount: 8)]) })
+    }
+
     /// Two processes sharing a store describe different tags of one version: neither loses the
     /// other's, so a pack either installed stays described (and is never taken for superseded).
     @Test func twoClientsOfOneStoreKeepEachOthersTags() async throws {
