@@ -19,6 +19,9 @@ public struct MetadataScope: Sendable {
     public var files: [SplitMetadata.File]
     /// Tags asked for that the version does not define (their bins do not hold them), sorted.
     public var unknownTags: [String]
+    /// The packs taken as they were from an earlier version's part (``SplitMetadata/scoped(_:tags:keepingOrderOf:carrying:fetch:)``):
+    /// their records and files are the ones that part lists.
+    public var carriedPacks: Set<String> = []
 }
 
 extension SplitMetadata {
@@ -110,6 +113,7 @@ extension SplitMetadata {
         }
         var packs: [PackRecord] = []
         var files: [FileRecord] = []
+        var carriedPacks = Set<String>()
         var used = bins.files
         // A carried tag's bin is the same file in both versions; the tables of carried packs are
         // named by the earlier version's bins, which this version does not read.
@@ -131,6 +135,7 @@ extension SplitMetadata {
             } else if var pack = earlierPacks[id] {
                 pack.tags = (tagsOfPack[id] ?? []).sorted()
                 packs.append(pack)
+                carriedPacks.insert(id)
                 files += earlierFiles[id] ?? []
             } else {
                 throw FormatError(.danglingReference, "A tag references pack \(id), which its bin does not describe. Rebuild the catalog.", field: "packs")
@@ -146,7 +151,7 @@ extension SplitMetadata {
             initialInstallTags: manifest.initialInstallTags.filter(inScope.contains),
             prefetchOrder: manifest.prefetchOrder.filter(inScope.contains), packs: packs, files: files, variantAxes: manifest.variantAxes)
         try scoped.validate()
-        return MetadataScope(manifest: scoped, files: used, unknownTags: unknown.sorted())
+        return MetadataScope(manifest: scoped, files: used, unknownTags: unknown.sorted(), carriedPacks: carriedPacks)
     }
 
     /// The tags `earlier`'s part holds whose bin has the same pin in `manifest`: taken from that

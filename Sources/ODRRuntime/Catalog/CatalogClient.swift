@@ -134,10 +134,11 @@ public struct CatalogClient: Sendable {
         }
         var previous = stored
         for _ in 0..<Self.scopeAttempts {
-            let (manifest, metadataFiles, split) = try await fetchManifest(version: version, index: index, previous: previous)
+            let (manifest, metadataFiles, split, carried) = try await fetchManifest(version: version, index: index, previous: previous)
             let snapshot = CatalogSnapshot(catalogURL: catalogURL, index: index, manifest: manifest, variants: variants, split: split)
             do {
-                try store.commitCatalog(accepted, manifest: snapshot.lookup, metadataFiles: metadataFiles, scoped: split != nil)
+                try store.commitCatalog(accepted, manifest: snapshot.lookup, metadataFiles: metadataFiles, scoped: split != nil,
+                                        entriesChecked: carried)
                 return snapshot
             } catch where error.cause is ResourceStore.ScopeChanged {
                 // Another process stored a part of this version with other tags: take them in too.
@@ -318,12 +319,12 @@ public struct CatalogClient: Sendable {
     }
 
     /// The manifest of `version`, checked against the catalog's pin; for a split manifest (format
-    /// 3) the part of it this store uses (``initialScope(of:previous:)``) assembled from its bins
+    /// 3) the part of it this store uses (``initialScope(of:current:)``) assembled from its bins
     /// and tables, with the paths of those metadata files and the split manifest itself.
     ///
     /// - Parameter previous: a part of this version stored before: its tags stay in the part.
     private func fetchManifest(version: Int, index: CatalogIndex, previous: VersionManifest?) async throws(ResourceError)
-        -> (VersionManifest, [String], SplitManifest?) {
+        -> (VersionManifest, [String], SplitManifest?, carried: Set<String>) {
         let entry = index.version(version)
         let path = entry?.manifest ?? VersionManifest.manifestPath(forVersion: version)
         // Checked here too, whatever index it came from: only a path inside the catalog becomes a URL.
@@ -362,33 +363,35 @@ public struct CatalogClient: Sendable {
                                 url: catalogURL)
         }
         switch published {
-        case .full(let manifest): return (manifest, [], nil)
+        case .full(let manifest): return (manifest, [], nil, [])
         case .split(let split):
-            let scope = try await self.scope(of: split, tags: try initialScope(of: split), previous: previous, carrying: try currentPart())
+            let current = try currentPart()
+            let carrying = current.split.flatMap { split in current.part.map { (manifest: split, part: $0) } }
+            let scope = try await self.scope(of: split, tags: try initialScope(of: split, current: current), previous: previous,
+                                             carrying: carrying)
             // Kept with the bins and tables: describing more tags later, offline too, starts from it.
             let head = ResourceStore.splitManifestPath(of: data)
             store.cacheMetadata(data, path: head)
-            return (scope.manifest, scope.files.map(\.path) + [head], split)
+            return (scope.manifest, scope.files.map(\.path) + [head], split, scope.carriedPacks)
         }
     }
 
-    /// The split manifest of the store's current version and the part of it the store holds, when
-    /// that version is split: an update takes from it what did not change.
-    private func currentPart() throws(ResourceError) -> (manifest: SplitManifest, part: VersionManifest)? {
+    /// The store's current version of this catalog as stored: its manifest (for a split version,
+    /// the part of it the store holds) and its split manifest when it is split.
+    private func currentPart() throws(ResourceError) -> (part: VersionManifest?, split: SplitManifest?) {
         guard let current = try store.followedCatalog(url: catalogURL)?.currentVersion,
-              let split = try store.splitManifest(catalogURL: catalogURL, version: current),
-              let part = try store.manifest(catalogURL: catalogURL, version: current) else { return nil }
-        return (split, part)
+              let part = try store.manifest(catalogURL: catalogURL, version: current) else { return (nil, nil) }
+        return (part, try store.splitManifest(catalogURL: catalogURL, version: current))
     }
 
     /// The tags a new split version starts with: its initial-install and prefetch tags, every tag
     /// of the part of the current version this store uses, and the tags of the packs installed
-    /// from it, so an update describes what the device holds and nothing else.
-    private func initialScope(of split: SplitManifest) throws(ResourceError) -> [String] {
+    /// from it, so an update describes what the device holds and nothing else. An update takes
+    /// from that part what did not change (``SplitMetadata/scoped(_:tags:keepingOrderOf:carrying:fetch:)``).
+    private func initialScope(of split: SplitManifest, current: (part: VersionManifest?, split: SplitManifest?)) throws(ResourceError) -> [String] {
         var tags = split.initialInstallTags + split.prefetchOrder
-        guard let current = try store.followedCatalog(url: catalogURL)?.currentVersion,
-              let previous = try store.manifest(catalogURL: catalogURL, version: current) else { return tags }
-        if try store.splitManifest(catalogURL: catalogURL, version: current) != nil {
+        guard let previous = current.part else { return tags }
+        if current.split != nil {
             tags += previous.tags.map(\.name)
         } else {
             let installed = try store.installedPackIDs()

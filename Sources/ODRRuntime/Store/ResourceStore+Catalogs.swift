@@ -163,8 +163,11 @@ extension ResourceStore {
     /// With `scoped`, the manifest is the part of a split version its clients use
     /// (``SplitMetadata/scoped(_:tags:keepingOrderOf:fetch:)``) and replaces the part stored before,
     /// which must be a subset of it (see ``commitScope(catalogURL:manifest:metadataFiles:)``).
+    ///
+    /// `entriesChecked` are packs whose records an earlier stored version lists identically (an
+    /// update carried them over): their installed entries were checked against them then.
     func commitCatalog(_ followed: FollowedCatalog, manifest lookup: ManifestIndex?, metadataFiles: [String] = [],
-                       scoped: Bool = false) throws(ResourceError) {
+                       scoped: Bool = false, entriesChecked: Set<String> = []) throws(ResourceError) {
         let manifest = lookup?.manifest
         let key = CatalogLocation.key(followed.url)
         let indexData: Data?
@@ -236,7 +239,7 @@ extension ResourceStore {
                                  indexData, now, keySetData])
             if let manifestData, let lookup {
                 try Self.storeManifestRows(db, catalogKey: key, lookup: lookup, json: manifestData, compactDigest: compactDigest,
-                                           metadataFiles: metadataFiles, now: now, replacing: scoped)
+                                           metadataFiles: metadataFiles, now: now, replacing: scoped, entriesChecked: entriesChecked)
             }
             try StoreSchema.updateSupersededFlags(db)
         }
@@ -268,7 +271,8 @@ extension ResourceStore {
     /// pack rows; marks not installed the packs installed with other contents than it lists.
     /// With `replacing`, a stored manifest of the version is replaced when its tags are a subset.
     private static func storeManifestRows(_ db: SQLiteDatabase, catalogKey key: String, lookup: ManifestIndex, json: Data,
-                                          compactDigest: String?, metadataFiles: [String], now: Double, replacing: Bool) throws {
+                                          compactDigest: String?, metadataFiles: [String], now: Double, replacing: Bool,
+                                          entriesChecked: Set<String> = []) throws {
         let manifest = lookup.manifest
         if replacing, let stored = try db.fetchOne(sql: "SELECT json FROM manifest WHERE catalogURL = ? AND version = ?",
                                                     arguments: [key, manifest.version])?.value(at: 0).blob() {
@@ -295,7 +299,7 @@ extension ResourceStore {
                            arguments: [pack.id, key, manifest.version])
         }
         let listed = Set(manifest.packs.map(\.id))
-        for pack in try packRows(db, installedOnly: true).packs where listed.contains(pack.id) {
+        for pack in try packRows(db, installedOnly: true).packs where listed.contains(pack.id) && !entriesChecked.contains(pack.id) {
             guard try !StoreSchema.recordedEntries(ofPack: pack.id, match: lookup.expectedEntries(inPack: pack.id), db) else { continue }
             try db.execute(sql: "UPDATE pack SET isInstalled = 0 WHERE id = ?", arguments: [pack.id])
             try log(db, StoreEvent(time: now, kind: .repair, packID: pack.id, bytes: pack.installedBytes,
