@@ -8,7 +8,7 @@ import Testing
 /// Catalogs with chunked files (format 4, or 5 when split) install over real HTTP with this
 /// runtime, which does not reuse chunks yet: a chunked file installs whole, checked against its
 /// SHA-256 as any other.
-struct ChunkedInstallTests {
+struct ChunkedCatalogInstallTests {
     static let rules = """
         {
           "catalogID": "chunked-game",
