@@ -26,6 +26,7 @@ struct ChunkedBuildTests {
         return fixture
     }
 
+    @discardableResult
     func build(_ fixture: BuildFixture, output: URL? = nil, cached: Bool = false) async throws -> BuildReport {
         let sizes = try Self.sizes()
         return try await fixture.build(output: output, cached: cached) { $0.packOptions.chunkSizes = sizes }
