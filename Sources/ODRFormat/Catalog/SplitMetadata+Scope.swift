@@ -151,6 +151,7 @@ extension SplitMetadata {
             initialInstallTags: manifest.initialInstallTags.filter(inScope.contains),
             prefetchOrder: manifest.prefetchOrder.filter(inScope.contains), packs: packs, files: files, variantAxes: manifest.variantAxes)
         try scoped.validate()
+        try checkFormatVersion(of: manifest, against: scoped, whole: false)
         return MetadataScope(manifest: scoped, files: used, unknownTags: unknown.sorted(), carriedPacks: carriedPacks)
     }
 

@@ -3,6 +3,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import Dispatch
 
 /// Writes a pack: a standard, deterministic ZIP archive, streamed to disk in constant memory.
 ///
@@ -36,6 +37,13 @@ public final class PackWriter {
         public var compressionLevel: Int32 = 6
         /// Deflate only when it saves at least this fraction of an entry's size.
         public var minimumSavings: Double = 0.05
+        /// Entries of at least this many bytes are cut into content-defined chunks (``FastCDC``)
+        /// and a deflated one is compressed with a full flush at every cut, so each chunk's bytes
+        /// inflate on their own; 0 (the default here; `odrpack` takes `limits.chunkThreshold`,
+        /// 8 MiB by default) chunks nothing.
+        public var chunkThreshold: Int64 = 0
+        /// The chunk sizes; tests lower them to chunk small files.
+        public var chunkSizes: FastCDC.Parameters = .standard
 
         public init() {}
     }
@@ -72,10 +80,14 @@ public final class PackWriter {
     /// - Returns: the entry as written, for the manifest.
     /// - Throws: ``FormatError``: `unsafe-entry-name`, `invalid-operation` (out of order, or after
     ///   ``finish()``), `io`.
-    public func addEntry(named name: String, contentsOf source: URL) throws -> PackEntry {
+    ///   - knownChunks: the entry's chunk table as an earlier build computed it with the same
+    ///     ``Options/chunkSizes`` (sizes and digests; stored sizes are recomputed), so the writer
+    ///     cuts there instead of chunking and hashing the chunks again. Used only when the entry is
+    ///     chunked and the sizes add up to its size; the caller checks the entry's SHA-256.
+    public func addEntry(named name: String, contentsOf source: URL, knownChunks: [FileChunk]? = nil) throws -> PackEntry {
         let input = try ReadableFile(source)
         let size = try input.size()
-        return try add(name: name, size: size) { offset, buffer in try input.read(into: &buffer, at: offset) }
+        return try add(name: name, size: size, knownChunks: knownChunks) { offset, buffer in try input.read(into: &buffer, at: offset) }
     }
 
     /// Adds an entry with the given bytes.
@@ -130,7 +142,7 @@ public final class PackWriter {
 
     private typealias ChunkReader = (_ offset: Int64, _ buffer: inout [UInt8]) throws -> Int
 
-    private func add(name: String, size: Int64, read: ChunkReader) throws -> PackEntry {
+    private func add(name: String, size: Int64, knownChunks: [FileChunk]? = nil, read: ChunkReader) throws -> PackEntry {
         try requireOpen()
         if let problem = RelativePath.problem(in: name) {
             throw FormatError(.unsafeEntryName, "The entry name '\(name)' is not allowed: \(problem).", field: name)
@@ -142,7 +154,7 @@ public final class PackWriter {
                 field: name)
         }
         do {
-            let entry = try write(name: name, size: size, read: read)
+            let entry = try write(name: name, size: size, knownChunks: knownChunks, read: read)
             central.append(entry)
             return entry
         } catch {
@@ -151,21 +163,29 @@ public final class PackWriter {
         }
     }
 
-    private func write(name: String, size: Int64, read: ChunkReader) throws -> PackEntry {
+    private func write(name: String, size: Int64, knownChunks: [FileChunk]?, read: ChunkReader) throws -> PackEntry {
         let headerOffset = file.position
+        var chunking: Chunking?
+        if options.chunkThreshold > 0, size >= options.chunkThreshold {
+            if let knownChunks, !knownChunks.isEmpty, knownChunks.lazy.map(\.size).checkedSum() == size {
+                chunking = .known(knownChunks)
+            } else {
+                chunking = .cut(options.chunkSizes)
+            }
+        }
         let method = try chooseMethod(size: size, read: read)
         let zip64 = size >= options.zip64Threshold
         let nameBytes = Array(name.utf8)
         try file.append(localHeader(name: nameBytes, method: method, crc: 0, storedSize: 0, size: size, zip64: zip64))
         let dataStart = file.position
 
-        var (crc, sha) = try copyData(method: method, size: size, read: read, name: name)
+        var (crc, sha, chunks) = try copyData(method: method, size: size, chunking: chunking, read: read, name: name)
         var finalMethod = method
         var storedSize = file.position - dataStart
         if method == .deflate, Double(storedSize) > Double(size) * (1 - options.minimumSavings) {
             // The sample promised savings the whole entry did not deliver: store it after all.
             try file.truncate(to: dataStart)
-            (crc, sha) = try copyData(method: .stored, size: size, read: read, name: name)
+            (crc, sha, chunks) = try copyData(method: .stored, size: size, chunking: chunks.isEmpty ? nil : .known(chunks), read: read, name: name)
             finalMethod = .stored
             storedSize = size
         }
@@ -173,7 +193,7 @@ public final class PackWriter {
         try file.overwrite(header, at: headerOffset)
         return PackEntry(
             name: name, method: finalMethod, crc32: crc, storedSize: storedSize, size: size,
-            headerOffset: headerOffset, sha256: sha)
+            headerOffset: headerOffset, sha256: sha, chunks: chunks)
     }
 
     /// Compresses a sample of the entry and keeps deflate only if the sample shrinks enough.
@@ -189,10 +209,21 @@ public final class PackWriter {
         return Double(compressed) <= Double(count) * (1 - options.minimumSavings) ? .deflate : .stored
     }
 
-    /// Streams the entry's bytes into the archive, returning its CRC-32 and SHA-256.
-    private func copyData(method: CompressionMethod, size: Int64, read: ChunkReader, name: String) throws -> (UInt32, String) {
-        var crc = CRC32()
-        var sha = StreamingSHA256()
+    /// How an entry is cut into chunks: by ``FastCDC``, or at the sizes of a known table.
+    fileprivate enum Chunking {
+        case cut(FastCDC.Parameters)
+        case known([FileChunk])
+    }
+
+    /// Streams the entry's bytes into the archive, returning its CRC-32, SHA-256 and chunks.
+    ///
+    /// With `chunking`, every chunk's bytes end at a byte boundary of the entry's data: a stored
+    /// entry's trivially, a deflated one's by a full flush (`Z_FULL_FLUSH`) at every cut but the
+    /// last, which the stream's end closes. Each chunk's stored size is the bytes written for it.
+    private func copyData(
+        method: CompressionMethod, size: Int64, chunking: Chunking?, read: ChunkReader, name: String
+    ) throws -> (UInt32, String, [FileChunk]) {
+        let hash = EntryHash()
         let stream: ZlibStream?
         if method == .deflate {
             if let deflater {
@@ -205,19 +236,59 @@ public final class PackWriter {
         } else {
             stream = nil
         }
+        let cutter = chunking.map(ChunkCutter.init)
+        var chunks: [FileChunk] = []
+        var chunkStart: Int64 = 0  // where the current chunk starts in the entry's content
+        var chunkStoredStart = file.position  // and in the archive
         var offset: Int64 = 0
         while offset < size {
             let count = try read(offset, &readBuffer)
             guard count > 0 else { break }
+            let bufferStart = offset
             offset += Int64(count)
+            let atEnd = offset >= size
             try readBuffer.withUnsafeBytes { raw in
-                let chunk = UnsafeRawBufferPointer(rebasing: raw[..<count])
-                crc.update(chunk)
-                sha.update(chunk)
-                if let stream {
-                    try stream.process(chunk, finish: offset >= size, scratch: &scratch) { try file.append($0) }
+                let buffer = UnsafeRawBufferPointer(rebasing: raw[..<count])
+                guard let cutter else {
+                    hash.update(buffer)
+                    if let stream {
+                        try stream.process(buffer, finish: atEnd, scratch: &scratch) { try file.append($0) }
+                    } else {
+                        try file.append(buffer)
+                    }
+                    return
+                }
+                if cutter.chunker != nil {
+                    // Cutting and hashing the chunks take as long as the entry's own CRC and
+                    // hash: the two run on two cores, and the writing below waits for both.
+                    let bytes = SendableBytes(bytes: buffer)
+                    DispatchQueue.concurrentPerform(iterations: 2) { part in
+                        if part == 0 { hash.update(bytes.bytes) } else { cutter.cut(bytes.bytes, at: bufferStart, atEnd: atEnd) }
+                    }
                 } else {
-                    try file.append(chunk)
+                    hash.update(buffer)
+                    cutter.cut(buffer, at: bufferStart, atEnd: atEnd)
+                }
+                var position = bufferStart
+                for (cut, digest) in zip(cutter.cuts, cutter.digests) {
+                    let piece = UnsafeRawBufferPointer(rebasing: buffer[Int(position - bufferStart)..<Int(cut - bufferStart)])
+                    position = cut
+                    if let stream {
+                        try stream.process(piece, finish: cut == size, fullFlush: true, scratch: &scratch) { try file.append($0) }
+                    } else {
+                        try file.append(piece)
+                    }
+                    chunks.append(FileChunk(size: cut - chunkStart, storedSize: file.position - chunkStoredStart, sha256: digest))
+                    chunkStart = cut
+                    chunkStoredStart = file.position
+                }
+                if position < offset {
+                    let piece = UnsafeRawBufferPointer(rebasing: buffer[Int(position - bufferStart)...])
+                    if let stream {
+                        try stream.process(piece, scratch: &scratch) { try file.append($0) }
+                    } else {
+                        try file.append(piece)
+                    }
                 }
             }
         }
@@ -225,7 +296,10 @@ public final class PackWriter {
         guard offset == size, try read(size, &probe) == 0 else {
             throw FormatError(.io, "'\(name)' changed size while it was being packed; build again once it is stable.", field: name)
         }
-        return (crc.value, sha.finalize())
+        guard chunking == nil || chunks.lazy.map(\.size).checkedSum() == size else {
+            throw FormatError(.invalidOperation, "The chunks of '\(name)' do not tile it; this is a bug in the pack writer.", field: name)
+        }
+        return (hash.crc.value, hash.sha.finalize(), chunks)
     }
 
     // MARK: - Records
@@ -322,5 +396,78 @@ public final class PackWriter {
         w.u32(needsZip64 ? 0xFFFF_FFFF : UInt32(directoryOffset))
         w.u16(0)  // comment length
         return w.bytes
+    }
+}
+
+/// A buffer handed to the two halves of one ``PackWriter`` step, which read it at the same time
+/// and do not outlive the call.
+private struct SendableBytes: @unchecked Sendable {
+    let bytes: UnsafeRawBufferPointer
+}
+
+/// An entry's CRC-32 and SHA-256 as its bytes go by. A class so one half of a writer step can
+/// update it while the other cuts chunks (each half touches only its own object).
+private final class EntryHash: @unchecked Sendable {
+    var crc = CRC32()
+    var sha = StreamingSHA256()
+
+    func update(_ bytes: UnsafeRawBufferPointer) {
+        crc.update(bytes)
+        sha.update(bytes)
+    }
+}
+
+/// Where the chunks of an entry end, buffer by buffer: found by ``FastCDC`` with each chunk's
+/// SHA-256, or taken from a known table with its digests.
+private final class ChunkCutter: @unchecked Sendable {
+    private(set) var chunker: FastCDC?
+    private let known: [FileChunk]
+    private var sha = StreamingSHA256()
+    /// The content offset where the last cut found so far ends, and how many cuts there were.
+    private var end: Int64 = 0, count = 0
+    /// The cuts inside the last buffer (content offsets) and the digest of the chunk each ends.
+    private(set) var cuts: [Int64] = [], digests: [String] = []
+
+    init(_ chunking: PackWriter.Chunking) {
+        switch chunking {
+        case .cut(let parameters):
+            chunker = FastCDC(parameters)
+            known = []
+        case .known(let table):
+            known = table
+        }
+    }
+
+    /// Finds the cuts in `buffer`, whose first byte is at content offset `start`.
+    func cut(_ buffer: UnsafeRawBufferPointer, at start: Int64, atEnd: Bool) {
+        cuts.removeAll(keepingCapacity: true)
+        digests.removeAll(keepingCapacity: true)
+        let bufferEnd = start + Int64(buffer.count)
+        guard chunker != nil else {
+            while count < known.count, end + known[count].size <= bufferEnd {
+                end += known[count].size
+                cuts.append(end)
+                digests.append(known[count].sha256)
+                count += 1
+            }
+            return
+        }
+        var from = 0
+        func close(_ length: Int64) {
+            let to = Int(end + length - start)
+            sha.update(UnsafeRawBufferPointer(rebasing: buffer[from..<to]))
+            digests.append(sha.finalize())
+            sha = StreamingSHA256()
+            from = to
+            end += length
+            cuts.append(end)
+            count += 1
+        }
+        chunker?.consume(buffer) { close($0) }
+        if atEnd, let last = chunker?.finish() {
+            close(last)
+        } else {
+            sha.update(UnsafeRawBufferPointer(rebasing: buffer[from...]))
+        }
     }
 }
