@@ -19,12 +19,18 @@ public struct FileRecord: Codable, Sendable, Equatable {
     /// The file's variant, by axis name: always its pack's. Empty for a common file. Several files
     /// may share one logical ``path`` when their variants differ. Written to JSON only when not empty.
     public var variant: Variant
+    /// The file's content-defined chunks, in order; empty when the file is not chunked (smaller
+    /// than the build's `limits.chunkThreshold`). Written to JSON as `chunks` only when not empty;
+    /// a manifest with any chunked file has format version 4 (see ``VersionManifest``).
+    public var chunks: [FileChunk]
 
     public init(
         path: String, pack: String, entry: String, sha256: String,
-        storedSize: Int64, size: Int64, headerOffset: Int64, method: CompressionMethod, variant: Variant = [:]
+        storedSize: Int64, size: Int64, headerOffset: Int64, method: CompressionMethod, variant: Variant = [:],
+        chunks: [FileChunk] = []
     ) {
         self.variant = variant
+        self.chunks = chunks
         self.path = path
         self.pack = pack
         self.entry = entry
@@ -35,7 +41,7 @@ public struct FileRecord: Codable, Sendable, Equatable {
         self.method = method
     }
 
-    private enum CodingKeys: String, CodingKey { case path, pack, entry, sha256, storedSize, size, headerOffset, method, variant }
+    private enum CodingKeys: String, CodingKey { case path, pack, entry, sha256, storedSize, size, headerOffset, method, variant, chunks }
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
@@ -44,7 +50,8 @@ public struct FileRecord: Codable, Sendable, Equatable {
                   storedSize: try container.decode(Int64.self, forKey: .storedSize), size: try container.decode(Int64.self, forKey: .size),
                   headerOffset: try container.decode(Int64.self, forKey: .headerOffset),
                   method: try container.decode(CompressionMethod.self, forKey: .method),
-                  variant: try container.decodeIfPresent(Variant.self, forKey: .variant) ?? [:])
+                  variant: try container.decodeIfPresent(Variant.self, forKey: .variant) ?? [:],
+                  chunks: try container.decodeIfPresent([FileChunk].self, forKey: .chunks) ?? [])
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -58,5 +65,6 @@ public struct FileRecord: Codable, Sendable, Equatable {
         try container.encode(headerOffset, forKey: .headerOffset)
         try container.encode(method, forKey: .method)
         if !variant.isEmpty { try container.encode(variant, forKey: .variant) }
+        if !chunks.isEmpty { try container.encode(chunks, forKey: .chunks) }
     }
 }

@@ -70,6 +70,11 @@ public struct MetadataPin: Codable, Sendable, Hashable {
 public struct SplitManifest: Codable, Sendable, Equatable {
     /// The format version of a split manifest: 3.
     public static let formatVersion = 3
+    /// The format version of a split manifest whose file tables hold any chunked file: 5, which
+    /// readers of format 3 only refuse with `unsupported-format-version` rather than misread.
+    public static let chunkedFormatVersion = 5
+    /// Whether `version` is a split manifest's format version (3, or 5 with chunked files).
+    public static func isSplitFormatVersion(_ version: Int) -> Bool { version == formatVersion || version == chunkedFormatVersion }
     /// The most bins a manifest may have.
     public static let maximumBinCount = 1 << 16
     /// How many tags `odrpack` places in a bin, at most on average: the bin count is the smallest
@@ -92,7 +97,7 @@ public struct SplitManifest: Codable, Sendable, Equatable {
         }
     }
 
-    /// Always ``formatVersion`` (3).
+    /// ``formatVersion`` (3), or ``chunkedFormatVersion`` (5) when any file table holds chunks.
     public var formatVersion: Int
     /// The id of the catalog this version belongs to.
     public var catalogID: String
@@ -111,9 +116,9 @@ public struct SplitManifest: Codable, Sendable, Equatable {
 
     public init(
         catalogID: String, version: Int, initialInstallTags: [String], prefetchOrder: [String], variantAxes: [VariantAxis] = [],
-        bins: [MetadataPin], totals: Totals
+        bins: [MetadataPin], totals: Totals, chunked: Bool = false
     ) {
-        formatVersion = Self.formatVersion
+        formatVersion = chunked ? Self.chunkedFormatVersion : Self.formatVersion
         self.catalogID = catalogID
         self.version = version
         self.initialInstallTags = initialInstallTags
@@ -130,7 +135,7 @@ public struct SplitManifest: Codable, Sendable, Equatable {
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         formatVersion = try container.decode(Int.self, forKey: .formatVersion)
-        guard formatVersion == Self.formatVersion else {
+        guard Self.isSplitFormatVersion(formatVersion) else {
             throw FormatError(
                 .unsupportedFormatVersion,
                 "The manifest has format version \(formatVersion), not a split manifest (\(Self.formatVersion)); read it as a VersionManifest.",
@@ -177,8 +182,8 @@ public struct SplitManifest: Codable, Sendable, Equatable {
     /// Checks the manifest's own fields; the tags named by the install and prefetch lists are
     /// checked against the bins when they are assembled.
     public func validate() throws(FormatError) {
-        guard formatVersion == Self.formatVersion else {
-            throw FormatError(.unsupportedFormatVersion, "A split manifest has format version \(Self.formatVersion); found \(formatVersion).", field: "formatVersion")
+        guard Self.isSplitFormatVersion(formatVersion) else {
+            throw FormatError(.unsupportedFormatVersion, "A split manifest has format version \(Self.formatVersion) or \(Self.chunkedFormatVersion); found \(formatVersion).", field: "formatVersion")
         }
         guard !catalogID.isEmpty else { throw FormatError(.invalidValue, "The manifest's catalog id is empty.", field: "catalogID") }
         guard version >= 1 else { throw FormatError(.invalidValue, "Version numbers start at 1; found \(version).", field: "version") }

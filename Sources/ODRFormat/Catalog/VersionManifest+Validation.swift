@@ -3,9 +3,13 @@ extension VersionManifest {
     ///
     /// - Throws: ``FormatError`` naming the first offending field.
     public func validate() throws(FormatError) {
-        guard (1...Self.currentFormatVersion).contains(formatVersion) else { throw Self.unsupported(formatVersion) }
+        guard Self.isWholeFormatVersion(formatVersion) else { throw Self.unsupported(formatVersion) }
         guard formatVersion >= Self.formatVersion(forAxes: variantAxes) else {
             throw FormatError(.invalidValue, "A manifest with variant axes must have format version 2, so that older runtimes refuse it; found \(formatVersion).", field: "formatVersion")
+        }
+        let files = self.files
+        if formatVersion < Self.chunkedFormatVersion, let i = files.firstIndex(where: { !$0.chunks.isEmpty }) {
+            throw FormatError(.invalidValue, "A manifest with chunked files must have format version \(Self.chunkedFormatVersion), so that older runtimes refuse it; found \(formatVersion) with chunks in '\(files[i].path)'.", field: "files[\(i)].chunks")
         }
         let axes = try validateAxes()
         guard !catalogID.isEmpty else {
@@ -96,7 +100,6 @@ extension VersionManifest {
             }
         }
 
-        let files = self.files
         var paths: [String: Int] = [:]  // path -> position of its first file
         var entries: [String: FileRecord] = [:]  // "pack/entry" -> first file using it
         for (i, file) in files.enumerated() {
@@ -131,10 +134,11 @@ extension VersionManifest {
             if file.method == .stored, file.storedSize != file.size {
                 throw FormatError(.invalidValue, "'\(file.path)' is stored uncompressed, so its stored size must equal its size.", field: "\(field).storedSize")
             }
+            try FileChunk.validate(file.chunks, size: file.size, storedSize: file.storedSize, method: file.method, path: file.path, field: field)
             let key = file.pack + "/" + file.entry
             if let first = entries[key] {
                 guard first.sha256 == file.sha256, first.size == file.size, first.storedSize == file.storedSize,
-                      first.headerOffset == file.headerOffset, first.method == file.method else {
+                      first.headerOffset == file.headerOffset, first.method == file.method, first.chunks == file.chunks else {
                     throw FormatError(.duplicate, "'\(file.path)' and '\(first.path)' share entry '\(file.entry)' but disagree about its content.", field: "\(field).entry")
                 }
             } else {

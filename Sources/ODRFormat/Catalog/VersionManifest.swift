@@ -16,14 +16,24 @@ import Foundation
 /// for id in index.tag(named: "level3")?.packs ?? [] { print(index.pack(id: id)!.archivePath) }
 /// ```
 public struct VersionManifest: Codable, Sendable, Equatable {
-    /// The newest format version this library reads and writes: 2, for manifests with variants.
+    /// The newest format version this library reads and writes: 4, for manifests with chunked files.
     ///
-    /// A manifest without ``variantAxes`` is written as version 1, byte for byte what earlier
-    /// libraries wrote, so they still read it; one with variants is version 2, which those
-    /// libraries refuse with `unsupported-format-version` rather than misread.
-    public static let currentFormatVersion = 2
+    /// A manifest without ``variantAxes`` or chunked files is written as version 1, byte for byte
+    /// what earlier libraries wrote, so they still read it; one with variants is version 2, and one
+    /// with any chunked file (``FileRecord/chunks``) is version 4, which older libraries refuse with
+    /// `unsupported-format-version` rather than misread. Version 3 is a ``SplitManifest``.
+    public static let currentFormatVersion = 4
+    /// The format version of a whole manifest with any chunked file: 4.
+    public static let chunkedFormatVersion = 4
+    /// The format versions a whole manifest may have: 1, 2 and 4.
+    public static func isWholeFormatVersion(_ version: Int) -> Bool { version == 1 || version == 2 || version == chunkedFormatVersion }
     /// The format version of a manifest with these axes: 1 without variants, 2 with.
     public static func formatVersion(forAxes axes: [VariantAxis]) -> Int { axes.isEmpty ? 1 : 2 }
+    /// The format version of a manifest with these axes and files: 4 when any file is chunked,
+    /// otherwise ``formatVersion(forAxes:)``.
+    public static func formatVersion(forAxes axes: [VariantAxis], files: some Sequence<FileRecord>) -> Int {
+        files.contains { !$0.chunks.isEmpty } ? chunkedFormatVersion : formatVersion(forAxes: axes)
+    }
 
     /// The format version of this file.
     public var formatVersion: Int
@@ -64,14 +74,15 @@ public struct VersionManifest: Codable, Sendable, Equatable {
 
     var fileTable: FileTable
 
-    /// Creates a manifest; `formatVersion` defaults to the one its axes need (1 without, 2 with).
+    /// Creates a manifest; `formatVersion` defaults to the one its axes and files need (1 without
+    /// variants, 2 with, 4 with any chunked file).
     public init(
         formatVersion: Int? = nil,
         catalogID: String, version: Int,
         tags: [TagRecord], initialInstallTags: [String], prefetchOrder: [String],
         packs: [PackRecord], files: [FileRecord], variantAxes: [VariantAxis] = []
     ) {
-        self.formatVersion = formatVersion ?? Self.formatVersion(forAxes: variantAxes)
+        self.formatVersion = formatVersion ?? Self.formatVersion(forAxes: variantAxes, files: files)
         self.variantAxes = variantAxes
         self.catalogID = catalogID
         self.version = version
@@ -91,7 +102,7 @@ public struct VersionManifest: Codable, Sendable, Equatable {
         // Checked before the other keys, which a newer format may not have: a split manifest
         // (format 3) has no tags, packs or files, and must be refused as a version, not as bad JSON.
         let formatVersion = try container.decode(Int.self, forKey: .formatVersion)
-        guard formatVersion <= Self.currentFormatVersion else { throw Self.unsupported(formatVersion) }
+        guard Self.isWholeFormatVersion(formatVersion) || formatVersion < 1 else { throw Self.unsupported(formatVersion) }
         self.init(
             formatVersion: formatVersion,
             catalogID: try container.decode(String.self, forKey: .catalogID),
@@ -106,15 +117,15 @@ public struct VersionManifest: Codable, Sendable, Equatable {
 
     /// The error for a manifest of a format version above ``currentFormatVersion``.
     static func unsupported(_ formatVersion: Int) -> FormatError {
-        if formatVersion == SplitManifest.formatVersion {
+        if SplitManifest.isSplitFormatVersion(formatVersion) {
             return FormatError(
                 .unsupportedFormatVersion,
-                "The manifest has format version 3: its tags, packs and files are in split metadata files (odrpack build --split-metadata), and this reader takes only manifests that list them inline (formats 1 and 2). Update to a runtime that reads split catalogs, or rebuild the catalog without --split-metadata.",
+                "The manifest has format version 3: its tags, packs and files are in split metadata files (odrpack build --split-metadata), and this reader takes only manifests that list them inline (formats 1, 2 and 4). Update to a runtime that reads split catalogs, or rebuild the catalog without --split-metadata.",
                 field: "formatVersion")
         }
         return FormatError(
             .unsupportedFormatVersion,
-            "The manifest has format version \(formatVersion); this library reads versions 1 to \(currentFormatVersion). Update the runtime or rebuild the catalog with a matching odrpack.",
+            "The manifest has format version \(formatVersion); this library reads versions 1, 2, 4 and split 3 and 5. Update the runtime or rebuild the catalog with a matching odrpack.",
             field: "formatVersion")
     }
 
