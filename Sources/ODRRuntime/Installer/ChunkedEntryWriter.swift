@@ -147,8 +147,7 @@ final class ChunkedEntryWriter: @unchecked Sendable {
             throw ResourceError(.integrity, "Chunk \(done + 1) of \(chunks.count) of '\(entry.name)' (pack \(packID.prefix(12))) was refused: \(error) The chunks verified before it are kept; fetch again.",
                                 url: source, cause: error as? FormatError)
         }
-        try buffer.withUnsafeBytes { all throws(ResourceError) in
-            let piece = UnsafeRawBufferPointer(rebasing: all[..<filled])
+        try withPrefix(of: buffer, count: filled) { piece throws(ResourceError) in
             try check(piece, done)
             try writeChecked(piece)
         }
@@ -169,8 +168,7 @@ final class ChunkedEntryWriter: @unchecked Sendable {
             heldFiles[path] = file
         }
         guard read(Int(chunk.size), from: file, at: held.offset) else { return false }
-        return try buffer.withUnsafeBytes { all throws(ResourceError) in
-            let piece = UnsafeRawBufferPointer(rebasing: all[..<Int(chunk.size)])
+        return try withPrefix(of: buffer, count: Int(chunk.size)) { piece throws(ResourceError) in
             var hash = StreamingSHA256()
             hash.update(piece)
             guard hash.finalize() == chunk.sha256 else { return false }
@@ -255,6 +253,14 @@ final class ChunkedEntryWriter: @unchecked Sendable {
     }
 }
 
+/// `body` over the first `count` bytes of `array`, throwing its error typed.
+private func withPrefix<T>(of array: [UInt8], count: Int, _ body: (UnsafeRawBufferPointer) throws(ResourceError) -> T) throws(ResourceError) -> T {
+    let result: Result<T, ResourceError> = array.withUnsafeBytes { all in
+        Result { () throws(ResourceError) -> T in try body(UnsafeRawBufferPointer(rebasing: all[..<count])) }
+    }
+    return try result.get()
+}
+
 /// Receives one range request's bytes of a chunked entry: the compressed bytes of the chunks
 /// `fetch.chunks`, back to back. Each chunk is handed to the ``ChunkedEntryWriter`` once all its
 /// bytes are in; a response that starts over takes the writer back to where the request began.
@@ -301,7 +307,7 @@ final class ChunkRangeSink: TransferSink, @unchecked Sendable {
 
     func write(_ bytes: Data) async throws {
         guard begun else { throw ResourceError(.storageFailure, "Pack bytes arrived before the response began.", url: source) }
-        try bytes.withUnsafeBytes { (raw: UnsafeRawBufferPointer) throws(ResourceError) in
+        try bytes.withUnsafeBytes { (raw: UnsafeRawBufferPointer) in
             var offset = 0
             while offset < raw.count {
                 guard next < fetch.chunks.upperBound else {
@@ -316,7 +322,7 @@ final class ChunkRangeSink: TransferSink, @unchecked Sendable {
                 } else {
                     pending.append(contentsOf: piece)
                     guard pending.count == size else { continue }
-                    try pending.withUnsafeBytes { chunk throws(ResourceError) in try writer.append(archiveBytes: chunk) }
+                    try pending.withUnsafeBytes { try writer.append(archiveBytes: $0) }
                     pending.removeAll(keepingCapacity: true)
                 }
                 next += 1
