@@ -59,7 +59,10 @@ public struct CatalogBuilder: Sendable {
 
         let split = options.splitMetadata ?? rules.splitMetadata
         try catalog.createLayout()
-        var archiver = PackArchiver(catalog: catalog, options: options.packOptions)
+        var packOptions = options.packOptions
+        packOptions.chunkThreshold = rules.limits.chunkThreshold
+        var archiver = PackArchiver(catalog: catalog, options: packOptions)
+        archiver.knownChunkTables = cache?.chunkTables(for: packOptions.chunkSizes) ?? [:]
         var metadata = SplitMetadataWriter(catalog: catalog)
         var previous: CatalogDirectory.LoadedVersion?
         if let index {
@@ -109,6 +112,9 @@ public struct CatalogBuilder: Sendable {
             try catalog.writeIndex(newIndex, signing: options.signing)
         }
         if var cache, let location = options.cache {
+            for file in manifest.files where !file.chunks.isEmpty {
+                cache.recordChunks(file.chunks, sha256: file.sha256, sizes: packOptions.chunkSizes)
+            }
             cache.retain(paths: Set(scan.files.map(\.path)))
             try cache.save(to: location)
         }
@@ -119,6 +125,9 @@ public struct CatalogBuilder: Sendable {
             published: published, plan: plan, written: written, rules: rules, hashing: hashing,
             warnings: scan.warnings + plan.warnings)
         built.followedLinks = scan.followedLinks
+        if manifest.files.contains(where: { !$0.chunks.isEmpty }) {
+            built.chunking = ChunkSummary(of: manifest, against: previous?.manifest)
+        }
         if split {
             built.splitMetadata = BuildReport.SplitMetadataCounts(written: metadata.written, reused: metadata.reused)
         }

@@ -2,7 +2,9 @@ import Foundation
 import ODRFormat
 
 /// Remembers the SHA-256 of every asset file, keyed by its path, size, modification time and inode,
-/// so that a rebuild hashes only the files that changed.
+/// so that a rebuild hashes only the files that changed; and the chunk table of every chunked file,
+/// keyed by its SHA-256 and the chunk sizes, so that a pack written again does not chunk an
+/// unchanged large file again.
 ///
 /// A cache that is missing, unreadable or from another version is treated as empty: it can only
 /// save work, never change what a build produces.
@@ -23,12 +25,22 @@ public struct BuildCache: Sendable, Equatable {
         var sha256: String
     }
 
+    /// One chunk as the cache keeps it: the stored size depends on the pack writer, not the content.
+    struct ChunkEntry: Codable, Sendable, Equatable {
+        var size: Int64
+        var sha256: String
+    }
+
     private struct Stored: Codable {
         var formatVersion: Int
         var entries: [String: Entry]
+        /// Absent in caches written before chunking; such a cache simply knows no tables.
+        var chunkTables: [String: [ChunkEntry]]?
     }
 
     private(set) var entries: [String: Entry] = [:]
+    /// Chunk tables by ``chunkKey(sha256:sizes:)``.
+    private(set) var chunkTables: [String: [ChunkEntry]] = [:]
 
     /// An empty cache.
     public init() {}
@@ -41,6 +53,7 @@ public struct BuildCache: Sendable, Equatable {
         else { return BuildCache() }
         var cache = BuildCache()
         cache.entries = stored.entries
+        cache.chunkTables = stored.chunkTables ?? [:]
         return cache
     }
 
@@ -61,9 +74,33 @@ public struct BuildCache: Sendable, Equatable {
             size: file.size, modificationTime: file.modificationTime, inode: file.inode, sha256: sha256)
     }
 
-    /// Forgets every file not in `paths` (deleted or excluded since the last build).
+    /// Forgets every file not in `paths` (deleted or excluded since the last build), and every
+    /// chunk table of content no remaining file has.
     public mutating func retain(paths: Set<String>) {
         entries = entries.filter { paths.contains($0.key) }
+        let contents = Set(entries.values.map(\.sha256))
+        chunkTables = chunkTables.filter { contents.contains(String($0.key.prefix(64))) }
+    }
+
+    static func chunkKey(sha256: String, sizes: FastCDC.Parameters) -> String {
+        "\(sha256) \(sizes.minimumSize)/\(sizes.averageSize)/\(sizes.maximumSize)"
+    }
+
+    /// The chunk tables known for `sizes`, by content SHA-256, with stored sizes equal to sizes
+    /// (the pack writer recomputes them): what ``PackArchiver/knownChunkTables`` takes.
+    public func chunkTables(for sizes: FastCDC.Parameters) -> [String: [FileChunk]] {
+        let suffix = Self.chunkKey(sha256: "", sizes: sizes)
+        var tables: [String: [FileChunk]] = [:]
+        for (key, table) in chunkTables where key.hasSuffix(suffix) && key.utf8.count == 64 + suffix.utf8.count {
+            tables[String(key.prefix(64))] = table.map { FileChunk(size: $0.size, storedSize: $0.size, sha256: $0.sha256) }
+        }
+        return tables
+    }
+
+    /// Remembers the chunk table of the content `sha256`, cut with `sizes`.
+    public mutating func recordChunks(_ chunks: [FileChunk], sha256: String, sizes: FastCDC.Parameters) {
+        guard !chunks.isEmpty else { return }
+        chunkTables[Self.chunkKey(sha256: sha256, sizes: sizes)] = chunks.map { ChunkEntry(size: $0.size, sha256: $0.sha256) }
     }
 
     /// Writes the cache to `url` atomically, creating its folder.
@@ -73,7 +110,7 @@ public struct BuildCache: Sendable, Equatable {
                 at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys]
-            let data = try encoder.encode(Stored(formatVersion: Self.formatVersion, entries: entries))
+            let data = try encoder.encode(Stored(formatVersion: Self.formatVersion, entries: entries, chunkTables: chunkTables.isEmpty ? nil : chunkTables))
             try data.write(to: url, options: .atomic)
         } catch {
             throw BuildError(.catalogIO, "cannot write the build cache; pass --no-cache or another --cache path", file: url.path, cause: error)

@@ -14,6 +14,18 @@ public struct CatalogDiff: Codable, Sendable, Equatable {
         public var priorityChanged: Bool
     }
 
+    /// A changed file of `to` that is chunked: what reaching it costs chunk by chunk.
+    public struct ChunkedFile: Codable, Sendable, Equatable {
+        /// The path (variants as in ``CatalogDiff/changedFiles``).
+        public var path: String
+        /// Its chunks in `to`.
+        public var chunks: Int
+        /// Those whose content no file of `from` holds.
+        public var changedChunks: Int
+        /// Their stored bytes: what a client holding `from` fetches for the file.
+        public var bytesToMove: Int64
+    }
+
     /// The version compared from.
     public var from: Int
     /// The version compared to.
@@ -41,6 +53,8 @@ public struct CatalogDiff: Codable, Sendable, Equatable {
     public var downloadBytes: Int64
     /// The archive bytes of the new packs: what downloading them whole would cost.
     public var archiveBytes: Int64
+    /// The changed or added files of `to` that are chunked, by path; `nil` when there are none.
+    public var chunkedFiles: [ChunkedFile]?
 
     /// Compares two manifests.
     public init(from old: VersionManifest, to new: VersionManifest) {
@@ -89,6 +103,13 @@ public struct CatalogDiff: Codable, Sendable, Equatable {
         changedFiles = newFiles.keys.filter { oldFiles[$0] != nil && oldFiles[$0] != newFiles[$0] }.sorted()
         downloadBytes = fetchBytes(addedPacks, holding: Set(old.files.map(\.sha256)))
         archiveBytes = addedPacks.lazy.map { newPackRecords[$0]?.archiveBytes ?? 0 }.clampedSum()
+        let held = ChunkSummary.heldChunks(in: old)
+        let touched = Set(changedFiles + addedFiles)
+        let chunked = new.files.filter { !$0.chunks.isEmpty && touched.contains(label($0)) }.map { file in
+            let moved = ChunkSummary.toMove(file, holding: held)
+            return ChunkedFile(path: label(file), chunks: file.chunks.count, changedChunks: moved.chunks, bytesToMove: moved.bytes)
+        }
+        chunkedFiles = chunked.isEmpty ? nil : chunked.sorted { $0.path < $1.path }
     }
 
     /// Reads versions `from` and `to` of a catalog and compares them.
@@ -119,6 +140,9 @@ public struct CatalogDiff: Codable, Sendable, Equatable {
         section("files added", addedFiles)
         section("files removed", removedFiles)
         section("files changed", changedFiles)
+        section("chunked files changed", (chunkedFiles ?? []).map {
+            "\($0.path): \($0.changedChunks) of \($0.chunks) chunks changed, \(ByteCount.format($0.bytesToMove)) to move"
+        })
         return lines.joined(separator: "\n") + "\n"
     }
 }

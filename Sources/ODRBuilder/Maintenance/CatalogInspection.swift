@@ -66,6 +66,12 @@ public struct CatalogInspection: Codable, Sendable, Equatable {
                 "split metadata (format 3): manifest \(ByteCount.format(split.manifestBytes)), \(split.bins) tag bins and \(split.tables) file tables, "
                     + "\(ByteCount.format(split.metadataBytes)) in meta/")
         }
+        if manifest.files.contains(where: { !$0.chunks.isEmpty }) {
+            let chunks = ChunkSummary(of: manifest, against: nil)
+            lines.append(
+                "chunked files (format \(manifest.formatVersion)): \(chunks.files), \(ByteCount.format(chunks.bytes)) in \(chunks.chunks) chunks "
+                    + "(\(ByteCount.format(chunks.bytes / Int64(max(1, chunks.chunks)))) on average)")
+        }
         lines.append("initial install: " + (manifest.initialInstallTags.isEmpty ? "none" : manifest.initialInstallTags.joined(separator: ", ")))
         lines.append("prefetch order: " + (manifest.prefetchOrder.isEmpty ? "none" : manifest.prefetchOrder.joined(separator: ", ")))
         if !manifest.variantAxes.isEmpty {

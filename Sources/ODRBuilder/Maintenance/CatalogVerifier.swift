@@ -122,6 +122,12 @@ public struct CatalogVerifier: Sendable {
                     file: location.path)
             }
             try archive.verify(expecting: expected, archiveSHA256: pack.id)
+            // Each chunk on its own, as a client reusing the others fetches it: its bytes hash to
+            // its digest, and a deflated one inflates alone.
+            var checkedEntries = Set<String>()
+            for file in lookup.files(inPack: pack.id) where !file.chunks.isEmpty && checkedEntries.insert(file.entry).inserted {
+                try FileChunk.verifyChunks(of: file, inArchiveAt: location)
+            }
         } catch let error as BuildError {
             throw error
         } catch let error as FormatError {

@@ -15,6 +15,10 @@ extension BuildReport {
         if let splitMetadata {
             lines.append("split metadata: \(splitMetadata.written) metadata file(s) written, \(splitMetadata.reused) unchanged and reused")
         }
+        if let chunking {
+            lines.append("chunked files: \(chunking.files) (\(ByteCount.format(chunking.bytes)) in \(chunking.chunks) chunks); "
+                         + "\(chunking.changedChunks) chunk(s) changed since the previous version, \(ByteCount.format(chunking.bytesToMove)) to move")
+        }
         lines.append("")
         lines.append("packs (\(packs.count), \(writtenPacks) written, \(packs.count - writtenPacks) reused):")
         for pack in packs {

@@ -123,4 +123,8 @@ public struct BuildReport: Codable, Sendable, Equatable {
 
     /// For a build with split metadata (format 3): the metadata files written and reused; `nil` otherwise.
     public var splitMetadata: SplitMetadataCounts?
+
+    /// For a version with chunked files: how many, their chunks, and against the version before
+    /// it the chunks that changed and their bytes; `nil` when no file is chunked.
+    public var chunking: ChunkSummary?
 }

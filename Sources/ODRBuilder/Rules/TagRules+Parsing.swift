@@ -176,10 +176,19 @@ private struct RulesParser {
             rules.untagged = policy
         }
         if let value = root["limits"] {
-            let limits = try object(value, key: "limits", allowed: ["packSize", "initialInstallAndPrefetch"])
+            let limits = try object(value, key: "limits", allowed: ["packSize", "initialInstallAndPrefetch", "chunkThreshold"])
             if let size = limits["packSize"] { rules.limits.packSize = try byteCount(size, key: "limits.packSize") }
             if let budget = limits["initialInstallAndPrefetch"] {
                 rules.limits.initialInstallAndPrefetch = try byteCount(budget, key: "limits.initialInstallAndPrefetch")
+            }
+            if let threshold = limits["chunkThreshold"] {
+                // 0 (or "0") turns chunking off; anything else is a byte count like the other limits.
+                let off: Bool = switch threshold {
+                case .number(let number): number == 0
+                case .string(let text): text.trimmingCharacters(in: .whitespaces) == "0"
+                default: false
+                }
+                rules.limits.chunkThreshold = off ? 0 : try byteCount(threshold, key: "limits.chunkThreshold")
             }
         }
         let defined = Set(rules.definedTagNames)

@@ -31,7 +31,11 @@ public struct TagRules: Sendable, Equatable {
         public var packSize: Int64 = 512 * 1024 * 1024
         /// The budget for the uncompressed bytes of initial-install plus prefetch tags.
         public var initialInstallAndPrefetch: Int64 = 2 * 1024 * 1024 * 1024
-        /// Creates the default limits (512 MiB packs, 2 GiB initial install plus prefetch).
+        /// Files of at least this many bytes are cut into content-defined chunks, so an update
+        /// moves only their changed chunks; 0 turns chunking off. See `docs/ODRPACK.md`, "Chunking".
+        public var chunkThreshold: Int64 = 8 * 1024 * 1024
+        /// Creates the default limits (512 MiB packs, 2 GiB initial install plus prefetch, chunks
+        /// for files of 8 MiB and more).
         public init() {}
     }
 

@@ -16,6 +16,9 @@ public struct PackArchiver: Sendable {
     public var options: PackWriter.Options
     /// Packs of earlier versions, keyed by their content signature.
     var reusable: [String: WrittenPackSource] = [:]
+    /// Chunk tables an earlier build computed with the same ``PackWriter/Options/chunkSizes``,
+    /// by content SHA-256 (from the build cache): an unchanged large file is not chunked again.
+    public var knownChunkTables: [String: [FileChunk]] = [:]
 
     struct WrittenPackSource: Sendable {
         var record: PackRecord
@@ -36,7 +39,7 @@ public struct PackArchiver: Sendable {
         for pack in manifest.packs {
             let entries = entriesByPack[pack.id] ?? [:]
             let signature = Self.signature(
-                tags: pack.tags, variant: pack.variant, entries: entries.values.map { ($0.entry, $0.sha256) })
+                tags: pack.tags, variant: pack.variant, entries: entries.values.map { ($0.entry, $0.sha256, !$0.chunks.isEmpty) })
             guard reusable[signature] == nil else { continue }
             let attributes = try? FileManager.default.attributesOfItem(atPath: catalog.packURL(id: pack.id).path)
             guard let size = attributes?[.size] as? NSNumber, size.int64Value == pack.archiveBytes else { continue }
@@ -44,19 +47,24 @@ public struct PackArchiver: Sendable {
         }
     }
 
-    /// A key that equal packs share: tag set, variant, and sorted (entry name, SHA-256) pairs.
-    static func signature(tags: [String], variant: Variant, entries: [(String, String)]) -> String {
+    /// A key that equal packs share: tag set, variant, and sorted (entry name, SHA-256, chunked)
+    /// triples. An entry chunked in one and not the other has other bytes (the flushes), so the
+    /// packs differ: a catalog built again with another `limits.chunkThreshold` rewrites them.
+    static func signature(tags: [String], variant: Variant, entries: [(String, String, Bool)]) -> String {
         var text = tags.sorted().joined(separator: ",") + "\n"
         if !variant.isEmpty { text += "variant \(variant.variantDescription)\n" }
-        for (name, sha) in entries.sorted(by: { $0.0 < $1.0 }) { text += "\(sha) \(name)\n" }
+        for (name, sha, chunked) in entries.sorted(by: { $0.0 < $1.0 }) { text += "\(sha) \(name)\(chunked ? " chunked" : "")\n" }
         return ContentHash.sha256Hex(of: Data(text.utf8))
     }
+
+    /// Whether an entry of `size` bytes is chunked under ``options``.
+    func isChunked(_ size: Int64) -> Bool { options.chunkThreshold > 0 && size >= options.chunkThreshold }
 
     /// Writes (or reuses) one pack.
     ///
     /// - Parameter progress: called with the uncompressed bytes of each entry once it is written.
     public func write(_ pack: PackPlan.Pack, progress: (Int64) -> Void = { _ in }) throws(BuildError) -> WrittenPack {
-        let signature = Self.signature(tags: pack.tags, variant: pack.variant, entries: pack.entries.map { ($0.name, $0.sha256) })
+        let signature = Self.signature(tags: pack.tags, variant: pack.variant, entries: pack.entries.map { ($0.name, $0.sha256, isChunked($0.size)) })
         if let source = reusable[signature] {
             var files: [FileRecord] = []
             for entry in pack.entries {
@@ -76,7 +84,7 @@ public struct PackArchiver: Sendable {
         do {
             let writer = try PackWriter(creating: temporary, options: options)
             for entry in pack.entries {
-                let written = try writer.addEntry(named: entry.name, contentsOf: entry.source)
+                let written = try writer.addEntry(named: entry.name, contentsOf: entry.source, knownChunks: knownChunkTables[entry.sha256])
                 guard written.sha256 == entry.sha256 else {
                     throw BuildError(
                         .assetsUnreadable, "the file changed while it was being packed; build again once it is stable",
@@ -104,7 +112,7 @@ public struct PackArchiver: Sendable {
                 files.append(FileRecord(
                     path: path, pack: summary.sha256, entry: written.name, sha256: written.sha256,
                     storedSize: written.storedSize, size: written.size, headerOffset: written.headerOffset,
-                    method: written.method, variant: pack.variant))
+                    method: written.method, variant: pack.variant, chunks: written.chunks))
             }
         }
         let record = PackRecord(

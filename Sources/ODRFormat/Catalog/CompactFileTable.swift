@@ -25,8 +25,14 @@ import Darwin
 /// 1 deflate). After the records: the heap, the file positions in path order (only when the
 /// manifest's own order is not the UTF-8 byte order of paths), each pack's first position in the
 /// by-pack list (one more than there are packs), and the by-pack list of file positions.
+///
+/// In a chunked layout (``VersionManifest`` compact layout 4, written only when a file has chunks)
+/// the header also holds the total chunk count, and after the by-pack list come each file's first
+/// chunk number (one more than there are files) and the chunk records: size, stored size (8 bytes
+/// each) and the raw SHA-256, ``chunkWidth`` bytes each.
 final class CompactFileTable: Sendable {
     static let recordWidth = 77
+    static let chunkWidth = 48
 
     /// The whole compact manifest; the offsets below are relative to its first byte.
     private let data: Data
@@ -43,6 +49,9 @@ final class CompactFileTable: Sendable {
     private let orderStart: Int?
     private let packStartsStart: Int
     private let packFilesStart: Int
+    /// Where the chunk starts and records begin, or `nil` in a layout without chunks.
+    private let chunkStartsStart: Int?
+    private let chunkRecordsStart: Int
     /// Every record, once something asked for all of them.
     private let materialized = Locked<[FileRecord]?>(nil)
 
@@ -54,13 +63,14 @@ final class CompactFileTable: Sendable {
     /// - Throws: ``CompactReader/corrupt`` when the section does not end exactly at the end of the
     ///   bytes, or a record points outside them or holds an impossible size.
     init(data: Data, raw: UnsafeRawBufferPointer, reader: inout CompactReader, packIDs: [String], packVariants: [Variant],
-         packArchiveBytes: [Int64]) throws(FormatError) {
+         packArchiveBytes: [Int64], chunked: Bool = false) throws(FormatError) {
         self.data = data
         self.packIDs = packIDs
         self.packVariants = packVariants
         count = try reader.count()
         let inPathOrder = try reader.byte()
         heapLength = try reader.count()
+        let chunkCount = chunked ? try reader.count() : 0
         guard inPathOrder <= 1 else { throw CompactReader.corrupt }
         let remaining = raw.count - reader.offset
         // Checked although count() bounds each by the bytes left: a lie must fail, never trap.
@@ -77,7 +87,9 @@ final class CompactFileTable: Sendable {
         let recordBytes = try product(count, Self.recordWidth)
         let orderBytes = inPathOrder == 1 ? 0 : try product(4, count)
         let packBytes = try sum(try product(4, try sum(packIDs.count, 1)), try product(4, count))
-        guard recordBytes <= remaining, remaining - recordBytes == (try sum(heapLength, try sum(orderBytes, packBytes))) else {
+        let chunkBytes = chunked ? try sum(try product(4, try sum(count, 1)), try product(Self.chunkWidth, chunkCount)) : 0
+        guard recordBytes <= remaining,
+              remaining - recordBytes == (try sum(heapLength, try sum(orderBytes, try sum(packBytes, chunkBytes)))) else {
             throw CompactReader.corrupt
         }
         recordsStart = reader.offset
@@ -85,11 +97,30 @@ final class CompactFileTable: Sendable {
         orderStart = inPathOrder == 1 ? nil : heapStart + heapLength
         packStartsStart = heapStart + heapLength + orderBytes
         packFilesStart = packStartsStart + 4 * (packIDs.count + 1)
+        chunkStartsStart = chunked ? packFilesStart + 4 * count : nil
+        chunkRecordsStart = packFilesStart + 4 * count + (chunked ? 4 * (count + 1) : 0)
         reader.offset = raw.count
-        try check(raw, packArchiveBytes: packArchiveBytes)
+        try check(raw, packArchiveBytes: packArchiveBytes, chunkCount: chunkCount)
     }
 
-    private func check(_ raw: UnsafeRawBufferPointer, packArchiveBytes: [Int64]) throws(FormatError) {
+    private func check(_ raw: UnsafeRawBufferPointer, packArchiveBytes: [Int64], chunkCount: Int) throws(FormatError) {
+        if let chunkStartsStart {
+            // Each file's chunks follow the previous file's; every table obeys FileChunk.validate.
+            guard raw.u32(chunkStartsStart) == 0, raw.u32(chunkStartsStart + 4 * count) == chunkCount else { throw CompactReader.corrupt }
+            for position in 0..<count {
+                let start = raw.u32(chunkStartsStart + 4 * position), end = raw.u32(chunkStartsStart + 4 * (position + 1))
+                guard start <= end, end <= chunkCount else { throw CompactReader.corrupt }
+                guard start < end else { continue }
+                let base = recordsStart + position * Self.recordWidth
+                let method: CompressionMethod = raw[base + 76] == 0 ? .stored : .deflate
+                do {
+                    try FileChunk.validate(chunks(at: position, raw), size: raw.i64(base + 60), storedSize: raw.i64(base + 52),
+                                           method: method, path: "", field: "files[\(position)]")
+                } catch {
+                    throw CompactReader.corrupt
+                }
+            }
+        }
         for position in 0..<count {
             let base = recordsStart + position * Self.recordWidth
             let path = raw.u32(base) + raw.u32(base + 4), entry = raw.u32(base + 8) + raw.u32(base + 12)
@@ -193,14 +224,26 @@ final class CompactFileTable: Sendable {
             entry: samePlace ? path : String(decoding: string(raw, at: base + 8), as: UTF8.self),
             sha256: ContentHash.hex(UnsafeRawBufferPointer(rebasing: raw[(base + 20)..<(base + 52)])),
             storedSize: raw.i64(base + 52), size: raw.i64(base + 60), headerOffset: raw.i64(base + 68),
-            method: raw[base + 76] == 0 ? .stored : .deflate, variant: packVariants[pack])
+            method: raw[base + 76] == 0 ? .stored : .deflate, variant: packVariants[pack], chunks: chunks(at: position, raw))
     }
 
-    /// Appends the file section for `files` (whose packs are `packs`) to `output`.
+    /// The chunks of the file at `position`; none in a layout without chunks.
+    private func chunks(at position: Int, _ raw: UnsafeRawBufferPointer) -> [FileChunk] {
+        guard let chunkStartsStart else { return [] }
+        let start = raw.u32(chunkStartsStart + 4 * position), end = raw.u32(chunkStartsStart + 4 * (position + 1))
+        return (start..<end).map { number in
+            let base = chunkRecordsStart + number * Self.chunkWidth
+            return FileChunk(size: raw.i64(base), storedSize: raw.i64(base + 8),
+                             sha256: ContentHash.hex(UnsafeRawBufferPointer(rebasing: raw[(base + 16)..<(base + 48)])))
+        }
+    }
+
+    /// Appends the file section for `files` (whose packs are `packs`) to `output`; with the chunk
+    /// section when `chunked` (which ``VersionManifest`` sets when any file has chunks).
     ///
     /// - Throws: ``FormatError`` `invalid-value` for a digest that is not 64 lowercase hex digits,
     ///   or a file whose pack is not among `packs`: the compact form is for valid manifests only.
-    static func encode(_ files: [FileRecord], packs: [PackRecord], into output: inout ByteWriter) throws(FormatError) {
+    static func encode(_ files: [FileRecord], packs: [PackRecord], chunked: Bool = false, into output: inout ByteWriter) throws(FormatError) {
         var packPositions: [String: Int] = [:]
         packPositions.reserveCapacity(packs.count)
         for (position, pack) in packs.enumerated() where packPositions[pack.id] == nil { packPositions[pack.id] = position }
@@ -243,6 +286,11 @@ final class CompactFileTable: Sendable {
         output.varint(files.count)
         output.bytes.append(inPathOrder ? 1 : 0)
         output.varint(heap.bytes.count)
+        let chunkCount = chunked ? files.reduce(0) { $0 + $1.chunks.count } : 0
+        guard UInt32(exactly: chunkCount) != nil else {
+            throw FormatError(.invalidValue, "The manifest has more than 2^32 chunks; it has no compact form.")
+        }
+        if chunked { output.varint(chunkCount) }
         output.append(records.bytes)
         output.append(heap.bytes)
         if !inPathOrder { for position in order { output.u32(UInt32(position)) } }
@@ -253,6 +301,23 @@ final class CompactFileTable: Sendable {
             output.u32(start)
         }
         for list in byPack { for position in list { output.u32(position) } }
+        guard chunked else { return }
+        var first: UInt32 = 0
+        output.u32(first)
+        for file in files {
+            first += UInt32(file.chunks.count)
+            output.u32(first)
+        }
+        for (position, file) in files.enumerated() {
+            for (i, chunk) in file.chunks.enumerated() {
+                guard let digest = HexDigest.bytes(ofSHA256: chunk.sha256) else {
+                    throw FormatError(.invalidValue, "A chunk's sha256 must be 64 lowercase hex digits.", field: "files[\(position)].chunks[\(i)].sha256")
+                }
+                output.u64(UInt64(bitPattern: chunk.size))
+                output.u64(UInt64(bitPattern: chunk.storedSize))
+                output.append(digest)
+            }
+        }
     }
 }
 

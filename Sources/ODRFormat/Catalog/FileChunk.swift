@@ -19,13 +19,13 @@ public struct FileChunk: Sendable, Hashable, Codable {
         self.sha256 = sha256
     }
 
-    /// The largest uncompressed chunk a manifest may list: 16 MiB, four times the builder's
-    /// largest (see ``FastCDC/Parameters``), so a reader's buffer for one chunk stays bounded.
+    /// The largest uncompressed chunk a manifest may list: 16 MiB, far above the builder's 1 MiB
+    /// (``FastCDC/Parameters/standard``), so a reader's buffer for one chunk stays bounded.
     public static let maximumSize: Int64 = 16 << 20
     /// The largest stored (compressed) chunk: deflate may grow incompressible bytes by 5 bytes per
     /// 64 KiB block plus the flush marker, far less than this 1/64 margin.
     public static let maximumStoredSize: Int64 = maximumSize + maximumSize / 64
-    /// The most chunks one file may have: 2^20, enough for a 1 TiB file at the default 1 MiB average.
+    /// The most chunks one file may have: 2^20, enough for a 256 GiB file at the default 256 KiB average.
     public static let maximumCount = 1 << 20
 
     /// Checks a file's chunk table against its sizes and method: the rules every reader applies,

@@ -74,14 +74,15 @@ public enum SplitMetadata {
             prefetchOrder: manifest.prefetchOrder, variantAxes: manifest.variantAxes, bins: pins,
             totals: .init(tags: manifest.tags.count, packs: manifest.packs.count, files: manifest.files.count,
                           archiveBytes: manifest.packs.lazy.map(\.archiveBytes).clampedSum(),
-                          installedBytes: manifest.packs.lazy.map(\.installedBytes).clampedSum()))
+                          installedBytes: manifest.packs.lazy.map(\.installedBytes).clampedSum()),
+            chunked: manifest.files.contains { !$0.chunks.isEmpty })
     }
 
     // MARK: Assembling
 
     /// Fetches and checks every bin and table of `manifest` and rebuilds the whole version manifest,
-    /// validated as ``VersionManifest/decode(from:)`` validates one (format version 1, or 2 with
-    /// variants).
+    /// validated as ``VersionManifest/decode(from:)`` validates one (format version 1, 2 with
+    /// variants, or 4 with chunked files, which only a split manifest of format 5 may hold).
     ///
     /// - Parameter fetch: returns the bytes of a metadata file, given its path relative to the
     ///   catalog (`meta/<sha256>.tagbin`); each is checked against its pin before it is decoded.
@@ -218,6 +219,13 @@ extension SplitMetadata.Parts {
             catalogID: manifest.catalogID, version: manifest.version, tags: tags, initialInstallTags: manifest.initialInstallTags,
             prefetchOrder: manifest.prefetchOrder, packs: packs, files: files, variantAxes: manifest.variantAxes)
         try result.validate()
+        let chunked = result.formatVersion == VersionManifest.chunkedFormatVersion
+        guard chunked == (manifest.formatVersion == SplitManifest.chunkedFormatVersion) else {
+            throw FormatError(
+                .invalidValue,
+                "The split manifest has format version \(manifest.formatVersion), but its file tables \(chunked ? "hold" : "hold no") chunked files; a version with chunks has format \(SplitManifest.chunkedFormatVersion), one without \(SplitManifest.formatVersion). Rebuild the catalog.",
+                field: "formatVersion")
+        }
         let totals = SplitManifest.Totals(
             tags: tags.count, packs: packs.count, files: files.count, archiveBytes: packs.lazy.map(\.archiveBytes).clampedSum(),
             installedBytes: packs.lazy.map(\.installedBytes).clampedSum())

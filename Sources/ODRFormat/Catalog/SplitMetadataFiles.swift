@@ -190,12 +190,19 @@ public struct PackFileTable: Sendable, Equatable {
 
     static let magic: [UInt8] = Array("ODRT".utf8)
     static let layout: UInt8 = 1
+    /// The layout of a table with any chunked file: each file record ends with its chunk table.
+    /// A table without chunks keeps layout 1, byte for byte.
+    static let chunkedLayout: UInt8 = 2
+
+    /// Whether any file of the table is chunked (and the table has layout 2).
+    public var isChunked: Bool { files.contains { !$0.chunks.isEmpty } }
 
     /// The table's compact bytes before compression; equal tables have equal bytes.
     public func compactBytes() throws(FormatError) -> Data {
         var out = ByteWriter()
         out.append(Self.magic)
-        out.bytes.append(Self.layout)
+        let chunked = isChunked
+        out.bytes.append(chunked ? Self.chunkedLayout : Self.layout)
         try out.sha256(pack)
         out.varint(UInt64(files.count))
         for file in files {
@@ -211,6 +218,13 @@ public struct PackFileTable: Sendable, Equatable {
             try out.unsigned(file.size)
             try out.unsigned(file.headerOffset)
             out.bytes.append(file.method == .deflate ? 1 : 0)
+            guard chunked else { continue }
+            out.varint(UInt64(file.chunks.count))
+            for chunk in file.chunks {
+                try out.unsigned(chunk.size)
+                try out.unsigned(chunk.storedSize)
+                try out.sha256(chunk.sha256)
+            }
         }
         return Data(out.bytes)
     }
@@ -236,7 +250,7 @@ public struct PackFileTable: Sendable, Equatable {
         let bytes = try SplitMetadata.inflate(data, file: file)
         let variant = expected?.pack.variant ?? [:]
         let table = try SplitMetadata.readCompact(bytes, file: file) { (reader: inout CompactReader) throws(FormatError) -> PackFileTable in
-            try reader.expect(magic: magic, layout: layout)
+            let chunked = try reader.expect(magic: magic, layouts: [layout, chunkedLayout]) == chunkedLayout
             let pack = try reader.sha256()
             var files: [FileRecord] = []
             let count = try reader.length()
@@ -257,8 +271,17 @@ public struct PackFileTable: Sendable, Equatable {
                 case 1: method = .deflate
                 default: throw CompactReader.corrupt
                 }
+                var chunks: [FileChunk] = []
+                if chunked {
+                    let chunkCount = try reader.length()
+                    guard chunkCount <= FileChunk.maximumCount else { throw CompactReader.corrupt }
+                    chunks.reserveCapacity(chunkCount)
+                    for _ in 0..<chunkCount {
+                        chunks.append(FileChunk(size: try reader.unsigned(), storedSize: try reader.unsigned(), sha256: try reader.sha256()))
+                    }
+                }
                 files.append(FileRecord(path: path, pack: pack, entry: entry, sha256: sha256, storedSize: storedSize, size: size,
-                                        headerOffset: headerOffset, method: method, variant: variant))
+                                        headerOffset: headerOffset, method: method, variant: variant, chunks: chunks))
             }
             return PackFileTable(pack: pack, files: files)
         }
@@ -276,6 +299,12 @@ public struct PackFileTable: Sendable, Equatable {
             if let problem = RelativePath.problem(in: record.entry) { throw FormatError(.invalidPath, "\(file) lists the entry '\(record.entry.prefix(80))': \(problem).", field: file) }
             if let previous, record.path <= previous { throw fail(.duplicate, "lists its paths out of order or twice ('\(record.path.prefix(80))')") }
             previous = record.path
+            do {
+                try FileChunk.validate(record.chunks, size: record.size, storedSize: record.storedSize, method: record.method,
+                                       path: String(record.path.prefix(80)), field: file)
+            } catch {
+                throw FormatError(error.code, "\(file): \(error.message) Fetch it again; if it persists, rebuild the catalog.", field: error.field)
+            }
         }
         guard let expected else { return }
         guard pack == expected.pack.id else {
@@ -334,8 +363,15 @@ extension ByteWriter {
 
 extension CompactReader {
     mutating func expect(magic: [UInt8], layout: UInt8) throws(FormatError) {
+        _ = try expect(magic: magic, layouts: [layout])
+    }
+
+    /// Reads the magic and a layout byte that must be one of `layouts`; returns it.
+    mutating func expect(magic: [UInt8], layouts: [UInt8]) throws(FormatError) -> UInt8 {
         for byte in magic { guard try self.byte() == byte else { throw CompactReader.corrupt } }
-        guard try byte() == layout else { throw CompactReader.corrupt }
+        let layout = try byte()
+        guard layouts.contains(layout) else { throw CompactReader.corrupt }
+        return layout
     }
 
     /// An unsigned varint that fits an `Int64`.

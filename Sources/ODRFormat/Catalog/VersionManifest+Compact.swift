@@ -23,6 +23,9 @@ import Foundation
 extension VersionManifest {
     static let compactMagic: [UInt8] = Array("ODRM".utf8)
     static let compactLayout: UInt8 = 3
+    /// The layout of a compact manifest with chunked files: layout 3 plus the chunk section (see
+    /// `CompactFileTable`). A manifest without chunks keeps layout 3, byte for byte.
+    static let compactChunkedLayout: UInt8 = 4
 
     /// The manifest in the compact binary form.
     ///
@@ -60,7 +63,9 @@ extension VersionManifest {
             body.stringList(variant.map(\.key), &strings)
             body.stringList(variant.map(\.value), &strings)
         }
-        try CompactFileTable.encode(files, packs: packs, into: &body)
+        let files = self.files
+        let chunked = files.contains { !$0.chunks.isEmpty }
+        try CompactFileTable.encode(files, packs: packs, chunked: chunked, into: &body)
 
         var payload = ByteWriter()
         payload.varint(strings.values.count)
@@ -71,7 +76,7 @@ extension VersionManifest {
         payload.append(body.bytes)
         var output = ByteWriter()
         output.append(Self.compactMagic)
-        output.bytes.append(Self.compactLayout)
+        output.bytes.append(chunked ? Self.compactChunkedLayout : Self.compactLayout)
         output.u64(payload.bytes.withUnsafeBytes { WordChecksum.of($0) })
         output.append(payload.bytes)
         return Data(output.bytes)
@@ -110,9 +115,11 @@ extension VersionManifest {
 
     private static func decodeCompact(_ raw: UnsafeRawBufferPointer, data: Data) throws(FormatError) -> VersionManifest {
         var reader = CompactReader(bytes: raw)
-        guard raw.starts(with: compactMagic), raw.count > compactMagic.count, raw[compactMagic.count] == compactLayout else {
-            throw FormatError(.corruptData, "This is not a compact manifest of layout \(compactLayout); decode the manifest's JSON instead.")
+        guard raw.starts(with: compactMagic), raw.count > compactMagic.count,
+              raw[compactMagic.count] == compactLayout || raw[compactMagic.count] == compactChunkedLayout else {
+            throw FormatError(.corruptData, "This is not a compact manifest of layout \(compactLayout) or \(compactChunkedLayout); decode the manifest's JSON instead.")
         }
+        let chunked = raw[compactMagic.count] == compactChunkedLayout
         reader.offset = compactMagic.count + 1
         let expected = try reader.littleEndian(width: 8)
         guard WordChecksum.of(UnsafeRawBufferPointer(rebasing: raw[reader.offset...])) == expected else { throw CompactReader.corrupt }
@@ -167,7 +174,7 @@ extension VersionManifest {
             throw CompactReader.corrupt
         }
         let files = try CompactFileTable(data: data, raw: raw, reader: &reader, packIDs: packs.map(\.id), packVariants: packs.map(\.variant),
-                                         packArchiveBytes: packs.map(\.archiveBytes))
+                                         packArchiveBytes: packs.map(\.archiveBytes), chunked: chunked)
         guard reader.offset == raw.count else { throw CompactReader.corrupt }
         var manifest = VersionManifest(formatVersion: formatVersion, catalogID: catalogID, version: version, tags: tags,
                                        initialInstallTags: initialInstallTags, prefetchOrder: prefetchOrder, packs: packs, files: [],

@@ -32,12 +32,16 @@ final class ZlibStream {
     ///
     /// - Parameters:
     ///   - finish: for deflate, whether this is the last input (flushes the stream's end).
+    ///   - fullFlush: for deflate, ends the output at a byte boundary after `input` with an empty
+    ///     dictionary (`Z_FULL_FLUSH`), so the bytes that follow inflate on their own: the cut
+    ///     between two chunks of a chunked entry. Ignored when `finish` is set.
     /// - Returns: the number of input bytes consumed (all of them, unless inflate reached the end).
     @discardableResult
     func process(
-        _ input: UnsafeRawBufferPointer, finish: Bool = false, scratch: inout [UInt8],
+        _ input: UnsafeRawBufferPointer, finish: Bool = false, fullFlush: Bool = false, scratch: inout [UInt8],
         output: (UnsafeRawBufferPointer) throws -> Void
     ) throws -> Int {
+        let flush = finish ? Z_FINISH : fullFlush ? Z_FULL_FLUSH : Z_NO_FLUSH
         stream.pointee.next_in = UnsafeMutablePointer(mutating: input.baseAddress?.assumingMemoryBound(to: Bytef.self))
         stream.pointee.avail_in = uInt(input.count)
         let scratchCount = scratch.count
@@ -48,7 +52,7 @@ final class ZlibStream {
                 stream.pointee.next_out = out.baseAddress!.assumingMemoryBound(to: Bytef.self)
                 stream.pointee.avail_out = uInt(scratchCount)
                 switch direction {
-                case .deflate: status = deflate(stream, finish ? Z_FINISH : Z_NO_FLUSH)
+                case .deflate: status = deflate(stream, flush)
                 case .inflate: status = inflate(stream, Z_NO_FLUSH)
                 }
                 produced = scratchCount - Int(stream.pointee.avail_out)

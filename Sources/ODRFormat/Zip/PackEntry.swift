@@ -14,8 +14,13 @@ public struct PackEntry: Sendable, Equatable {
     public var headerOffset: Int64
     /// The SHA-256 of the uncompressed content, lowercase hex.
     public var sha256: String
+    /// The entry's content-defined chunks, in order, when the writer chunked it (see
+    /// ``PackWriter/Options/chunkThreshold``); empty otherwise.
+    public var chunks: [FileChunk]
 
-    public init(name: String, method: CompressionMethod, crc32: UInt32, storedSize: Int64, size: Int64, headerOffset: Int64, sha256: String) {
+    public init(name: String, method: CompressionMethod, crc32: UInt32, storedSize: Int64, size: Int64, headerOffset: Int64, sha256: String,
+                chunks: [FileChunk] = []) {
+        self.chunks = chunks
         self.name = name
         self.method = method
         self.crc32 = crc32

@@ -36,6 +36,13 @@ public final class PackWriter {
         public var compressionLevel: Int32 = 6
         /// Deflate only when it saves at least this fraction of an entry's size.
         public var minimumSavings: Double = 0.05
+        /// Entries of at least this many bytes are cut into content-defined chunks (``FastCDC``)
+        /// and a deflated one is compressed with a full flush at every cut, so each chunk's bytes
+        /// inflate on their own; 0 (the default here; `odrpack` takes `limits.chunkThreshold`,
+        /// 8 MiB by default) chunks nothing.
+        public var chunkThreshold: Int64 = 0
+        /// The chunk sizes; tests lower them to chunk small files.
+        public var chunkSizes: FastCDC.Parameters = .standard
 
         public init() {}
     }
@@ -72,10 +79,14 @@ public final class PackWriter {
     /// - Returns: the entry as written, for the manifest.
     /// - Throws: ``FormatError``: `unsafe-entry-name`, `invalid-operation` (out of order, or after
     ///   ``finish()``), `io`.
-    public func addEntry(named name: String, contentsOf source: URL) throws -> PackEntry {
+    ///   - knownChunks: the entry's chunk table as an earlier build computed it with the same
+    ///     ``Options/chunkSizes`` (sizes and digests; stored sizes are recomputed), so the writer
+    ///     cuts there instead of chunking and hashing the chunks again. Used only when the entry is
+    ///     chunked and the sizes add up to its size; the caller checks the entry's SHA-256.
+    public func addEntry(named name: String, contentsOf source: URL, knownChunks: [FileChunk]? = nil) throws -> PackEntry {
         let input = try ReadableFile(source)
         let size = try input.size()
-        return try add(name: name, size: size) { offset, buffer in try input.read(into: &buffer, at: offset) }
+        return try add(name: name, size: size, knownChunks: knownChunks) { offset, buffer in try input.read(into: &buffer, at: offset) }
     }
 
     /// Adds an entry with the given bytes.
@@ -130,7 +141,7 @@ public final class PackWriter {
 
     private typealias ChunkReader = (_ offset: Int64, _ buffer: inout [UInt8]) throws -> Int
 
-    private func add(name: String, size: Int64, read: ChunkReader) throws -> PackEntry {
+    private func add(name: String, size: Int64, knownChunks: [FileChunk]? = nil, read: ChunkReader) throws -> PackEntry {
         try requireOpen()
         if let problem = RelativePath.problem(in: name) {
             throw FormatError(.unsafeEntryName, "The entry name '\(name)' is not allowed: \(problem).", field: name)
@@ -142,7 +153,7 @@ public final class PackWriter {
                 field: name)
         }
         do {
-            let entry = try write(name: name, size: size, read: read)
+            let entry = try write(name: name, size: size, knownChunks: knownChunks, read: read)
             central.append(entry)
             return entry
         } catch {
@@ -151,21 +162,29 @@ public final class PackWriter {
         }
     }
 
-    private func write(name: String, size: Int64, read: ChunkReader) throws -> PackEntry {
+    private func write(name: String, size: Int64, knownChunks: [FileChunk]?, read: ChunkReader) throws -> PackEntry {
         let headerOffset = file.position
+        var chunking: Chunking?
+        if options.chunkThreshold > 0, size >= options.chunkThreshold {
+            if let knownChunks, !knownChunks.isEmpty, knownChunks.lazy.map(\.size).checkedSum() == size {
+                chunking = .known(knownChunks)
+            } else {
+                chunking = .cut(options.chunkSizes)
+            }
+        }
         let method = try chooseMethod(size: size, read: read)
         let zip64 = size >= options.zip64Threshold
         let nameBytes = Array(name.utf8)
         try file.append(localHeader(name: nameBytes, method: method, crc: 0, storedSize: 0, size: size, zip64: zip64))
         let dataStart = file.position
 
-        var (crc, sha) = try copyData(method: method, size: size, read: read, name: name)
+        var (crc, sha, chunks) = try copyData(method: method, size: size, chunking: chunking, read: read, name: name)
         var finalMethod = method
         var storedSize = file.position - dataStart
         if method == .deflate, Double(storedSize) > Double(size) * (1 - options.minimumSavings) {
             // The sample promised savings the whole entry did not deliver: store it after all.
             try file.truncate(to: dataStart)
-            (crc, sha) = try copyData(method: .stored, size: size, read: read, name: name)
+            (crc, sha, chunks) = try copyData(method: .stored, size: size, chunking: chunks.isEmpty ? nil : .known(chunks), read: read, name: name)
             finalMethod = .stored
             storedSize = size
         }
@@ -173,7 +192,7 @@ public final class PackWriter {
         try file.overwrite(header, at: headerOffset)
         return PackEntry(
             name: name, method: finalMethod, crc32: crc, storedSize: storedSize, size: size,
-            headerOffset: headerOffset, sha256: sha)
+            headerOffset: headerOffset, sha256: sha, chunks: chunks)
     }
 
     /// Compresses a sample of the entry and keeps deflate only if the sample shrinks enough.
@@ -189,8 +208,20 @@ public final class PackWriter {
         return Double(compressed) <= Double(count) * (1 - options.minimumSavings) ? .deflate : .stored
     }
 
-    /// Streams the entry's bytes into the archive, returning its CRC-32 and SHA-256.
-    private func copyData(method: CompressionMethod, size: Int64, read: ChunkReader, name: String) throws -> (UInt32, String) {
+    /// How an entry is cut into chunks: by ``FastCDC``, or at the sizes of a known table.
+    private enum Chunking {
+        case cut(FastCDC.Parameters)
+        case known([FileChunk])
+    }
+
+    /// Streams the entry's bytes into the archive, returning its CRC-32, SHA-256 and chunks.
+    ///
+    /// With `chunking`, every chunk's bytes end at a byte boundary of the entry's data: a stored
+    /// entry's trivially, a deflated one's by a full flush (`Z_FULL_FLUSH`) at every cut but the
+    /// last, which the stream's end closes. Each chunk's stored size is the bytes written for it.
+    private func copyData(
+        method: CompressionMethod, size: Int64, chunking: Chunking?, read: ChunkReader, name: String
+    ) throws -> (UInt32, String, [FileChunk]) {
         var crc = CRC32()
         var sha = StreamingSHA256()
         let stream: ZlibStream?
@@ -205,19 +236,75 @@ public final class PackWriter {
         } else {
             stream = nil
         }
+        var chunker: FastCDC?
+        var known: [FileChunk] = []
+        switch chunking {
+        case .cut(let parameters): chunker = FastCDC(parameters)
+        case .known(let table): known = table
+        case nil: break
+        }
+        var chunks: [FileChunk] = []
+        var chunkSHA = StreamingSHA256()
+        var chunkStart: Int64 = 0  // where the current chunk starts in the entry's content
+        var chunkStoredStart = file.position  // and in the archive
+        var nextCut: Int64 = 0  // the content offset where the last cut found so far ends
+        var cuts: [Int64] = []  // content offsets of the cuts inside the current buffer
         var offset: Int64 = 0
         while offset < size {
             let count = try read(offset, &readBuffer)
             guard count > 0 else { break }
+            let bufferStart = offset
             offset += Int64(count)
+            let atEnd = offset >= size
             try readBuffer.withUnsafeBytes { raw in
-                let chunk = UnsafeRawBufferPointer(rebasing: raw[..<count])
-                crc.update(chunk)
-                sha.update(chunk)
-                if let stream {
-                    try stream.process(chunk, finish: offset >= size, scratch: &scratch) { try file.append($0) }
+                let buffer = UnsafeRawBufferPointer(rebasing: raw[..<count])
+                crc.update(buffer)
+                sha.update(buffer)
+                guard chunking != nil else {
+                    if let stream {
+                        try stream.process(buffer, finish: atEnd, scratch: &scratch) { try file.append($0) }
+                    } else {
+                        try file.append(buffer)
+                    }
+                    return
+                }
+                cuts.removeAll(keepingCapacity: true)
+                if chunker != nil {
+                    chunker?.consume(buffer) { length in
+                        nextCut += length
+                        cuts.append(nextCut)
+                    }
+                    if atEnd, let last = chunker?.finish() { cuts.append(nextCut + last) }
                 } else {
-                    try file.append(chunk)
+                    while chunks.count + cuts.count < known.count, nextCut + known[chunks.count + cuts.count].size <= offset {
+                        nextCut += known[chunks.count + cuts.count].size
+                        cuts.append(nextCut)
+                    }
+                }
+                var position = bufferStart
+                for cut in cuts {
+                    let piece = UnsafeRawBufferPointer(rebasing: buffer[Int(position - bufferStart)..<Int(cut - bufferStart)])
+                    position = cut
+                    chunkSHA.update(piece)
+                    if let stream {
+                        try stream.process(piece, finish: cut == size, fullFlush: true, scratch: &scratch) { try file.append($0) }
+                    } else {
+                        try file.append(piece)
+                    }
+                    let digest = known.isEmpty ? chunkSHA.finalize() : known[chunks.count].sha256
+                    chunks.append(FileChunk(size: cut - chunkStart, storedSize: file.position - chunkStoredStart, sha256: digest))
+                    chunkSHA = StreamingSHA256()
+                    chunkStart = cut
+                    chunkStoredStart = file.position
+                }
+                if position < offset {
+                    let piece = UnsafeRawBufferPointer(rebasing: buffer[Int(position - bufferStart)...])
+                    chunkSHA.update(piece)
+                    if let stream {
+                        try stream.process(piece, scratch: &scratch) { try file.append($0) }
+                    } else {
+                        try file.append(piece)
+                    }
                 }
             }
         }
@@ -225,7 +312,10 @@ public final class PackWriter {
         guard offset == size, try read(size, &probe) == 0 else {
             throw FormatError(.io, "'\(name)' changed size while it was being packed; build again once it is stable.", field: name)
         }
-        return (crc.value, sha.finalize())
+        guard chunking == nil || chunks.lazy.map(\.size).checkedSum() == size else {
+            throw FormatError(.invalidOperation, "The chunks of '\(name)' do not tile it; this is a bug in the pack writer.", field: name)
+        }
+        return (crc.value, sha.finalize(), chunks)
     }
 
     // MARK: - Records
