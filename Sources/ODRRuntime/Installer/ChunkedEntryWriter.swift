@@ -33,7 +33,6 @@ final class ChunkedEntryWriter: @unchecked Sendable {
     /// Chunks written and verified, from the start.
     private(set) var done = 0
     private var fileHash = StreamingSHA256()
-    private var inflater: ChunkInflater?
     private var buffer: [UInt8] = []
     /// Installed files held chunks are read from, open while the assembly runs.
     private var heldFiles: [String: Int32] = [:]
@@ -131,23 +130,15 @@ final class ChunkedEntryWriter: @unchecked Sendable {
             try writeChecked(bytes)
             return
         }
-        if inflater == nil {
-            do { inflater = try ChunkInflater() } catch { throw ResourceError.installing(packID, url: source, error) }
-        }
-        if buffer.count < Int(chunk.size) { buffer = [UInt8](repeating: 0, count: Int(chunk.size)) }
-        var filled = 0
+        let inflated: Data
         do {
-            try buffer.withUnsafeMutableBytes { output in
-                try inflater!.inflate(archiveBytes, size: chunk.size, isLast: done == chunks.count - 1) { piece in
-                    UnsafeMutableRawBufferPointer(rebasing: output[filled..<(filled + piece.count)]).copyMemory(from: piece)
-                    filled += piece.count
-                }
-            }
+            inflated = try FileChunk(size: chunk.size, storedSize: Int64(archiveBytes.count), sha256: chunk.sha256)
+                .inflate(archiveBytes, last: done == chunks.count - 1)
         } catch {
-            throw ResourceError(.integrity, "Chunk \(done + 1) of \(chunks.count) of '\(entry.name)' (pack \(packID.prefix(12))) was refused: \(error) The chunks verified before it are kept; fetch again.",
-                                url: source, cause: error as? FormatError)
+            throw ResourceError(.integrity, "Chunk \(done + 1) of \(chunks.count) of '\(entry.name)' (pack \(packID.prefix(12))) was refused: \(error.message) The chunks verified before it are kept; fetch again.",
+                                url: source, cause: error)
         }
-        try withPrefix(of: buffer, count: filled) { piece throws(ResourceError) in
+        try withPrefix(of: inflated, count: inflated.count) { piece throws(ResourceError) in
             try check(piece, done)
             try writeChecked(piece)
         }
@@ -254,7 +245,7 @@ final class ChunkedEntryWriter: @unchecked Sendable {
 }
 
 /// `body` over the first `count` bytes of `array`, throwing its error typed.
-private func withPrefix<T>(of array: [UInt8], count: Int, _ body: (UnsafeRawBufferPointer) throws(ResourceError) -> T) throws(ResourceError) -> T {
+private func withPrefix<T>(of array: some ContiguousBytes, count: Int, _ body: (UnsafeRawBufferPointer) throws(ResourceError) -> T) throws(ResourceError) -> T {
     let result: Result<T, ResourceError> = array.withUnsafeBytes { all in
         Result { () throws(ResourceError) -> T in try body(UnsafeRawBufferPointer(rebasing: all[..<count])) }
     }

@@ -51,12 +51,12 @@ struct ChunkedInstallTests {
         return result
     }
 
-    static func refresh(_ store: ResourceStore, _ server: TestServer) async throws -> (CatalogSnapshot, PackRecord) {
+    static func refresh(_ store: ResourceStore, _ server: CatalogServer) async throws -> (CatalogSnapshot, PackRecord) {
         let snapshot = try await CatalogClient(catalogURL: server.baseURL, store: store, transport: TransferEngine()).refresh()
         return (snapshot, try #require(snapshot.packs(forTags: ["world"]).first))
     }
 
-    static func packRequests(_ server: TestServer) -> [ServedRequest] { server.requests().filter { $0.path.hasPrefix("/packs/") } }
+    static func packRequests(_ server: CatalogServer) -> [ServedRequest] { server.requests().filter { $0.path.hasPrefix("/packs/") } }
 
     static func file(_ path: String, of fixture: CatalogFixture, in store: ResourceStore, _ snapshot: CatalogSnapshot) throws -> Bool {
         try Data(contentsOf: store.url(forResource: path, in: snapshot)) == fixture.contents(of: path)
@@ -64,7 +64,8 @@ struct ChunkedInstallTests {
 
     /// The chunks of `path` in `snapshot`, with their positions in the archive.
     static func chunks(of path: String, in snapshot: CatalogSnapshot) throws -> [ChunkedEntryPlan.Chunk] {
-        let record = try #require(snapshot.lookup.files(inPack: try #require(snapshot.packs(forTags: ["world"]).first).id).first { $0.path == path })
+        let pack = try #require(snapshot.packs(forTags: ["world"]).first)
+        let record = try #require(snapshot.lookup.files(inPack: pack.id).first { $0.path == path })
         let entry = PackEntryExpectation(name: record.entry, method: record.method, storedSize: record.storedSize, size: record.size,
                                          headerOffset: record.headerOffset, sha256: record.sha256)
         return try #require(ChunkedEntryPlan.locate(record.chunks, in: entry))
@@ -88,7 +89,7 @@ struct ChunkedInstallTests {
             let (v2, pack2) = try await Self.refresh(store, server)
             server.clearRequests()
 
-            let installer = PackInstaller(store: store, transport: TransferEngine())
+            let installer = PackInstaller(store: store, transport: try TransferEngine())
             let planned = try installer.downloadBytes(of: [pack2], in: v2)[pack2.id]
             let summary = try await installer.install([pack2], from: v2)
             await server.waitUntilIdle()
@@ -225,7 +226,7 @@ struct ChunkedInstallTests {
             try await fixture.build()
             let (v2, pack2) = try await Self.refresh(store, server)
             let table = try Self.chunks(of: Self.text, in: v2)
-            let installer = PackInstaller(store: store, transport: TransferEngine())
+            let installer = PackInstaller(store: store, transport: try TransferEngine())
             let plan = try Self.plan(of: Self.text, pack2, in: v2, store: store, directory: directory)
             let fetch = try #require(plan.fetches.first)
             // The last byte of the first fetched chunk: its flush marker's final 0xff.
