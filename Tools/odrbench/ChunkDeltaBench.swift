@@ -53,12 +53,10 @@ struct ChunkDeltaCases {
         try await Self.build(big, into: served.appending(path: "chunk-big"), distribution: "c2")
         try await Self.build(text, into: served.appending(path: "chunk-text"), distribution: "c2")
 
-        // zsync's files: the served v2 file and its control file, with a URL relative to it.
+        // zsync's file: the served v2 file (its control file is made once the server's URL is known).
         let zsync = served.appending(path: "zsync")
         try FileManager.default.createDirectory(at: zsync, withIntermediateDirectories: true)
         try FileManager.default.moveItem(at: bigV1, to: zsync.appending(path: "world.pak"))
-        _ = try ChildProcess.measure(["/usr/bin/zsyncmake", "-u", "world.pak", "-o", zsync.appending(path: "world.pak.zsync").path,
-                                      zsync.appending(path: "world.pak").path]).succeeded()
         try? FileManager.default.removeItem(at: big)
         try? FileManager.default.removeItem(at: text)
     }
@@ -83,12 +81,22 @@ struct ChunkDeltaCases {
         let served = server.requests(since: mark).filter { $0.target.hasPrefix("/chunk-big/packs/") }
         let target = Int64(1.25 * Double(5 * mib)) + 2 * mib
 
-        // zsync 0.6 on the same change, from the v1 file.
+        // zsync 0.6 on the same change, from the v1 file. The control file names the file by its
+        // absolute URL (zsync 0.6 resolves a relative one without the port), and is fetched with
+        // curl: zsync's own fetch of it reads until the server closes a kept-alive connection.
+        let zsyncFolder = self.served.appending(path: "zsync"), control = workspace.appending(path: "world.pak.zsync")
+        _ = try ChildProcess.measure(["/usr/bin/zsyncmake", "-u", server.url(for: "zsync/world.pak").absoluteString,
+                                      "-o", zsyncFolder.appending(path: "world.pak.zsync").path,
+                                      zsyncFolder.appending(path: "world.pak").path]).succeeded()
         let output = workspace.appending(path: "zsync-out.pak")
         defer { try? FileManager.default.removeItem(at: output) }
         let zsyncMark = server.logMark
-        let zsync = try ChildProcess.measure(["/usr/bin/zsync", "-q", "-i", v1Big.path, "-o", output.path,
-                                              server.url(for: "zsync/world.pak.zsync").absoluteString]).succeeded()
+        let zsync = try ChildProcess.measure(["/bin/sh", "-c", "/usr/bin/curl -s -f -o \"$1\" \"$2\" && /usr/bin/zsync -q -i \"$3\" -o \"$4\" \"$1\"",
+                                              "zsync", control.path, server.url(for: "zsync/world.pak.zsync").absoluteString,
+                                              v1Big.path, output.path]).succeeded()
+        guard FileManager.default.contentsEqual(atPath: output.path, andPath: zsyncFolder.appending(path: "world.pak").path) else {
+            throw ValidationFailure("zsync did not rebuild the v2 file")
+        }
         let zsyncRequests = server.requests(since: zsyncMark)
         let zsyncData = zsyncRequests.filter { $0.target == "/zsync/world.pak" }.reduce(0) { $0 + $1.bytes }
         let zsyncControl = zsyncRequests.filter { $0.target == "/zsync/world.pak.zsync" }.reduce(0) { $0 + $1.bytes }

@@ -278,6 +278,34 @@ struct ChunkedInstallTests {
         }
     }
 
+    /// The connection closes in the middle of a chunk range: the transfer continues where the bytes
+    /// stopped, each byte is used once, and the file is right.
+    @Test func aRangeCutInTheMiddleContinuesWhereItStopped() async throws {
+        let fixture = try await Self.fixture(bigBytes: 4 << 20)
+        let directory = try TemporaryDirectory(prefix: "odr-store")
+        try await withTestServer(root: fixture.catalog) { server in
+            let store = try ResourceStore(directory: directory.url)
+            let (v1, pack1) = try await Self.refresh(store, server)
+            _ = try await PackInstaller(store: store, transport: TransferEngine()).install([pack1], from: v1)
+            try fixture.write(Self.big, Self.edit(try fixture.contents(of: Self.big), at: 1_000_000,
+                                                  deterministicBytes(count: 1_000_000, seed: 8), overwrite: true))
+            try await fixture.build()
+            let (v2, pack2) = try await Self.refresh(store, server)
+            let plan = try Self.plan(of: Self.big, pack2, in: v2, store: store, directory: directory)
+            try #require(plan.fetches.count == 1 && plan.fetches[0].range.count > 900_000)
+            server.clearRequests()
+            server.injectFaults(.truncate(afterBytes: 500_000), path: "/packs/\(pack2.id).zip")
+            let summary = try await PackInstaller(store: store, transport: TransferEngine()).install([pack2], from: v2)
+            await server.waitUntilIdle()
+            let requests = Self.packRequests(server)
+            #expect(requests.count == 2, "\(requests)")
+            #expect(requests.last?.range?.hasPrefix("bytes=\(plan.fetches[0].range.lowerBound + 500_000)-") == true, "\(requests)")
+            #expect(summary.downloadedBytes == plan.fetchBytes)
+            #expect(try Self.file(Self.big, of: fixture, in: store, v2))
+            #expect(try store.verify().isEmpty)
+        }
+    }
+
     /// A request holds the old version while the new one is assembled from its chunks: the old
     /// file keeps its bytes.
     @Test func theOldVersionStaysReadableWhileTheNewOneIsAssembledFromIt() async throws {
