@@ -200,6 +200,11 @@ struct ChunkedInstallTests {
             let next = try PackInstaller(store: store, transport: TransferEngine()).downloadBytes(of: [pack2], in: v2)[pack2.id] ?? 0
             #expect(next < Int64(plan.fetches[1].range.count) - 200_000, "\(next) bytes left of \(plan.fetchBytes)")
 
+            // The work file and its journal line survive the failed attempt.
+            let work = directory.url.appending(path: "staging/\(pack2.id).chunked/\(plan.entry.headerOffset)")
+            let journal = try String(contentsOf: directory.url.appending(path: "staging/\(pack2.id).journal"), encoding: .utf8)
+            #expect(FileManager.default.fileExists(atPath: work.path) && journal.contains("chunks "), "\(journal)")
+
             server.clearRequests()
             let summary = try await PackInstaller(store: store, transport: TransferEngine()).install([pack2], from: v2)
             await server.waitUntilIdle()
@@ -207,6 +212,42 @@ struct ChunkedInstallTests {
             let sent = again.reduce(0) { $0 + $1.bytesSent }
             #expect(again.count == 1 && summary.downloadedBytes == Int64(sent) && Int64(sent) == next, "\(again)")
             #expect(summary.resumedBytes > 200_000)
+            #expect(try Self.file(Self.big, of: fixture, in: store, v2))
+            #expect(try store.verify().isEmpty)
+        }
+    }
+
+    /// A work file damaged between two attempts: the recorded chunks are hashed again, the file is
+    /// cut at the first that does not match, and the chunks from there on are fetched again.
+    @Test func aDamagedWorkFileIsCutAtItsFirstBadChunk() async throws {
+        let fixture = try await Self.fixture(bigBytes: 4 << 20)
+        let directory = try TemporaryDirectory(prefix: "odr-store")
+        try await withTestServer(root: fixture.catalog) { server in
+            let store = try ResourceStore(directory: directory.url)
+            let (v1, pack1) = try await Self.refresh(store, server)
+            _ = try await PackInstaller(store: store, transport: TransferEngine()).install([pack1], from: v1)
+            try fixture.write(Self.big, Self.edit(try fixture.contents(of: Self.big), at: 1_000_000,
+                                                  deterministicBytes(count: 1_500_000, seed: 9), overwrite: true))
+            try await fixture.build()
+            let (v2, pack2) = try await Self.refresh(store, server)
+            let plan = try Self.plan(of: Self.big, pack2, in: v2, store: store, directory: directory)
+            // Cut near the end of the one range: most chunks are written before it fails.
+            server.injectFaults(.corrupt(atOffset: plan.fetches[0].range.count - 1000), path: "/packs/\(pack2.id).zip")
+            await #expect(throws: ResourceError.self) { try await PackInstaller(store: store, transport: TransferEngine()).install([pack2], from: v2) }
+            let work = directory.url.appending(path: "staging/\(pack2.id).chunked/\(plan.entry.headerOffset)")
+            let written = try Data(contentsOf: work)
+            #expect(written.count > 1_000_000)
+            // Damage a byte inside the first chunk written (in the entry's first megabyte, a chunk from disk).
+            var damaged = written
+            damaged[100] ^= 0xFF
+            try damaged.write(to: work)
+
+            server.clearRequests()
+            let summary = try await PackInstaller(store: store, transport: TransferEngine()).install([pack2], from: v2)
+            await server.waitUntilIdle()
+            // Nothing of the large file was kept (the damaged chunk is its first); only the small
+            // file verified by the first attempt (6 bytes).
+            #expect(summary.resumedBytes == 6)
             #expect(try Self.file(Self.big, of: fixture, in: store, v2))
             #expect(try store.verify().isEmpty)
         }
