@@ -129,6 +129,14 @@ struct ChunkedManifestTests {
         let error = #expect(throws: FormatError.self) { try served.assemble() }
         #expect(error?.code == .invalidValue)
         #expect(error?.field == "formatVersion")
+        // The part a client uses is held to the same rule.
+        let scoped = #expect(throws: FormatError.self) {
+            try SplitMetadata.scoped(served.manifest, tags: ["level2"]) { try served.fetch($0) }
+        }
+        #expect(scoped?.code == .invalidValue)
+        #expect(scoped?.field == "formatVersion")
+        served.manifest.formatVersion = 5
+        #expect(try SplitMetadata.scoped(served.manifest, tags: ["level2"]) { try served.fetch($0) }.manifest.formatVersion == 4)
     }
 
     @Test func aFileTableWithATableThatDoesNotTileIsRefused() throws {

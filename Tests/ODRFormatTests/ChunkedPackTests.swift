@@ -122,4 +122,18 @@ struct ChunkedPackTests {
         }
         #expect(error?.code == .corruptData)
     }
+
+    @Test func verifyChunksChecksEachChunkAgainstTheArchive() throws {
+        let dir = try TemporaryDirectory()
+        let (url, summary) = try PackFixtures.writePack(Self.entries(), in: dir, options: try Self.options())
+        for entry in summary.entries where !entry.chunks.isEmpty {
+            var file = FileRecord(path: entry.name, pack: summary.sha256, entry: entry.name, sha256: entry.sha256, storedSize: entry.storedSize,
+                                  size: entry.size, headerOffset: entry.headerOffset, method: entry.method, chunks: entry.chunks)
+            try FileChunk.verifyChunks(of: file, inArchiveAt: url)
+            file.chunks[3].sha256 = String(repeating: "0", count: 64)
+            let error = #expect(throws: FormatError.self) { try FileChunk.verifyChunks(of: file, inArchiveAt: url) }
+            #expect(error?.code == .hashMismatch)
+            #expect(error?.field == "\(entry.name)#3")
+        }
+    }
 }

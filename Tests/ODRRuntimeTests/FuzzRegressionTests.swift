@@ -150,6 +150,7 @@ private struct FuzzSeeds {
                 }
             }
         }
+        try await writeChunkedSeeds(signing: signing)
         try write(.tagRules, "sample-assets.json", Data(contentsOf: FuzzRegressionTests.fuzzFolder.deletingLastPathComponent()
             .appending(path: "SampleAssets/odr.json")))
 
@@ -188,6 +189,41 @@ private struct FuzzSeeds {
         try write(.dbusReply, "metered", Data(hello + acquired + metered(4)))
         try write(.dbusReply, "unmetered", Data(hello + acquired + metered(2)))
         try write(.dbusReply, "other-error-first", Data(refused + metered(1)))
+    }
+
+    /// A game with chunked files (format 4, 5 when split) and small chunk sizes: seeds whose
+    /// manifests, compact forms, file tables and packs carry chunk tables, so the targets reach
+    /// the chunk checks. Their files are named `chunked*`.
+    func writeChunkedSeeds(signing: CatalogSigning) async throws {
+        let rules = #"{"catalogID": "fuzz-chunked", "tags": {"big": ["big"], "small": ["small"]}, "limits": {"chunkThreshold": 4096}}"#
+        let sizes = try FastCDC.Parameters(minimumSize: 256, averageSize: 1024, maximumSize: 4096)
+        var world = ""
+        for i in 0..<400 { world += "{\"cell\": \(i), \"height\": \(i * 7 % 113)}\n" }
+        for split in [false, true] {
+            let fixture = try CatalogFixture(rules: rules)
+            try fixture.write("big/archive.pak", deterministicBytes(count: 12_000, seed: 9))
+            try fixture.write("big/world.json", Data(world.utf8))
+            try fixture.write("small/notes.txt", Data("notes\n".utf8))
+            try await fixture.build(signing: signing, splitMetadata: split, chunkSizes: sizes)
+            let manifestFile = try Data(contentsOf: fixture.catalog.appending(path: VersionManifest.manifestPath(forVersion: 1)))
+            if split {
+                try write(.splitManifest, "chunked.json", manifestFile)
+                let meta = fixture.catalog.appending(path: SplitMetadata.folder)
+                for name in try FileManager.default.contentsOfDirectory(atPath: meta.path).sorted() {
+                    try write(name.hasSuffix(".tagbin") ? .tagBin : .fileTable, "chunked-\(name.prefix(12)).bin", Data(contentsOf: meta.appending(path: name)))
+                }
+                continue
+            }
+            try write(.manifestJSON, "chunked.json", manifestFile)
+            let manifest = try fixture.manifest(1)
+            let compact = try manifest.compactEncoded()
+            try write(.manifestCompact, "chunked.bin", compact)
+            for (index, pack) in manifest.packs.enumerated() {
+                let archive = try Data(contentsOf: fixture.catalog.appending(path: pack.archivePath))
+                try write(.packStream, "chunked-pack\(index).bin", FramedPack.encode(manifest: compact, option: 2, packIndex: UInt8(index), archive: archive))
+                try write(.packRange, "chunked-pack\(index).bin", FramedPack.encode(manifest: compact, option: 0b0101, packIndex: UInt8(index), archive: archive))
+            }
+        }
     }
 
     /// `archive` with its end record in ZIP64 form (the writer uses it only past 65,535 entries or

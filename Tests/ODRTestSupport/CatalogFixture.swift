@@ -55,13 +55,15 @@ public struct CatalogFixture: Sendable {
     }
 
     /// Builds the assets into the catalog: version 1, or the next version when files changed;
-    /// `catalog.json` signed with `signing` when given.
+    /// `catalog.json` signed with `signing` when given; files at or over the rules'
+    /// `limits.chunkThreshold` cut with `chunkSizes` when given (small sizes chunk small files).
     @discardableResult
-    public func build(signing: CatalogSigning? = nil, splitMetadata: Bool? = nil) async throws -> BuildReport {
+    public func build(signing: CatalogSigning? = nil, splitMetadata: Bool? = nil, chunkSizes: FastCDC.Parameters? = nil) async throws -> BuildReport {
         var options = BuildOptions(assets: assets, output: catalog)
         options.concurrency = 2
         options.signing = signing
         options.splitMetadata = splitMetadata
+        if let chunkSizes { options.packOptions.chunkSizes = chunkSizes }
         return try await CatalogBuilder(options: options).build()
     }
 

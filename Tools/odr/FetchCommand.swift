@@ -94,13 +94,15 @@ struct FetchCommand: AsyncParsableCommand {
     func run() async throws {
         try await reportingResourceErrors {
             let manager = try options.openManager(installing: install, space: space, metered: network)
-            let snapshot = try await loadCheckedCatalog(manager, offline: options.offline)
+            let loaded = try await loadCheckedCatalog(manager, offline: options.offline)
             let bar = FetchProgressBar(enabled: !quiet && !json && isatty(STDERR_FILENO) == 1)
             // No progress callbacks when nothing is drawn: their bookkeeping is the fetch's cost.
             var draw: (@Sendable (InstallProgress) -> Void)?
             if bar.isEnabled { draw = { bar.update($0) } }
             let report = try await manager.fetch(tags: tags, progress: draw)
             bar.finish()
+            // With the tags the fetch described (a split catalog describes a tag when it is first used).
+            let snapshot = manager.currentSnapshot ?? loaded
             let summary = report.install
             if json {
                 try printJSON(Report(summary: summary, purged: report.purged.map {

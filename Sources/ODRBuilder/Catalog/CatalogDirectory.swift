@@ -69,7 +69,7 @@ public struct CatalogDirectory: Sendable {
     public struct LoadedVersion: Sendable {
         /// The whole manifest (assembled, for a split version).
         public var manifest: VersionManifest
-        /// The split manifest, its bins and tables; `nil` for a manifest of format 1 or 2.
+        /// The split manifest, its bins and tables; `nil` for a whole manifest (format 1, 2 or 4).
         public var split: SplitMetadata.Parts?
     }
 

@@ -225,13 +225,13 @@ public struct SplitManifest: Codable, Sendable, Equatable {
     }
 }
 
-/// A version manifest as published in `versions/<n>.json`: the whole manifest (format 1 or 2), or
-/// a split one (format 3) whose tags, packs and files are in separate metadata files.
+/// A version manifest as published in `versions/<n>.json`: the whole manifest (format 1, 2 or 4), or
+/// a split one (format 3, or 5 with chunked files) whose tags, packs and files are in separate metadata files.
 public enum PublishedManifest: Sendable {
     case full(VersionManifest)
     case split(SplitManifest)
 
-    /// Decodes either kind: a manifest of format version 3 as a ``SplitManifest``, any other as a
+    /// Decodes either kind: a manifest of format version 3 or 5 as a ``SplitManifest``, any other as a
     /// ``VersionManifest``.
     ///
     /// - Throws: ``FormatError`` as ``VersionManifest/decode(from:)`` and ``SplitManifest/decode(from:)``.

@@ -154,6 +154,22 @@ public enum SplitMetadata {
 
     // MARK: Reading
 
+    /// Checks a split manifest's format version against the tables read for it (`assembled`): 5
+    /// when any of them holds chunked files, which a format 3 manifest may not; and, when they are
+    /// all of the version's tables (`whole`), 3 when none does.
+    ///
+    /// - Throws: ``FormatError`` `invalid-value`, field `formatVersion`.
+    static func checkFormatVersion(of manifest: SplitManifest, against assembled: VersionManifest, whole: Bool) throws(FormatError) {
+        let chunked = assembled.files.contains { !$0.chunks.isEmpty }
+        let declared = manifest.formatVersion == SplitManifest.chunkedFormatVersion
+        guard chunked ? declared : !(whole && declared) else {
+            throw FormatError(
+                .invalidValue,
+                "The split manifest has format version \(manifest.formatVersion), but its file tables \(chunked ? "hold" : "hold no") chunked files; a version with chunks has format \(SplitManifest.chunkedFormatVersion), one without \(SplitManifest.formatVersion). Rebuild the catalog.",
+                field: "formatVersion")
+        }
+    }
+
     /// Inflates a metadata file as served, within the limits.
     static func inflate(_ data: Data, file: String) throws(FormatError) -> Data {
         guard Int64(data.count) <= maximumFileBytes else {
@@ -219,13 +235,7 @@ extension SplitMetadata.Parts {
             catalogID: manifest.catalogID, version: manifest.version, tags: tags, initialInstallTags: manifest.initialInstallTags,
             prefetchOrder: manifest.prefetchOrder, packs: packs, files: files, variantAxes: manifest.variantAxes)
         try result.validate()
-        let chunked = result.formatVersion == VersionManifest.chunkedFormatVersion
-        guard chunked == (manifest.formatVersion == SplitManifest.chunkedFormatVersion) else {
-            throw FormatError(
-                .invalidValue,
-                "The split manifest has format version \(manifest.formatVersion), but its file tables \(chunked ? "hold" : "hold no") chunked files; a version with chunks has format \(SplitManifest.chunkedFormatVersion), one without \(SplitManifest.formatVersion). Rebuild the catalog.",
-                field: "formatVersion")
-        }
+        try SplitMetadata.checkFormatVersion(of: manifest, against: result, whole: true)
         let totals = SplitManifest.Totals(
             tags: tags.count, packs: packs.count, files: files.count, archiveBytes: packs.lazy.map(\.archiveBytes).clampedSum(),
             installedBytes: packs.lazy.map(\.installedBytes).clampedSum())

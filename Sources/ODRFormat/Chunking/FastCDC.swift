@@ -18,7 +18,9 @@
 /// ```swift
 /// var chunker = FastCDC(.standard)
 /// var sizes: [Int64] = []
-/// chunker.consume(UnsafeRawBufferPointer(start: nil, count: 0)) { sizes.append($0) }
+/// for buffer in buffers {                       // the file's bytes, in buffers of any size
+///     buffer.withUnsafeBytes { chunker.consume($0) { sizes.append($0) } }
+/// }
 /// if let last = chunker.finish() { sizes.append(last) }
 /// ```
 public struct FastCDC: Sendable {
@@ -84,25 +86,56 @@ public struct FastCDC: Sendable {
     public mutating func consume(_ bytes: UnsafeRawBufferPointer, cut: (Int64) throws -> Void) rethrows {
         let count = bytes.count
         guard count > 0, let base = bytes.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return }
-        let minimum = parameters.minimumSize, maximum = parameters.maximumSize
-        var i = 0
-        while i < count {
-            // Bytes before the minimum only count.
-            if position < minimum {
-                let skip = min(minimum - position, count - i)
-                position += skip
-                i += skip
-                continue
-            }
-            let byte = base[i]
-            hash = (hash >> 1) &+ Self.gear[Int(byte)]
-            let mask = position < center ? maskSmall : maskLarge
-            position += 1
-            i += 1
-            if hash & mask == 0 || position == maximum {
-                try cut(Int64(position))
-                position = 0
-                hash = 0
+        let minimum = parameters.minimumSize, maximum = parameters.maximumSize, center = center
+        let maskSmall = maskSmall, maskLarge = maskLarge
+        var position = position, hash = hash
+        defer {
+            self.position = position
+            self.hash = hash
+        }
+        try Self.gear.withUnsafeBufferPointer { gear in
+            var i = 0
+            while i < count {
+                // Bytes before the minimum only count.
+                if position < minimum {
+                    let skip = min(minimum - position, count - i)
+                    position += skip
+                    i += skip
+                    continue
+                }
+                // Roll over the bytes of this buffer up to the maximum: the stricter mask before
+                // the center, the looser one after it (two loops, no test of the phase per byte).
+                let available = min(count - i, maximum - position)
+                var j = 0
+                var found = false
+                if position < center {
+                    let small = min(available, center - position)
+                    while j < small {
+                        hash = (hash >> 1) &+ gear[Int(base[i + j])]
+                        j += 1
+                        if hash & maskSmall == 0 {
+                            found = true
+                            break
+                        }
+                    }
+                }
+                if !found {
+                    while j < available {
+                        hash = (hash >> 1) &+ gear[Int(base[i + j])]
+                        j += 1
+                        if hash & maskLarge == 0 {
+                            found = true
+                            break
+                        }
+                    }
+                }
+                position += j
+                i += j
+                if found || position == maximum {
+                    try cut(Int64(position))
+                    position = 0
+                    hash = 0
+                }
             }
         }
     }

@@ -3,6 +3,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import Dispatch
 
 /// Writes a pack: a standard, deterministic ZIP archive, streamed to disk in constant memory.
 ///
@@ -209,7 +210,7 @@ public final class PackWriter {
     }
 
     /// How an entry is cut into chunks: by ``FastCDC``, or at the sizes of a known table.
-    private enum Chunking {
+    fileprivate enum Chunking {
         case cut(FastCDC.Parameters)
         case known([FileChunk])
     }
@@ -222,8 +223,7 @@ public final class PackWriter {
     private func copyData(
         method: CompressionMethod, size: Int64, chunking: Chunking?, read: ChunkReader, name: String
     ) throws -> (UInt32, String, [FileChunk]) {
-        var crc = CRC32()
-        var sha = StreamingSHA256()
+        let hash = EntryHash()
         let stream: ZlibStream?
         if method == .deflate {
             if let deflater {
@@ -236,19 +236,10 @@ public final class PackWriter {
         } else {
             stream = nil
         }
-        var chunker: FastCDC?
-        var known: [FileChunk] = []
-        switch chunking {
-        case .cut(let parameters): chunker = FastCDC(parameters)
-        case .known(let table): known = table
-        case nil: break
-        }
+        let cutter = chunking.map(ChunkCutter.init)
         var chunks: [FileChunk] = []
-        var chunkSHA = StreamingSHA256()
         var chunkStart: Int64 = 0  // where the current chunk starts in the entry's content
         var chunkStoredStart = file.position  // and in the archive
-        var nextCut: Int64 = 0  // the content offset where the last cut found so far ends
-        var cuts: [Int64] = []  // content offsets of the cuts inside the current buffer
         var offset: Int64 = 0
         while offset < size {
             let count = try read(offset, &readBuffer)
@@ -258,9 +249,8 @@ public final class PackWriter {
             let atEnd = offset >= size
             try readBuffer.withUnsafeBytes { raw in
                 let buffer = UnsafeRawBufferPointer(rebasing: raw[..<count])
-                crc.update(buffer)
-                sha.update(buffer)
-                guard chunking != nil else {
+                guard let cutter else {
+                    hash.update(buffer)
                     if let stream {
                         try stream.process(buffer, finish: atEnd, scratch: &scratch) { try file.append($0) }
                     } else {
@@ -268,38 +258,32 @@ public final class PackWriter {
                     }
                     return
                 }
-                cuts.removeAll(keepingCapacity: true)
-                if chunker != nil {
-                    chunker?.consume(buffer) { length in
-                        nextCut += length
-                        cuts.append(nextCut)
+                if cutter.chunker != nil {
+                    // Cutting and hashing the chunks take as long as the entry's own CRC and
+                    // hash: the two run on two cores, and the writing below waits for both.
+                    let bytes = SendableBytes(bytes: buffer)
+                    DispatchQueue.concurrentPerform(iterations: 2) { part in
+                        if part == 0 { hash.update(bytes.bytes) } else { cutter.cut(bytes.bytes, at: bufferStart, atEnd: atEnd) }
                     }
-                    if atEnd, let last = chunker?.finish() { cuts.append(nextCut + last) }
                 } else {
-                    while chunks.count + cuts.count < known.count, nextCut + known[chunks.count + cuts.count].size <= offset {
-                        nextCut += known[chunks.count + cuts.count].size
-                        cuts.append(nextCut)
-                    }
+                    hash.update(buffer)
+                    cutter.cut(buffer, at: bufferStart, atEnd: atEnd)
                 }
                 var position = bufferStart
-                for cut in cuts {
+                for (cut, digest) in zip(cutter.cuts, cutter.digests) {
                     let piece = UnsafeRawBufferPointer(rebasing: buffer[Int(position - bufferStart)..<Int(cut - bufferStart)])
                     position = cut
-                    chunkSHA.update(piece)
                     if let stream {
                         try stream.process(piece, finish: cut == size, fullFlush: true, scratch: &scratch) { try file.append($0) }
                     } else {
                         try file.append(piece)
                     }
-                    let digest = known.isEmpty ? chunkSHA.finalize() : known[chunks.count].sha256
                     chunks.append(FileChunk(size: cut - chunkStart, storedSize: file.position - chunkStoredStart, sha256: digest))
-                    chunkSHA = StreamingSHA256()
                     chunkStart = cut
                     chunkStoredStart = file.position
                 }
                 if position < offset {
                     let piece = UnsafeRawBufferPointer(rebasing: buffer[Int(position - bufferStart)...])
-                    chunkSHA.update(piece)
                     if let stream {
                         try stream.process(piece, scratch: &scratch) { try file.append($0) }
                     } else {
@@ -315,7 +299,7 @@ public final class PackWriter {
         guard chunking == nil || chunks.lazy.map(\.size).checkedSum() == size else {
             throw FormatError(.invalidOperation, "The chunks of '\(name)' do not tile it; this is a bug in the pack writer.", field: name)
         }
-        return (crc.value, sha.finalize(), chunks)
+        return (hash.crc.value, hash.sha.finalize(), chunks)
     }
 
     // MARK: - Records
@@ -412,5 +396,78 @@ public final class PackWriter {
         w.u32(needsZip64 ? 0xFFFF_FFFF : UInt32(directoryOffset))
         w.u16(0)  // comment length
         return w.bytes
+    }
+}
+
+/// A buffer handed to the two halves of one ``PackWriter`` step, which read it at the same time
+/// and do not outlive the call.
+private struct SendableBytes: @unchecked Sendable {
+    let bytes: UnsafeRawBufferPointer
+}
+
+/// An entry's CRC-32 and SHA-256 as its bytes go by. A class so one half of a writer step can
+/// update it while the other cuts chunks (each half touches only its own object).
+private final class EntryHash: @unchecked Sendable {
+    var crc = CRC32()
+    var sha = StreamingSHA256()
+
+    func update(_ bytes: UnsafeRawBufferPointer) {
+        crc.update(bytes)
+        sha.update(bytes)
+    }
+}
+
+/// Where the chunks of an entry end, buffer by buffer: found by ``FastCDC`` with each chunk's
+/// SHA-256, or taken from a known table with its digests.
+private final class ChunkCutter: @unchecked Sendable {
+    private(set) var chunker: FastCDC?
+    private let known: [FileChunk]
+    private var sha = StreamingSHA256()
+    /// The content offset where the last cut found so far ends, and how many cuts there were.
+    private var end: Int64 = 0, count = 0
+    /// The cuts inside the last buffer (content offsets) and the digest of the chunk each ends.
+    private(set) var cuts: [Int64] = [], digests: [String] = []
+
+    init(_ chunking: PackWriter.Chunking) {
+        switch chunking {
+        case .cut(let parameters):
+            chunker = FastCDC(parameters)
+            known = []
+        case .known(let table):
+            known = table
+        }
+    }
+
+    /// Finds the cuts in `buffer`, whose first byte is at content offset `start`.
+    func cut(_ buffer: UnsafeRawBufferPointer, at start: Int64, atEnd: Bool) {
+        cuts.removeAll(keepingCapacity: true)
+        digests.removeAll(keepingCapacity: true)
+        let bufferEnd = start + Int64(buffer.count)
+        guard chunker != nil else {
+            while count < known.count, end + known[count].size <= bufferEnd {
+                end += known[count].size
+                cuts.append(end)
+                digests.append(known[count].sha256)
+                count += 1
+            }
+            return
+        }
+        var from = 0
+        func close(_ length: Int64) {
+            let to = Int(end + length - start)
+            sha.update(UnsafeRawBufferPointer(rebasing: buffer[from..<to]))
+            digests.append(sha.finalize())
+            sha = StreamingSHA256()
+            from = to
+            end += length
+            cuts.append(end)
+            count += 1
+        }
+        chunker?.consume(buffer) { close($0) }
+        if atEnd, let last = chunker?.finish() {
+            close(last)
+        } else {
+            sha.update(UnsafeRawBufferPointer(rebasing: buffer[from...]))
+        }
     }
 }

@@ -70,9 +70,12 @@ public struct CatalogClient: Sendable {
     ///   `untrusted-catalog` and `catalog-expired`. Nothing is stored when it throws, but the bins
     ///   and tables that were fetched and matched their pins stay in the store's metadata cache.
     ///
-    /// For a split manifest (`odrpack build --split-metadata`), every bin and table of the version
-    /// is fetched, each only when the store's metadata cache does not hold it already, so an update
-    /// moves only the metadata files whose pin changed (docs/STORE.md, "The metadata cache of split catalogs").
+    /// For a split manifest (`odrpack build --split-metadata`), only the part of the version this
+    /// store uses is fetched: the bins and tables of its initial-install and prefetch tags, of the
+    /// tags the current version's part describes and of the packs installed from it; each file
+    /// only when the store's metadata cache does not hold it already, so an update moves only the
+    /// metadata files whose pin changed. Other tags are described when a request needs them
+    /// (``describe(_:in:)``; docs/STORE.md, "The metadata cache of split catalogs").
     public func refresh() async throws(ResourceError) -> CatalogSnapshot {
         let followed = try store.followedCatalog(url: catalogURL)
         var request = originRequest(for: CatalogIndex.fileName)
@@ -116,23 +119,70 @@ public struct CatalogClient: Sendable {
             }
         }
         let version = try currentVersion(of: index)
-        let manifest: VersionManifest
-        var fetched: VersionManifest?
-        var metadataFiles: [String] = []
-        if let stored = try store.manifest(catalogURL: catalogURL, version: version) {
-            manifest = stored
-        } else {
-            (manifest, metadataFiles) = try await fetchManifest(version: version, index: index)
-            fetched = manifest
-        }
         let accepted = FollowedCatalog(url: catalogURL, distribution: distribution, validators: result.validators,
                                        highestSerial: max(index.serial, highest),
                                        index: index, currentVersion: version, keySet: keySet)
-        // A manifest the store holds (with its pack rows) is not stored again: encoding a
-        // 100,000-file manifest to JSON only to have the insert ignore it cost every check a second.
-        let snapshot = CatalogSnapshot(catalogURL: catalogURL, index: index, manifest: manifest, variants: variants)
-        try store.commitCatalog(accepted, manifest: fetched.map { _ in snapshot.lookup }, metadataFiles: metadataFiles)
-        return snapshot
+        let stored = try store.manifest(catalogURL: catalogURL, version: version)
+        let storedSplit = stored == nil ? nil : try store.splitManifest(catalogURL: catalogURL, version: version)
+        let storedWhole = stored != nil && storedSplit == nil ? !(try store.hasMetadataFiles(catalogURL: catalogURL, version: version)) : false
+        if let stored, storedSplit != nil || storedWhole {
+            // A manifest the store holds (with its pack rows) is not stored again: encoding a
+            // 100,000-file manifest to JSON only to have the insert ignore it cost every check a second.
+            let snapshot = CatalogSnapshot(catalogURL: catalogURL, index: index, manifest: stored, variants: variants, split: storedSplit)
+            try store.commitCatalog(accepted, manifest: nil)
+            return snapshot
+        }
+        var previous = stored
+        for _ in 0..<Self.scopeAttempts {
+            let (manifest, metadataFiles, split) = try await fetchManifest(version: version, index: index, previous: previous)
+            let snapshot = CatalogSnapshot(catalogURL: catalogURL, index: index, manifest: manifest, variants: variants, split: split)
+            do {
+                try store.commitCatalog(accepted, manifest: snapshot.lookup, metadataFiles: metadataFiles, scoped: split != nil)
+                return snapshot
+            } catch where error.cause is ResourceStore.ScopeChanged {
+                // Another process stored a part of this version with other tags: take them in too.
+                previous = try store.manifest(catalogURL: catalogURL, version: version)
+            }
+        }
+        throw ResourceError(.storageFailure, "Other processes kept storing other parts of version \(version) of the catalog; try again.", url: catalogURL)
+    }
+
+    /// How often storing a part of a split version is tried while other processes store other parts.
+    static let scopeAttempts = 4
+
+    /// A snapshot of the same version as `snapshot` that also describes `tags`: for a split
+    /// catalog (format 3) whose stored part does not describe them yet, their bins and the tables
+    /// of their packs are fetched (each only when the store's cache does not hold it), checked
+    /// against their pins, and stored with the rest of the version's part. Tags another process
+    /// added to the stored part come along. A whole manifest already describes every tag.
+    ///
+    /// - Throws: ``ResourceError`` `invalid-tag` naming a tag the version does not define (its bin
+    ///   does not hold it); `integrity` for a bin or table that differs from its pin (the files
+    ///   fetched before it stay cached, so the next attempt fetches only what is missing);
+    ///   `invalid-catalog` for metadata that is not valid; transfer errors.
+    public func describe(_ tags: Set<String>, in snapshot: CatalogSnapshot) async throws(ResourceError) -> CatalogSnapshot {
+        guard let split = snapshot.split, tags.contains(where: { snapshot.lookup.tag(named: $0) == nil }) else { return snapshot }
+        for _ in 0..<Self.scopeAttempts {
+            let stored = try store.manifest(catalogURL: catalogURL, version: snapshot.version)
+            let known = Set(snapshot.manifest.tags.map(\.name))
+            let others = (stored?.tags.map(\.name) ?? []).filter { !known.contains($0) }
+            let scope = try await self.scope(of: split, tags: others + tags.sorted(), previous: snapshot.manifest)
+            if let unknown = scope.unknownTags.first(where: tags.contains) {
+                let sample = scope.manifest.tags.map(\.name).prefix(12).joined(separator: ", ")
+                throw ResourceError(.invalidTag, "The catalog's version \(snapshot.version) has no tag '\(unknown)'. Check the spelling, or rebuild the catalog with a rule for it. Tags this device uses: \(sample).",
+                                    url: catalogURL)
+            }
+            var next = CatalogSnapshot(catalogURL: catalogURL, index: snapshot.index, manifest: scope.manifest, variants: variants, split: split)
+            next.fallback = snapshot.fallback
+            next.isExpired = snapshot.isExpired
+            do {
+                try store.commitScope(catalogURL: catalogURL, manifest: next.lookup, metadataFiles: scope.files.map(\.path))
+                return next
+            } catch where error.cause is ResourceStore.ScopeChanged {
+                continue
+            }
+        }
+        throw ResourceError(.storageFailure, "Other processes kept storing other parts of version \(snapshot.version) of the catalog; try again.", url: catalogURL)
     }
 
     /// The snapshot stored by the last successful ``refresh()``, else the bundled catalog's, else `nil`.
@@ -147,7 +197,8 @@ public struct CatalogClient: Sendable {
         if let followed = try store.followedCatalog(url: catalogURL), followed.distribution == distribution,
            let index = followed.index, let version = followed.currentVersion,
            let manifest = try store.manifest(catalogURL: catalogURL, version: version) {
-            var snapshot = CatalogSnapshot(catalogURL: catalogURL, index: index, manifest: manifest, variants: variants)
+            var snapshot = CatalogSnapshot(catalogURL: catalogURL, index: index, manifest: manifest, variants: variants,
+                                           split: try store.splitManifest(catalogURL: catalogURL, version: version))
             if trust.requiresSignatures {
                 _ = try trust.verify(index, stored: followed.keySet, now: now, allowExpired: true, url: catalogURL)
                 snapshot.isExpired = index.expiryDate.map { $0 <= now } ?? false
@@ -267,8 +318,12 @@ public struct CatalogClient: Sendable {
     }
 
     /// The manifest of `version`, checked against the catalog's pin; for a split manifest (format
-    /// 3) assembled from its bins and tables, with the paths of those metadata files.
-    private func fetchManifest(version: Int, index: CatalogIndex) async throws(ResourceError) -> (VersionManifest, [String]) {
+    /// 3) the part of it this store uses (``initialScope(of:previous:)``) assembled from its bins
+    /// and tables, with the paths of those metadata files and the split manifest itself.
+    ///
+    /// - Parameter previous: a part of this version stored before: its tags stay in the part.
+    private func fetchManifest(version: Int, index: CatalogIndex, previous: VersionManifest?) async throws(ResourceError)
+        -> (VersionManifest, [String], SplitManifest?) {
         let entry = index.version(version)
         let path = entry?.manifest ?? VersionManifest.manifestPath(forVersion: version)
         // Checked here too, whatever index it came from: only a path inside the catalog becomes a URL.
@@ -307,53 +362,63 @@ public struct CatalogClient: Sendable {
                                 url: catalogURL)
         }
         switch published {
-        case .full(let manifest): return (manifest, [])
-        case .split(let split): return try await assemble(split)
+        case .full(let manifest): return (manifest, [], nil)
+        case .split(let split):
+            let scope = try await self.scope(of: split, tags: try initialScope(of: split), previous: previous)
+            // Kept with the bins and tables: describing more tags later, offline too, starts from it.
+            let head = ResourceStore.splitManifestPath(of: data)
+            store.cacheMetadata(data, path: head)
+            return (scope.manifest, scope.files.map(\.path) + [head], split)
         }
     }
 
-    /// Fetches what a split manifest pins, every bin and every table of the version, each from the
-    /// store's cache when it holds it unchanged (found by the pin's SHA-256, checked against the
-    /// pin), else from the catalog; and assembles the whole version manifest from them with the
-    /// format's readers, which check every pin and rule again.
+    /// The tags a new split version starts with: its initial-install and prefetch tags, every tag
+    /// of the part of the current version this store uses, and the tags of the packs installed
+    /// from it, so an update describes what the device holds and nothing else.
+    private func initialScope(of split: SplitManifest) throws(ResourceError) -> [String] {
+        var tags = split.initialInstallTags + split.prefetchOrder
+        guard let current = try store.followedCatalog(url: catalogURL)?.currentVersion,
+              let previous = try store.manifest(catalogURL: catalogURL, version: current) else { return tags }
+        if try store.splitManifest(catalogURL: catalogURL, version: current) != nil {
+            tags += previous.tags.map(\.name)
+        } else {
+            let installed = try store.installedPackIDs()
+            for pack in previous.packs where installed.contains(pack.id) { tags += pack.tags }
+        }
+        return tags
+    }
+
+    /// The part of split version `split` that `tags` use, with the metadata files it was assembled
+    /// from: the bins of the tags first, then the tables of their packs, each from the store's
+    /// cache when it holds it unchanged, else downloaded, ``metadataDownloads`` at a time.
     ///
-    /// - Returns: the manifest, and the paths of the metadata files it was assembled from.
     /// - Throws: `integrity` for a file that differs from its pin (nothing is kept of it; the files
     ///   fetched before it stay in the cache, so the next attempt fetches only what is missing);
     ///   `invalid-catalog` for bins and tables that are not valid; transfer errors.
-    private func assemble(_ split: SplitManifest) async throws(ResourceError) -> (VersionManifest, [String]) {
-        let bins = split.bins.map { (path: SplitMetadata.binPath(for: $0), pin: $0) }
-        var files = try await metadataFiles(bins)
-        var tables: [(path: String, pin: MetadataPin)] = []
-        var tablePaths = Set<String>()
-        for (number, bin) in bins.enumerated() {
-            // Decoded here for the tables' pins; assembling decodes and checks it again with the rest.
-            let decoded: TagBin
-            do {
-                decoded = try TagBin.decode(from: files[bin.path] ?? Data(), pin: bin.pin, index: number, binCount: bins.count, file: bin.path)
-            } catch {
-                throw invalidMetadata(error, version: split.version)
-            }
-            for entry in decoded.packs {
-                let tablePath = SplitMetadata.tablePath(for: entry.table)
-                if tablePaths.insert(tablePath).inserted { tables.append((tablePath, entry.table)) }
-            }
-        }
-        files.merge(try await metadataFiles(tables)) { first, _ in first }
-        let paths = bins.map(\.path) + tables.map(\.path)
+    private func scope(of split: SplitManifest, tags: [String], previous: VersionManifest?) async throws(ResourceError) -> MetadataScope {
+        let all = (previous?.tags.map(\.name) ?? []) + tags
+        let bins = try await metadataFiles(SplitMetadata.binFiles(forTags: all, of: split).map { ($0.path, $0.pin) })
         do {
-            let manifest = try SplitMetadata.assemble(split) { path in
-                guard let data = files[path] else {
-                    throw FormatError(.danglingReference, "\(path) is pinned by a bin, but was not fetched with it.", field: path)
-                }
-                return data
-            }
-            return (manifest, paths)
+            let tables = try SplitMetadata.tableFiles(forTags: all, of: split, fetch: Self.lookUp(in: bins))
+            let files = bins.merging(try await metadataFiles(tables.map { ($0.path, $0.pin) })) { first, _ in first }
+            return try SplitMetadata.scoped(split, tags: tags, keepingOrderOf: previous, fetch: Self.lookUp(in: files))
+        } catch let error as ResourceError {
+            throw error
         } catch let error as FormatError {
             throw invalidMetadata(error, version: split.version)
         } catch {
             throw ResourceError(.invalidCatalog, "The metadata of version \(split.version) could not be assembled: \(error)", url: catalogURL,
                                 cause: StoreFailure(description: "\(error)"))
+        }
+    }
+
+    /// A `fetch` for the format's readers over metadata files already fetched.
+    private static func lookUp(in files: [String: Data]) -> (String) throws -> Data {
+        { path in
+            guard let data = files[path] else {
+                throw FormatError(.danglingReference, "\(path) is pinned by a bin, but was not fetched with it.", field: path)
+            }
+            return data
         }
     }
 
@@ -371,7 +436,7 @@ public struct CatalogClient: Sendable {
         for file in wanted where result[file.path] == nil {
             if let cached = store.cachedMetadata(file.path, pin: file.pin) { result[file.path] = cached } else { missing.append(file) }
         }
-        let (downloaded, failure) = await withTaskGroup(of: (String, Result<Data, ResourceError>).self) { group in
+        let (downloaded, failure) = await withTaskGroup(of: MetadataDownload.self) { group in
             var downloaded: [String: Data] = [:]
             var next = 0, running = 0, failure: ResourceError?
             while true {
@@ -379,25 +444,32 @@ public struct CatalogClient: Sendable {
                     let file = missing[next]
                     next += 1
                     running += 1
-                    group.addTask {
-                        do throws(ResourceError) {
-                            return (file.path, .success(try await downloadMetadata(file.path, pin: file.pin)))
-                        } catch {
-                            return (file.path, .failure(error))
-                        }
-                    }
+                    group.addTask { await downloadMetadataOutcome(file.path, pin: file.pin) }
                 }
-                guard let (path, outcome) = await group.next() else { break }
+                guard let outcome = await group.next() else { break }
                 running -= 1
-                switch outcome {
-                case .success(let data): downloaded[path] = data
-                case .failure(let error): failure = failure ?? error
-                }
+                if let data = outcome.data { downloaded[outcome.path] = data }
+                if let error = outcome.error { failure = failure ?? error }
             }
             return (downloaded, failure)
         }
         if let failure { throw failure }
         return result.merging(downloaded) { first, _ in first }
+    }
+
+    /// What one download of ``metadataFiles(_:)`` brought: the bytes or the error.
+    private struct MetadataDownload: Sendable {
+        var path: String
+        var data: Data?
+        var error: ResourceError?
+    }
+
+    private func downloadMetadataOutcome(_ path: String, pin: MetadataPin) async -> MetadataDownload {
+        do {
+            return MetadataDownload(path: path, data: try await downloadMetadata(path, pin: pin))
+        } catch {
+            return MetadataDownload(path: path, error: error)
+        }
     }
 
     /// Downloads metadata file `path` (never more than the pin's size), checks it against `pin`,

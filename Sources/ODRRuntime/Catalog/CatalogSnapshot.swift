@@ -24,6 +24,11 @@ public struct CatalogSnapshot: Sendable {
     /// only): installed packs keep serving, but installers download nothing from it
     /// (`catalog-expired`) until a fresh catalog is fetched.
     public var isExpired = false
+    /// For a split catalog (format 3), the version's split manifest: ``manifest`` then describes
+    /// only the tags this store uses (every one with all its packs and files), and
+    /// ``CatalogClient/describe(_:in:)`` fetches the rest of a tag when a request needs it.
+    /// `nil` for a whole manifest, which describes every tag.
+    public internal(set) var split: SplitManifest?
 
     /// Why a snapshot is the stored copy although the network was asked for.
     public struct Fallback: Sendable {
@@ -35,10 +40,30 @@ public struct CatalogSnapshot: Sendable {
 
     /// Pairs an accepted index with the manifest its distribution points at, indexing the manifest
     /// once for a device that chooses `variants` (by default, every axis in declared order).
-    public init(catalogURL: URL, index: CatalogIndex, manifest: VersionManifest, variants: VariantPreferences = VariantPreferences()) {
+    ///
+    /// - Parameter split: the split manifest when `manifest` is the part of a split version a
+    ///   store uses (see ``split``).
+    public init(catalogURL: URL, index: CatalogIndex, manifest: VersionManifest, variants: VariantPreferences = VariantPreferences(),
+                split: SplitManifest? = nil) {
         self.catalogURL = CatalogLocation.base(catalogURL)
         self.index = index
         lookup = ManifestIndex(manifest, variants: variants)
+        self.split = split
+    }
+
+    /// Whether `tag` is described: always in a whole manifest; in a split one, once a request
+    /// (or ``ResourceManager/describe(tags:)``) needed it.
+    public func describes(tag: String) -> Bool { lookup.tag(named: tag) != nil }
+
+    /// The error for `tag`, which this snapshot does not describe: `invalid-tag` for a whole
+    /// manifest; for a split one, `catalog-unavailable`, since the tag may be in a bin not fetched yet.
+    func undescribed(_ tag: String) -> ResourceError {
+        guard split != nil else {
+            let known = manifest.tags.map(\.name).prefix(12).joined(separator: ", ")
+            return ResourceError(.invalidTag, "The catalog's version \(version) has no tag '\(tag)'. Known tags: \(known).", url: catalogURL)
+        }
+        return ResourceError(.catalogUnavailable, "Tag '\(tag)' is not described on this device yet: the catalog's version \(version) is split, and only the tags a request needed are fetched. Begin a request for it, or call describe(tags:) first, which fetches its metadata (or says the tag does not exist).",
+                             url: catalogURL)
     }
 
     /// The version number.
@@ -58,11 +83,7 @@ public struct CatalogSnapshot: Sendable {
     ///
     /// - Throws: ``ResourceError`` `invalid-tag` naming the first tag this version does not define.
     public func packs(forTags tags: some Sequence<String>) throws(ResourceError) -> [PackRecord] {
-        for tag in tags where lookup.tag(named: tag) == nil {
-            let known = manifest.tags.map(\.name).prefix(12).joined(separator: ", ")
-            throw ResourceError(.invalidTag, "The catalog's version \(version) has no tag '\(tag)'. Known tags: \(known).",
-                                url: catalogURL)
-        }
+        for tag in tags where lookup.tag(named: tag) == nil { throw undescribed(tag) }
         return lookup.packs(forTags: tags).compactMap { lookup.pack(id: $0) }
     }
 

@@ -40,6 +40,22 @@ public struct Ledger: Sendable {
         packReferenceCounts = Array(repeating: 0, count: catalog.packCount)
     }
 
+    /// This ledger's counts moved to `catalog`, a larger description of the same version (a split
+    /// catalog that describes more tags now): every tag keeps its ``TagIndex``, so the tags requests
+    /// hold stay valid, and each held tag is counted again against the packs `catalog` gives it.
+    ///
+    /// - Returns: `nil` when `catalog` does not list this ledger's tags first, in the same order.
+    public func carried(to catalog: LedgerCatalog) -> Ledger? {
+        guard catalog.tagCount >= self.catalog.tagCount,
+              self.catalog.tagNames.indices.allSatisfy({ self.catalog.tagNames[$0] == catalog.tagNames[$0] }) else { return nil }
+        var next = Ledger(catalog: catalog, inUseLimit: .max)
+        for (index, count) in tagCounts.enumerated() where count > 0 {
+            for _ in 0..<count { next.retain(TagIndex(index)) }
+        }
+        next.inUseLimit = inUseLimit
+        return next
+    }
+
     /// Counts one more request for each of `tags` (a tag listed twice is counted twice).
     ///
     /// - Returns: the installed bytes that became in use (packs already in use cost nothing).

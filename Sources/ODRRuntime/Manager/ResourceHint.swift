@@ -132,7 +132,8 @@ extension ResourceManager {
     ///
     /// - Throws: ``ResourceError`` at once, with nothing hinted: `invalid-argument` for a likelihood
     ///   outside 0...1 or NaN; `catalog-unavailable` before ``prepare(online:)`` or
-    ///   ``loadCatalog(online:)``; `invalid-tag` for a tag the catalog does not have.
+    ///   ``loadCatalog(online:)``; `invalid-tag` for a tag the catalog does not have; for a split
+    ///   catalog, `catalog-unavailable` for a tag not described yet (call ``describe(tags:)`` first).
     public func anticipate(tags: Set<String>, likelihood: Double) throws(ResourceError) -> ResourceHint {
         guard likelihood.isFinite, (0...1).contains(likelihood) else {
             throw ResourceError(.invalidArgument, "A hint's likelihood must be in 0...1; \(likelihood) is not. Pass 0 (unlikely) to 1 (certain).")

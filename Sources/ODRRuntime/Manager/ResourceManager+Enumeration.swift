@@ -11,6 +11,8 @@ extension ResourceManager {
     /// is what a client with nothing installed downloads, ``TagRecord/installedBytes`` what the
     /// packs take on disk.
     ///
+    /// For a split catalog, the tags described so far (see ``describe(tags:)``).
+    ///
     /// - Throws: ``ResourceError`` `catalog-unavailable` before the manager has a catalog.
     public func catalogTags() throws(ResourceError) -> [TagRecord] {
         try state.withLock { state throws(ResourceError) in try Self.requireSnapshot(state) }.lookup.tags
@@ -20,7 +22,8 @@ extension ResourceManager {
     /// device resolves to (what ``ResourceRequest/path(forResource:)`` returns while accessing).
     ///
     /// - Throws: ``ResourceError`` `catalog-unavailable` before the manager has a catalog,
-    ///   `invalid-tag` for a tag the catalog does not define.
+    ///   `invalid-tag` for a tag the catalog does not define; for a split catalog,
+    ///   `catalog-unavailable` for a tag not described yet (call ``describe(tags:)`` first).
     public func files(ofTag tag: String) throws(ResourceError) -> [FileRecord] {
         let snapshot = try state.withLock { state throws(ResourceError) in try Self.requireSnapshot(state) }
         let lookup = snapshot.lookup

@@ -234,6 +234,8 @@ extension ResourceManager {
             }
         }
         defer { hub.removeObserver(token) }
+        // A split catalog describes a tag no request used yet only now.
+        try await describe(tags: Set(tags))
         let ids = try state.withLock { state throws(ResourceError) in
             try Self.packIDs(forTags: tags, in: try Self.requireSnapshot(state))
         }

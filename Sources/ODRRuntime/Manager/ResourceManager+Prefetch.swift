@@ -27,7 +27,8 @@ extension ResourceManager {
     ///   cancelling it stops waiting (the download goes on while a request needs it). Most callers
     ///   ignore it: a failed prefetch is tried again when a request begins the tags.
     /// - Throws: ``ResourceError`` at once: `catalog-unavailable` before ``prepare(online:)`` or
-    ///   ``loadCatalog(online:)``, `invalid-tag` for a tag the catalog does not have.
+    ///   ``loadCatalog(online:)``, `invalid-tag` for a tag the catalog does not have; for a split
+    ///   catalog, `catalog-unavailable` for a tag not described yet (call ``describe(tags:)`` first).
     @discardableResult
     public func prefetch(tags: Set<String>, priority: TransferPriority = .loading(0.1)) throws(ResourceError) -> Task<Void, any Error> {
         let downloads = try state.withLock { state throws(ResourceError) in

@@ -325,7 +325,8 @@ public final class ResourceManager: Sendable {
     /// the tags are installed (verified entries still become an installed pack in a moment; wait
     /// for ``ResourceManagerEvent/tagAvailable(tag:)`` for that).
     ///
-    /// - Throws: ``ResourceError`` `invalid-tag` for a tag the catalog does not define.
+    /// - Throws: ``ResourceError`` `invalid-tag` for a tag the catalog does not define; for a split
+    ///   catalog, `catalog-unavailable` for a tag not described yet (call ``describe(tags:)`` first).
     public func downloadSize(forTags tags: Set<String>) throws(ResourceError) -> Int64 {
         let (snapshot, missing) = try state.withLock { state throws(ResourceError) in
             let snapshot = try Self.requireSnapshot(state)
@@ -389,6 +390,7 @@ public final class ResourceManager: Sendable {
     /// The ids of the packs `tags` need, sorted.
     static func packIDs(forTags tags: some Collection<String>, in snapshot: CatalogSnapshot) throws(ResourceError) -> [String] {
         for tag in tags where snapshot.lookup.tag(named: tag) == nil {
+            guard snapshot.split == nil else { throw snapshot.undescribed(tag) }
             throw ResourceError(.invalidTag, "The catalog (version \(snapshot.version)) has no tag '\(tag)'. Check the spelling, or rebuild the catalog with a rule for it.")
         }
         return snapshot.lookup.packs(forTags: tags)

@@ -172,7 +172,14 @@ public final class ResourceRequest: Sendable {
     /// - Throws: ``ResourceError``: `begin-twice` while requested or accessing, `begin-after-end`,
     ///   `invalid-tag`, `exceeded-maximum-in-use-size`, `out-of-space`, `cancelled`, and transfer or
     ///   `integrity` errors. After an error nothing is held and the request can begin again.
+    ///
+    /// For a split catalog, tags the device has not described yet are described first
+    /// (``ResourceManager/describe(tags:)``), which fetches their metadata.
     public func beginAccessingResources() async throws(ResourceError) {
+        if manager.needsDescription(of: tags) {
+            try box.withLock { inner throws(ResourceError) in try Self.checkCanBegin(inner.state) }
+            try await manager.describe(tags: tags)
+        }
         try await finishBegin(try startBegin())
     }
 
@@ -185,10 +192,27 @@ public final class ResourceRequest: Sendable {
     /// - Throws: ``ResourceError`` found before anything starts (`begin-twice`, `begin-after-end`,
     ///   `invalid-tag`, `catalog-unavailable`, `exceeded-maximum-in-use-size`); `completion` is then
     ///   never called and nothing changed.
+    ///
+    /// For a split catalog whose tags the device has not described yet, the task describes them
+    /// first (``ResourceManager/describe(tags:)``): the request is `requested` once they are, and
+    /// an error in describing them (`invalid-tag` for a tag the version does not define, transfer
+    /// errors) reaches `completion`.
     @discardableResult
     public func startAccessingResources(
         completion: @escaping @Sendable (Result<Void, ResourceError>) -> Void
     ) throws(ResourceError) -> Task<Void, Never> {
+        if manager.needsDescription(of: tags) {
+            try box.withLock { inner throws(ResourceError) in try Self.checkCanBegin(inner.state) }
+            return Task {
+                do throws(ResourceError) {
+                    try await manager.describe(tags: tags)
+                    try await finishBegin(try startBegin())
+                    completion(.success(()))
+                } catch {
+                    completion(.failure(error))
+                }
+            }
+        }
         let started = try startBegin()
         return Task {
             do throws(ResourceError) {

@@ -148,7 +148,12 @@ extension ResourceStore {
     /// `metadataFiles` are the split-metadata files (`meta/<sha256>.tagbin`, `.filetable`) the
     /// manifest was assembled from, kept in the store's cache: recorded with the manifest, so they
     /// stay while it is stored.
-    func commitCatalog(_ followed: FollowedCatalog, manifest lookup: ManifestIndex?, metadataFiles: [String] = []) throws(ResourceError) {
+    ///
+    /// With `scoped`, the manifest is the part of a split version its clients use
+    /// (``SplitMetadata/scoped(_:tags:keepingOrderOf:fetch:)``) and replaces the part stored before,
+    /// which must be a subset of it (see ``commitScope(catalogURL:manifest:metadataFiles:)``).
+    func commitCatalog(_ followed: FollowedCatalog, manifest lookup: ManifestIndex?, metadataFiles: [String] = [],
+                       scoped: Bool = false) throws(ResourceError) {
         let manifest = lookup?.manifest
         let key = CatalogLocation.key(followed.url)
         let indexData: Data?
@@ -218,31 +223,77 @@ extension ResourceStore {
                 """, arguments: [key, followed.distribution, followed.index?.id, followed.validators.entityTag,
                                  followed.validators.lastModified, followed.highestSerial, followed.currentVersion,
                                  indexData, now, keySetData])
-            if let manifest, let manifestData {
-                try db.execute(sql: "INSERT OR IGNORE INTO manifest (catalogURL, version, json, fetchedAt) VALUES (?, ?, ?, ?)",
-                               arguments: [key, manifest.version, manifestData, now])
-                // Only for a manifest stored now: a version already stored keeps its JSON and file.
-                if db.changesCount > 0, let compactDigest {
-                    try Self.recordCompactFile(digest: compactDigest, catalogKey: key, version: manifest.version, db)
-                }
-                try Self.recordMetadataFiles(metadataFiles, catalogKey: key, version: manifest.version, db)
-                for pack in manifest.packs {
-                    try db.execute(sql: "INSERT OR IGNORE INTO packVersion (packID, catalogURL, version) VALUES (?, ?, ?)",
-                                   arguments: [pack.id, key, manifest.version])
-                }
-                if let lookup {
-                    let listed = Set(manifest.packs.map(\.id))
-                    for pack in try Self.packRows(db, installedOnly: true).packs where listed.contains(pack.id) {
-                        guard try !StoreSchema.recordedEntries(ofPack: pack.id, match: lookup.expectedEntries(inPack: pack.id), db) else { continue }
-                        try db.execute(sql: "UPDATE pack SET isInstalled = 0 WHERE id = ?", arguments: [pack.id])
-                        try Self.log(db, StoreEvent(time: now, kind: .repair, packID: pack.id, bytes: pack.installedBytes,
-                                                    reason: "installed with other contents than version \(manifest.version) lists"))
-                    }
-                }
+            if let manifestData, let lookup {
+                try Self.storeManifestRows(db, catalogKey: key, lookup: lookup, json: manifestData, compactDigest: compactDigest,
+                                           metadataFiles: metadataFiles, now: now, replacing: scoped)
             }
             try StoreSchema.updateSupersededFlags(db)
         }
     }
+
+    /// Stores a larger part of a split version than the store holds (a client began a tag the
+    /// stored part did not describe): replaces the stored manifest of that version when the stored
+    /// one's tags are all in `lookup`'s.
+    ///
+    /// - Throws: `storage-failure` caused by ``ScopeChanged`` when another process stored a part with tags this one lacks
+    ///   (assemble the union and try again); `storage-failure`.
+    func commitScope(catalogURL: URL, manifest lookup: ManifestIndex, metadataFiles: [String]) throws(ResourceError) {
+        let manifest = lookup.manifest
+        let key = CatalogLocation.key(catalogURL)
+        let json: Data
+        do { json = try manifest.encoded() } catch {
+            throw ResourceError(.invalidCatalog, "The version manifest could not be stored.", url: catalogURL, cause: error)
+        }
+        let compactDigest = try? Self.writeCompactFile(of: manifest, json: json, in: manifestsURL)
+        let now = clock()
+        try write("store a larger part of a split version") { db in
+            try Self.storeManifestRows(db, catalogKey: key, lookup: lookup, json: json, compactDigest: compactDigest,
+                                       metadataFiles: metadataFiles, now: now, replacing: true)
+            try StoreSchema.updateSupersededFlags(db)
+        }
+    }
+
+    /// Stores a version's manifest, its compact file's name, the metadata files it uses and its
+    /// pack rows; marks not installed the packs installed with other contents than it lists.
+    /// With `replacing`, a stored manifest of the version is replaced when its tags are a subset.
+    private static func storeManifestRows(_ db: SQLiteDatabase, catalogKey key: String, lookup: ManifestIndex, json: Data,
+                                          compactDigest: String?, metadataFiles: [String], now: Double, replacing: Bool) throws {
+        let manifest = lookup.manifest
+        if replacing, let stored = try db.fetchOne(sql: "SELECT json FROM manifest WHERE catalogURL = ? AND version = ?",
+                                                    arguments: [key, manifest.version])?.value(at: 0).blob() {
+            // Another process may have stored a part with tags this one lacks: never lose them.
+            let storedTags = (try? VersionManifest.decode(from: stored))?.tags.map(\.name) ?? []
+            let tags = Set(manifest.tags.map(\.name))
+            guard storedTags.allSatisfy(tags.contains) else {
+                throw ResourceError(.storageFailure, "Another process stored a part of version \(manifest.version) with tags this one lacks; assemble both and store again.",
+                                    cause: ScopeChanged())
+            }
+        }
+        try db.execute(sql: replacing
+                       ? "INSERT INTO manifest (catalogURL, version, json, fetchedAt) VALUES (?, ?, ?, ?) ON CONFLICT(catalogURL, version) DO UPDATE SET json = excluded.json"
+                       : "INSERT OR IGNORE INTO manifest (catalogURL, version, json, fetchedAt) VALUES (?, ?, ?, ?)",
+                       arguments: [key, manifest.version, json, now])
+        // Only for a manifest stored now: a version already stored keeps its JSON and file.
+        if db.changesCount > 0, let compactDigest {
+            try recordCompactFile(digest: compactDigest, catalogKey: key, version: manifest.version, db)
+        }
+        try recordMetadataFiles(metadataFiles, catalogKey: key, version: manifest.version, db)
+        for pack in manifest.packs {
+            try db.execute(sql: "INSERT OR IGNORE INTO packVersion (packID, catalogURL, version) VALUES (?, ?, ?)",
+                           arguments: [pack.id, key, manifest.version])
+        }
+        let listed = Set(manifest.packs.map(\.id))
+        for pack in try packRows(db, installedOnly: true).packs where listed.contains(pack.id) {
+            guard try !StoreSchema.recordedEntries(ofPack: pack.id, match: lookup.expectedEntries(inPack: pack.id), db) else { continue }
+            try db.execute(sql: "UPDATE pack SET isInstalled = 0 WHERE id = ?", arguments: [pack.id])
+            try log(db, StoreEvent(time: now, kind: .repair, packID: pack.id, bytes: pack.installedBytes,
+                                   reason: "installed with other contents than version \(manifest.version) lists"))
+        }
+    }
+
+    /// The cause of the error ``commitScope(catalogURL:manifest:metadataFiles:)`` throws when
+    /// another process stored a part of the version with tags the new part lacks.
+    struct ScopeChanged: Error, Sendable {}
 
     /// The versions, of every followed catalog, that include pack `id`.
     public func versions(includingPack id: String) throws(ResourceError) -> [Int] {

@@ -28,10 +28,54 @@ extension ResourceStore {
         let prefix = SplitMetadata.folder + "/"
         guard path.hasPrefix(prefix) else { return nil }
         let name = String(path.dropFirst(prefix.count))
-        for suffix in [".tagbin", ".filetable"] where name.hasSuffix(suffix) {
+        for suffix in [".tagbin", ".filetable", splitManifestSuffix] where name.hasSuffix(suffix) {
             return HexDigest.isSHA256(String(name.dropLast(suffix.count))) ? name : nil
         }
         return nil
+    }
+
+    /// The suffix of a split manifest (format 3) kept in the cache: a client that uses only part of
+    /// a version needs its head again to fetch more of it, offline included.
+    static let splitManifestSuffix = ".splitmanifest"
+
+    /// The cache path of split manifest bytes `data`: named by their SHA-256, as bins and tables are.
+    static func splitManifestPath(of data: Data) -> String {
+        "\(SplitMetadata.folder)/\(ContentHash.sha256Hex(of: data))\(splitManifestSuffix)"
+    }
+
+    /// The split manifest (format 3) of a stored version, when the version is split: the store then
+    /// holds only the part of it its clients used (see ``SplitMetadata/scoped(_:tags:keepingOrderOf:fetch:)``).
+    ///
+    /// - Returns: `nil` for a version stored whole, or when the cached head is gone or damaged
+    ///   (it is deleted then, and the version counts as not stored).
+    func splitManifest(catalogURL: URL, version: Int) throws(ResourceError) -> SplitManifest? {
+        let names: [String] = try read("read a stored split manifest") { db in
+            try db.fetchAll(sql: "SELECT name FROM manifestMeta WHERE catalogURL = ? AND version = ? AND name LIKE ?",
+                            arguments: [CatalogLocation.key(catalogURL), version, "%" + Self.splitManifestSuffix])
+                .compactMap { try? $0.value(at: 0).text() }
+        }
+        for name in names.sorted() {
+            let digest = String(name.dropLast(Self.splitManifestSuffix.count))
+            guard HexDigest.isSHA256(digest) else { continue }
+            let url = Self.metadataURL(in: directory).appending(path: name)
+            var info = stat()
+            guard stat(url.path, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_size <= Int64(CatalogTrust.defaultMaximumManifestBytes),
+                  let data = try? Data(contentsOf: url), ContentHash.sha256Hex(of: data) == digest,
+                  case .split(let split)? = try? PublishedManifest.decode(from: data), split.version == version else {
+                Self.removeTree(url)
+                continue
+            }
+            return split
+        }
+        return nil
+    }
+
+    /// Whether stored version `version` was assembled from split metadata (its files are recorded).
+    func hasMetadataFiles(catalogURL: URL, version: Int) throws(ResourceError) -> Bool {
+        try read("read a stored version's metadata files") { db in
+            try db.fetchOne(sql: "SELECT EXISTS (SELECT 1 FROM manifestMeta WHERE catalogURL = ? AND version = ?)",
+                            arguments: [CatalogLocation.key(catalogURL), version])?.value(at: 0).bool() ?? false
+        }
     }
 
     /// The cached bytes of metadata file `path` when they are exactly what `pin` pins; a cached file

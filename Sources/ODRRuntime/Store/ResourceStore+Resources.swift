@@ -49,7 +49,9 @@ extension ResourceStore {
     /// served through its own name only when that is a link to its entry (see ``installedFile(_:)``).
     ///
     /// - Throws: ``ResourceError`` `unknown-resource` when the version does not list the path, or
-    ///   lists it only in variants the device does not accept; `resource-not-installed` when its
+    ///   lists it only in variants the device does not accept (for a split catalog, whose files are
+    ///   known only for the tags the device used, `resource-not-installed` instead, since another
+    ///   tag may hold it); `resource-not-installed` when its
     ///   pack is not installed, or was installed with other contents than this version lists;
     ///   `integrity` when the installed file is not there as recorded (run `odr verify --repair`).
     public func url(forResource path: String, in snapshot: CatalogSnapshot) throws(ResourceError) -> URL {
@@ -57,6 +59,11 @@ extension ResourceStore {
             let variants = snapshot.lookup.files(atPath: path).map(\.variant.variantDescription)
             guard variants.isEmpty else {
                 throw ResourceError(.unknownResource, "Version \(snapshot.version) of the catalog has '\(path)' only in variants this device does not accept (\(variants.joined(separator: "; "))). Add one of those values to the variant choice (odr --variant axis=value,fallback) to use it.",
+                                    url: snapshot.catalogURL)
+            }
+            if snapshot.split != nil {
+                // A split version is known here only for the tags this device used: the path may be in another.
+                throw ResourceError(.resourceNotInstalled, "'\(path)' is not in any tag this device has used of version \(snapshot.version); the catalog is split, so the files of other tags are not known here until one of them is fetched. Check the path (it is case-sensitive), and fetch its tag first.",
                                     url: snapshot.catalogURL)
             }
             throw ResourceError(.unknownResource, "Version \(snapshot.version) of the catalog has no file '\(path)'. Check the path (it is case-sensitive).",

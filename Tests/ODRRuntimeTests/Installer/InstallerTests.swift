@@ -12,7 +12,8 @@ struct InstallerTests {
         let store = try ResourceStore(directory: directory)
         let engine = try TransferEngine()
         let client = CatalogClient(catalogURL: catalogURL, store: store, transport: engine)
-        let snapshot = try await client.refresh()
+        // A split catalog describes the tags when they are first used; a whole one already does.
+        let snapshot = try await client.describe(Set(tags), in: try await client.refresh())
         let summary = try await PackInstaller(store: store, transport: engine)
             .install(try snapshot.packs(forTags: tags), from: snapshot)
         return (store, snapshot, summary)

@@ -29,6 +29,34 @@ struct LedgerTests {
         #expect(try ledger.end([a]) == 150)
     }
 
+    /// A split catalog that describes one more tag: the counts move to the larger catalog, held
+    /// tags keep their indices, a pack the new tag shares stays counted once, and ending the held
+    /// tag later frees what it held. A catalog that reorders the tags cannot take the counts.
+    @Test func countsMoveToACatalogThatDescribesMoreTags() throws {
+        let small = try LedgerCatalog(tags: ["level1"], packs: [
+            .init(id: "one", bytes: 300, tags: ["level1"]),
+            .init(id: "shared", bytes: 100, tags: ["level1"]),
+        ])
+        var ledger = Ledger(catalog: small, inUseLimit: 1_000)
+        let level1 = try small.tags(named: ["level1"])
+        #expect(try ledger.begin(level1) == 400)
+        let larger = try Self.catalog()
+        var carried = try #require(ledger.carried(to: larger))
+        #expect(carried.inUseBytes == 400)
+        #expect(carried.inUseLimit == 1_000)
+        #expect(try larger.tags(named: ["level1"]) == level1)
+        // level2 shares `shared`, already in use: only its own pack is added.
+        let level2 = try larger.tags(named: ["level2"])
+        #expect(try carried.begin(level2) == 200)
+        #expect(carried.referenceCount(of: try #require(larger.pack(id: "shared"))) == 2)
+        #expect(try carried.end(level1) == 300)
+        #expect(try carried.end(level2) == 300)
+        #expect(carried.inUseBytes == 0)
+
+        let reordered = try LedgerCatalog(tags: ["level2", "level1"], packs: [.init(id: "one", bytes: 300, tags: ["level1"])])
+        #expect(ledger.carried(to: reordered) == nil)
+    }
+
     @Test func sharedPackCountsOnceAcrossTags() throws {
         let catalog = try Self.catalog()
         var ledger = Ledger(catalog: catalog)
