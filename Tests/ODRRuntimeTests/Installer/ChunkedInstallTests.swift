@@ -350,6 +350,38 @@ struct ChunkedInstallTests {
         }
     }
 
+    /// The manager's sizes (`downloadSize(forTags:)`, the gauge) count only the chunks that travel,
+    /// and the request that installs the update moves exactly that.
+    @Test func theManagersSizesCountOnlyTheChunksNotHeld() async throws {
+        let fixture = try await Self.fixture()
+        let directory = try TemporaryDirectory(prefix: "odr-store")
+        try await withTestServer(root: fixture.catalog) { server in
+            var configuration = ResourceManager.Configuration(catalogURL: server.baseURL, storeDirectory: directory.url)
+            configuration.freeSpaceWatermark = 0
+            let manager = try ResourceManager(configuration: configuration)
+            try await manager.prepare()
+            let first = ResourceRequest(tags: ["world"], manager: manager)
+            try await first.beginAccessingResources()
+            try first.endAccessingResources()
+
+            try fixture.write(Self.big, Self.edit(try fixture.contents(of: Self.big), at: 2 << 20, Data("a small change".utf8), overwrite: true))
+            try await fixture.build()
+            #expect(try await manager.checkForUpdates() == 2)
+            let size = try manager.downloadSize(forTags: ["world"])
+            #expect(size > 0 && size < 1 << 20, "\(size) bytes for a 14-byte change in a 3 MiB file")
+            #expect(manager.gauge().first { $0.name == "world" }?.downloadBytes == size)
+
+            server.clearRequests()
+            let second = ResourceRequest(tags: ["world"], manager: manager)
+            try await second.beginAccessingResources()
+            await server.waitUntilIdle()
+            #expect(Int64(Self.packRequests(server).reduce(0) { $0 + $1.bytesSent }) == size)
+            let url = try #require(second.url(forResource: "world", withExtension: "pak", subdirectory: "world"))
+            #expect(try Data(contentsOf: url) == fixture.contents(of: Self.big))
+            try second.endAccessingResources()
+        }
+    }
+
     /// A request holds the old version while the new one is assembled from its chunks: the old
     /// file keeps its bytes.
     @Test func theOldVersionStaysReadableWhileTheNewOneIsAssembledFromIt() async throws {
