@@ -356,13 +356,7 @@ struct ChunkedInstallTests {
         let fixture = try await Self.fixture()
         let directory = try TemporaryDirectory(prefix: "odr-store")
         try await withTestServer(root: fixture.catalog) { server in
-            var configuration = ResourceManager.Configuration(catalogURL: server.baseURL, storeDirectory: directory.url)
-            configuration.freeSpaceWatermark = 0
-            let manager = try ResourceManager(configuration: configuration)
-            try await manager.prepare()
-            let first = ResourceRequest(tags: ["world"], manager: manager)
-            try await first.beginAccessingResources()
-            try first.endAccessingResources()
+            let manager = try await EntryInstallTests.manager(installing: "world", from: server, into: directory)
 
             try fixture.write(Self.big, Self.edit(try fixture.contents(of: Self.big), at: 2 << 20, Data("a small change".utf8), overwrite: true))
             try await fixture.build()
