@@ -12,7 +12,10 @@ import ODRRuntime
 /// 3. A tenth of the files changed (v3): at most 1.15x their stored bytes, at most 60 requests.
 /// 4. Resume after SIGKILL: at most the missing bytes plus 1 MiB downloaded; the bytes the kill
 ///    lost (sent twice by the server) next to those `curl -C -` loses under the same kill.
-/// 5. Peak memory of every `odr fetch` under 64 MiB.
+/// 5. Chunked files (`ChunkDeltaCases`): a large incompressible file with 1 MiB inserted and 4 MiB
+///    overwritten, against zsync 0.6 on the same change; a text-like file with 10 small edits; the
+///    assembly's speed against `cp` + `sha256sum`.
+/// 6. Peak memory of every `odr fetch` under 64 MiB.
 struct DeltaBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "delta",
@@ -39,6 +42,16 @@ struct DeltaBench: AsyncParsableCommand {
             (socket buffers on both ends, a few MiB on loopback), so one run's pair is noisy: odr \
             itself keeps every byte its installer received (downloaded - missing is about 0).
 
+            5. chunked files: a catalog of one --chunk-mib MiB incompressible file (stored, chunked), \
+            whose v2 inserts 1 MiB at 10% and overwrites 4 MiB at 60%; targets: at most 1.25x the 5 MiB \
+            changed plus 2 MiB downloaded, and at most 1.5x what zsync 0.6 downloads for the same change \
+            (`zsyncmake` on the served v2 file, `zsync -i` the v1 file; needs Debian's zsync). A catalog of \
+            one --text-mib MiB text-like file (deflated, chunked), whose v2 overwrites 100 bytes at 10 \
+            places; target: at most 2 MiB downloaded. And the big update's time (its file assembled from \
+            chunks on disk) against `cp` of the v1 file then `sha256sum` of the copy; target: at least \
+            0.8x their speed. --full-chunks runs the issue's sizes (1024 and 256 MiB); --chunks-only \
+            skips steps 1 to 4.
+
             Updates print their wall time next to the full download's. Times are the best of --runs \
             (each run starts from an empty store, with odr's default durability; a `sync` precedes each \
             step); the resume step runs once. Peak memory of each odr fetch (/usr/bin/time): < 64 MiB. \
@@ -55,11 +68,24 @@ struct DeltaBench: AsyncParsableCommand {
     @Option(help: "Runs of steps 1 to 3; the best time is reported.")
     var runs = 1
 
+    @Option(name: .customLong("chunk-mib"), help: "Size of step 5's incompressible file in MiB; at least 16.")
+    var chunkMiB = 128
+
+    @Option(name: .customLong("text-mib"), help: "Size of step 5's text-like file in MiB; at least 16.")
+    var textMiB = 32
+
+    @Flag(name: .customLong("full-chunks"), help: "Step 5 at the issue's sizes: --chunk-mib 1024 --text-mib 256.")
+    var fullChunks = false
+
+    @Flag(name: .customLong("chunks-only"), help: "Run step 5 only.")
+    var chunksOnly = false
+
     func validate() throws {
         guard mib >= 10 else { throw ValidationError("--mib must be at least 10, so that a tenth of the files is one file or more.") }
         guard resumeMiB >= 8 else { throw ValidationError("--resume-mib must be at least 8: odr crashes only after 2 MiB and half the pack arrived.") }
         guard runs > 0 else { throw ValidationError("--runs must be positive.") }
-        for tool in ["/usr/bin/curl", "/usr/bin/sync", "/usr/bin/env"] where !FileManager.default.isExecutableFile(atPath: tool) {
+        guard chunkMiB >= 16, textMiB >= 16 else { throw ValidationError("--chunk-mib and --text-mib must be at least 16, twice the chunking threshold.") }
+        for tool in ["/usr/bin/curl", "/usr/bin/sync", "/usr/bin/env", "/usr/bin/zsync", "/usr/bin/zsyncmake", "/usr/bin/sha256sum"] where !FileManager.default.isExecutableFile(atPath: tool) {
             throw ValidationError("\(tool) is needed.")
         }
     }
@@ -70,6 +96,16 @@ struct DeltaBench: AsyncParsableCommand {
         defer { try? FileManager.default.removeItem(at: workspace) }
         let served = workspace.appending(path: "served")
         let plan = ChangePlan(files: mib)
+        let chunkCases = ChunkDeltaCases(bigMiB: fullChunks ? 1024 : chunkMiB, textMiB: fullChunks ? 256 : textMiB,
+                                         workspace: workspace, served: served)
+        print("Generating and building the chunked files (\(chunkCases.bigMiB) and \(chunkCases.textMiB) MiB) in two versions ...")
+        try await chunkCases.prepare()
+        if chunksOnly {
+            let server = try CatalogServerProcess.start(serving: served, executable: odrpack)
+            defer { server.stop() }
+            try runChunkCases(chunkCases, client: FetchClient(odr: odr, server: server))
+            return
+        }
 
         print("Generating and building \(mib) x 1 MiB in three versions, and \(resumeMiB) MiB twice, under \(workspace.path) ...")
         let delta = GeneratedAssets(folder: workspace.appending(path: "delta-assets"), packLimitMiB: 2 * mib)
@@ -155,6 +191,15 @@ struct DeltaBench: AsyncParsableCommand {
         for layout in resumeLayouts {
             try resume(layout, served: served, workspace: workspace, client: client)
         }
+        try runChunkCases(chunkCases, client: client)
+    }
+
+    /// Step 5, against the running server.
+    private func runChunkCases(_ cases: ChunkDeltaCases, client: FetchClient) throws {
+        try cases.run(client: { catalog, distribution, store in
+            let result = try client.fetch(catalog: catalog, distribution: distribution, store: store)
+            return (result.summary, result.seconds, result.peakMemory)
+        }, server: client.server)
     }
 
     /// Step 4 for one layout: a fetch that kills itself, what it left, and the fetch that finishes.

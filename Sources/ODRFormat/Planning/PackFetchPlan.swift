@@ -30,6 +30,37 @@ public struct RangePolicy: Sendable, Hashable {
     }
 }
 
+extension RangePolicy {
+    /// Groups byte spans into requests: neighbours whose gap costs at most a request
+    /// (``requestCostBytes``) share one, and beyond ``maximumRequests`` the smallest gaps close.
+    ///
+    /// - Parameter spans: ranges in ascending order, not overlapping.
+    /// - Returns: the requests in order, each with its range (from its first span's start to its
+    ///   last span's end, gaps included) and the positions in `spans` it carries.
+    public func merge(_ spans: [Range<Int64>]) -> [(range: Range<Int64>, spans: Range<Int>)] {
+        var requests: [(range: Range<Int64>, spans: Range<Int>)] = []
+        for (index, span) in spans.enumerated() {
+            if let last = requests.last, span.lowerBound - last.range.upperBound <= requestCostBytes {
+                requests[requests.count - 1] = (last.range.lowerBound..<max(last.range.upperBound, span.upperBound), last.spans.lowerBound..<(index + 1))
+            } else {
+                requests.append((span, index..<(index + 1)))
+            }
+        }
+        // Too many requests: close the smallest gaps first.
+        while requests.count > maximumRequests {
+            var smallest = 0
+            var smallestGap = Int64.max
+            for index in 0..<(requests.count - 1) {
+                let gap = requests[index + 1].range.lowerBound - requests[index].range.upperBound
+                if gap < smallestGap { (smallest, smallestGap) = (index, gap) }
+            }
+            let next = requests.remove(at: smallest + 1)
+            requests[smallest] = (requests[smallest].range.lowerBound..<next.range.upperBound, requests[smallest].spans.lowerBound..<next.spans.upperBound)
+        }
+        return requests
+    }
+}
+
 /// What getting one pack's entries takes: which are kept from an earlier attempt, which the
 /// client holds already (same SHA-256), and which byte ranges of the archive carry the rest.
 ///
@@ -124,26 +155,9 @@ public struct PackFetchPlan: Sendable {
 
         // Merge neighbours whose gap costs less than a request (a held prefix in the gap is then
         // downloaded again: it is at most that cost).
-        var fetches: [Fetch] = []
-        for span in spans {
-            if let last = fetches.last, span.range.lowerBound - last.range.upperBound <= policy.requestCostBytes {
-                fetches[fetches.count - 1].range = last.range.lowerBound..<max(last.range.upperBound, span.range.upperBound)
-                fetches[fetches.count - 1].targets.append(span.target)
-            } else {
-                fetches.append(Fetch(range: span.range, targets: [span.target], isWholeArchive: false, heldPrefix: span.prefix))
-            }
-        }
-        // Too many requests: close the smallest gaps first.
-        while fetches.count > policy.maximumRequests {
-            var smallest = 0
-            var smallestGap = Int64.max
-            for index in 0..<(fetches.count - 1) {
-                let gap = fetches[index + 1].range.lowerBound - fetches[index].range.upperBound
-                if gap < smallestGap { (smallest, smallestGap) = (index, gap) }
-            }
-            let next = fetches.remove(at: smallest + 1)
-            fetches[smallest].range = fetches[smallest].range.lowerBound..<next.range.upperBound
-            fetches[smallest].targets += next.targets
+        let fetches = policy.merge(spans.map(\.range)).map { request in
+            Fetch(range: request.range, targets: spans[request.spans].map(\.target), isWholeArchive: false,
+                  heldPrefix: spans[request.spans.lowerBound].prefix)
         }
         // Saturating: a huge configured request cost only means "fewer requests".
         let rangesCost = fetches.reduce(Int64(0)) { total, fetch in

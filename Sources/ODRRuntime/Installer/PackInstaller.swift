@@ -126,17 +126,17 @@ public struct PackInstaller: Sendable {
     public func downloadBytes(of packs: [PackRecord], in snapshot: CatalogSnapshot) throws(ResourceError) -> [String: Int64] {
         let installed = try store.installedPackIDs()
         var result: [String: Int64] = [:]
-        var pending: [(pack: PackRecord, entries: [PackEntryExpectation], staged: StagedEntries)] = []
+        var pending: [(pack: PackRecord, entries: [PackEntryExpectation], staged: StagedEntries, journal: StagingJournal)] = []
         for pack in packs where result[pack.id] == nil {
             guard !installed.contains(pack.id) else {
                 result[pack.id] = 0
                 continue
             }
             let entries = snapshot.lookup.expectedEntries(inPack: pack.id)
-            let staged = StagedEntries.look(in: stagingFolder(of: pack), entries: entries,
-                                            journal: StagingJournal(url: journalURL(of: pack)),
+            let journal = StagingJournal(url: journalURL(of: pack))
+            let staged = StagedEntries.look(in: stagingFolder(of: pack), entries: entries, journal: journal,
                                             parts: parts(of: pack, in: snapshot.lookup), hashing: false)
-            pending.append((pack, entries, staged))
+            pending.append((pack, entries, staged, journal))
             result[pack.id] = pack.archiveBytes
         }
         let reusable = reusesInstalledFiles
@@ -144,11 +144,17 @@ public struct PackInstaller: Sendable {
                 item.entries.lazy.filter { !item.staged.complete.contains($0.name) }.map(\.sha256) }).keys)
             : []
         for item in pending {
+            let source = source(of: item.pack, in: snapshot).url
+            let policy = policy(for: source)
+            // Chunked entries the store holds chunks of count only their missing chunks' ranges.
+            let missing = item.entries.filter { !item.staged.complete.contains($0.name) && !reusable.contains($0.sha256) }
+            let chunked = try chunkedEntries(missing, tables: chunkTables(of: item.pack, in: snapshot.lookup), of: item.pack,
+                                             journal: item.journal, policy: policy, source: source, opening: false)
             // Packs not installed have no files among these, so none is offered its own.
-            result[item.pack.id] = PackFetchPlan.make(
-                entries: item.entries, archiveBytes: item.pack.archiveBytes, complete: item.staged.complete,
-                partial: item.staged.partial, heldPrefixes: item.staged.heldPrefixes, held: reusable, policy: policy(for: source(of: item.pack, in: snapshot).url)
-            ).fetchBytes
+            let plan = PackFetchPlan.make(
+                entries: item.entries, archiveBytes: item.pack.archiveBytes, complete: item.staged.complete.union(chunked.map(\.plan.entry.name)),
+                partial: item.staged.partial, heldPrefixes: item.staged.heldPrefixes, held: reusable, policy: policy)
+            result[item.pack.id] = chunked.reduce(plan.fetchBytes) { $0.clampedAdding($1.plan.fetchBytes) }
         }
         return result
     }
@@ -179,14 +185,16 @@ public struct PackInstaller: Sendable {
         let entries = snapshot.lookup.expectedEntries(inPack: pack.id)
         var outcome = PackOutcome(id: pack.id, kind: isBundled ? .fromBundle : .downloaded)
         let parts = parts(of: pack, in: snapshot.lookup)
+        let chunkTables = chunkTables(of: pack, in: snapshot.lookup)
         do {
-            try await assemble(pack, entries: entries, from: source, into: folder, journal: journal, parts: parts,
+            try await assemble(pack, entries: entries, chunkTables: chunkTables, from: source, into: folder, journal: journal, parts: parts,
                                policy: policy(for: source), tracker: tracker, outcome: &outcome)
         } catch {
             // A full disk leaves nothing. Otherwise (network, cancel, a refused entry) verified
             // entries stay for the next attempt, which fetches only the rest; with none, nothing stays.
             let staged = StagedEntries.look(in: folder, entries: entries, journal: journal, parts: parts, hashing: false)
-            if error.code == .outOfSpace || staged.complete.isEmpty && staged.partial.isEmpty && staged.heldPrefixes.isEmpty {
+            if error.code == .outOfSpace
+                || staged.complete.isEmpty && staged.partial.isEmpty && staged.heldPrefixes.isEmpty && !holdsChunkedWork(of: pack) {
                 discardStaging(of: pack)
             }
             throw error
@@ -197,6 +205,7 @@ public struct PackInstaller: Sendable {
             fetchedEntries: outcome.fetchedFiles, reusedEntries: outcome.reusedFiles)
         // Every entry is verified: kept archive bytes have no use left, and must not move into packs/.
         parts?.removeAll()
+        discardChunkedWork(of: pack)
         do throws(ResourceError) {
             try linkSharedFiles(of: pack, in: snapshot.lookup, at: folder)
             CrashPoint.unpack.reached()
@@ -215,7 +224,7 @@ public struct PackInstaller: Sendable {
             // With several origins the log says which served the pack (`odr log`).
             let reason = isBundled ? "bundled"
                 : outcome.servedBy.isEmpty ? "downloaded" : "downloaded from " + outcome.servedBy.map(\.absoluteString).joined(separator: ", ")
-            try store.recordInstall(pack, entries: entries, reason: reason)
+            try store.recordInstall(pack, entries: entries, chunks: chunkTables, reason: reason)
         } catch {
             ResourceStore.removeTree(destination)
             throw error
@@ -226,8 +235,8 @@ public struct PackInstaller: Sendable {
 
     /// Fills `folder` with every entry of the pack, verified: kept, reused, then fetched.
     private func assemble(
-        _ pack: PackRecord, entries: [PackEntryExpectation], from source: URL, into folder: URL, journal: StagingJournal,
-        parts: CutEntryParts?, policy initialPolicy: RangePolicy, tracker: ProgressTracker, outcome: inout PackOutcome
+        _ pack: PackRecord, entries: [PackEntryExpectation], chunkTables: [String: [FileChunk]], from source: URL, into folder: URL,
+        journal: StagingJournal, parts: CutEntryParts?, policy initialPolicy: RangePolicy, tracker: ProgressTracker, outcome: inout PackOutcome
     ) async throws(ResourceError) {
         var policy = initialPolicy
         // Refused bytes send the next attempt to another origin, once per other origin.
@@ -253,11 +262,16 @@ public struct PackInstaller: Sendable {
                     outcome.reused += entry.storedSize
                 }
             }
-            let plan = PackFetchPlan.make(entries: entries, archiveBytes: pack.archiveBytes, complete: complete,
+            // Chunked entries of which the store holds chunks are assembled from those and ranges.
+            let chunked = try chunkedEntries(entries.filter { !complete.contains($0.name) }, tables: chunkTables, of: pack,
+                                             journal: journal, policy: policy, source: source, opening: true)
+            let plan = PackFetchPlan.make(entries: entries, archiveBytes: pack.archiveBytes, complete: complete.union(chunked.map(\.plan.entry.name)),
                                         partial: staged.partial, heldPrefixes: staged.heldPrefixes, policy: policy)
             // Partial entries count only when the plan continues them (their journal line fit).
-            outcome.resumed = staged.completeBytes + plan.resumedBytes
-            tracker.plan(pack, bytes: plan.fetchBytes, held: outcome.resumed + outcome.reused)
+            outcome.resumed = chunked.reduce(staged.completeBytes + plan.resumedBytes) { $0.clampedAdding($1.plan.resumedBytes) }
+            outcome.reused = chunked.reduce(outcome.reused) { $0.clampedAdding($1.plan.heldBytes) }
+            let chunkBytes = chunked.reduce(Int64(0)) { $0.clampedAdding($1.plan.fetchBytes) }
+            tracker.plan(pack, bytes: plan.fetchBytes.clampedAdding(chunkBytes), held: outcome.resumed + outcome.reused)
             // Whatever a fetch writes afresh must not meet a stale partial file.
             for fetch in plan.fetches {
                 for target in fetch.targets where target.resume == nil {
@@ -267,11 +281,17 @@ public struct PackInstaller: Sendable {
             do {
                 let servedBy = Locked<[URL]>([])
                 defer { for origin in servedBy.withLock({ $0 }) where !outcome.servedBy.contains(origin) { outcome.servedBy.append(origin) } }
-                let fetched = try await fetch(plan.fetches, of: pack, entries: entries, from: source, into: folder,
+                var fetched = try await fetch(plan.fetches, of: pack, entries: entries, from: source, into: folder,
                                               journal: journal, parts: parts, tracker: tracker, servedBy: servedBy)
-                outcome.downloaded = fetched
                 outcome.requests = plan.fetches.count
-                outcome.fetchedFiles = plan.fetchedEntries
+                for item in chunked {
+                    let done = try await assembleChunked(item, of: pack, from: source, into: folder, journal: journal,
+                                                         received: { tracker.received($0, of: pack) }, stalled: { tracker.stalled($0, of: pack) })
+                    fetched = fetched.clampedAdding(done.bytes)
+                    outcome.requests += done.requests
+                }
+                outcome.downloaded = fetched
+                outcome.fetchedFiles = plan.fetchedEntries + chunked.count
                 return
             } catch where error.code == .integrity && !source.isFileURL && integrityFailovers + 1 < (origins?.origins.count ?? 0) {
                 // The fetch marked the origin that served the refused bytes as failed: the next
@@ -307,7 +327,6 @@ public struct PackInstaller: Sendable {
     ) async throws(ResourceError) -> Int64 {
         guard !fetches.isEmpty else { return 0 }
         let syncFiles = store.synchronousWrites
-        let priority = self.priority
         let transport = self.transport
         // A bundled or local archive has no other origin.
         let origins = source.isFileURL ? nil : self.origins
@@ -316,7 +335,7 @@ public struct PackInstaller: Sendable {
             let sink = EntryRangeSink(packID: pack.id, fetch: fetch, allEntries: entries, folder: folder, journal: journal,
                                       parts: parts, syncFiles: syncFiles, source: source, received: { tracker.received($0, of: pack) },
                                       stalled: { tracker.stalled($0, of: pack) })
-            var request = origins?.request(for: pack.archivePath, priority: priority) ?? TransferRequest(url: source, priority: priority)
+            var request = rangeRequest(for: pack, source: source, range: fetch.isWholeArchive ? nil : fetch.range, journal: journal)
             // The origin serving now: the one to blame for bytes that fail verification.
             let serving = Locked(request.url)
             if let origins, !request.alternateURLs.isEmpty {
@@ -325,15 +344,6 @@ public struct PackInstaller: Sendable {
                     serving.withLock { $0 = change.to }
                     originSwitched?(pack.id, change)
                 }
-            }
-            if fetch.isWholeArchive {
-                request.expectedSize = pack.archiveBytes
-            } else {
-                request.byteRange = fetch.range
-                request.expectedSize = Int64(fetch.range.count)
-                // Validators of one origin guard nothing on another; the entries' hashes guard all.
-                let validators = journal.validators
-                if !validators.isEmpty, request.alternateURLs.isEmpty { request.ifRange = validators }
             }
             do throws(ResourceError) {
                 let result = try await transport.download(request, into: sink)
@@ -439,6 +449,7 @@ public struct PackInstaller: Sendable {
     private func discardStaging(of pack: PackRecord) {
         ResourceStore.removeTree(stagingFolder(of: pack))
         ResourceStore.removeTree(journalURL(of: pack))
+        discardChunkedWork(of: pack)
     }
 
     /// Hard-links every path whose content is another path's entry, so games find every file by its own path.

@@ -19,7 +19,12 @@ import ODRFormat
 /// ```
 /// validators {"entityTag":"\"5f1c-2000000\""}
 /// data 4096 Levels/Level3/music.ogg
+/// chunks 12 Levels/world.pak
 /// ```
+///
+/// A `chunks` line says that the first so many chunks of a chunked entry being assembled from held
+/// and fetched chunks are written and verified (docs/STORE.md, "Chunked files"); the latest line
+/// of an entry counts.
 ///
 /// Completed entries need no line: a verified entry is a read-only (0444) file of its full size,
 /// flushed before it was made read-only when the store writes synchronously. The journal is never
@@ -41,6 +46,7 @@ package final class StagingJournal: Sendable {
 
     private struct State {
         var dataOffsets: [String: Int64] = [:]
+        var chunksDone: [String: Int] = [:]
         var validators = TransferValidators()
     }
 
@@ -67,6 +73,25 @@ package final class StagingJournal: Sendable {
         }
     }
 
+    /// One `chunks <count> <name>` line: the first `count` chunks of entry `name` are written.
+    struct ChunksLine: Equatable {
+        var count: Int
+        var name: String
+
+        /// Parses a line (without its newline); `nil` unless the count is a decimal that fits in
+        /// an `Int` and the name a clean relative path.
+        init?(_ line: Substring) {
+            guard line.hasPrefix("chunks ") else { return nil }
+            let fields = line.dropFirst(7).split(separator: " ", maxSplits: 1, omittingEmptySubsequences: false)
+            guard fields.count == 2, !fields[0].isEmpty, fields[0].utf8.allSatisfy({ (0x30...0x39).contains($0) }),
+                  let count = Int(fields[0]) else { return nil }
+            let name = String(fields[1])
+            guard RelativePath.isClean(name) else { return nil }
+            self.count = count
+            self.name = name
+        }
+    }
+
     package init(url: URL) {
         self.url = url
         guard let text = Self.readText(url) else { return }
@@ -74,6 +99,8 @@ package final class StagingJournal: Sendable {
             for line in text.split(separator: "\n") {
                 if let data = DataLine(line) {
                     state.dataOffsets[data.name] = data.dataOffset
+                } else if let chunks = ChunksLine(line) {
+                    state.chunksDone[chunks.name] = chunks.count
                 } else if line.hasPrefix("validators "),
                           let decoded = try? JSONDecoder().decode(TransferValidators.self, from: Data(line.dropFirst(11).utf8)),
                           decoded.isSendable {
@@ -106,6 +133,16 @@ package final class StagingJournal: Sendable {
 
     /// Where entry `name`'s data starts in the archive, if an attempt got that far.
     func dataOffset(of name: String) -> Int64? { state.withLock { $0.dataOffsets[name] } }
+
+    /// How many chunks of entry `name` an earlier attempt wrote and verified, if it recorded any.
+    func chunksDone(of name: String) -> Int? { state.withLock { $0.chunksDone[name] } }
+
+    /// Records that the first `count` chunks of entry `name` are written and verified.
+    func recordChunksDone(_ count: Int, of name: String) throws(ResourceError) {
+        guard count >= 0, RelativePath.isClean(name) else { return }
+        state.withLock { $0.chunksDone[name] = count }
+        try append("chunks \(count) \(name)\n")
+    }
 
     /// Records the validators of a response, when they differ from the recorded ones.
     func record(_ validators: TransferValidators) throws(ResourceError) {

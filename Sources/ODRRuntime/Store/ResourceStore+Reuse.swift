@@ -24,33 +24,69 @@ extension ResourceStore {
     ///   - digests: SHA-256 digests as 64 lowercase hex digits.
     ///   - excluding: a pack whose files must not be offered (the one being assembled).
     public func installedFiles(withSHA256 digests: some Collection<String>, excluding: String? = nil) throws(ResourceError) -> [String: URL] {
-        let wanted = Array(Set(digests))
-        guard !wanted.isEmpty else { return [:] }
-        let rows: [(sha: String, pack: String, name: String)] = try read("find installed files by content") { db in
-            var found: [(String, String, String)] = []
-            // SQLite limits the number of bound values; 500 stays well inside every build's limit.
-            var start = 0
-            while start < wanted.count {
-                let chunk = Array(wanted[start..<min(start + 500, wanted.count)])
-                start += chunk.count
-                let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
-                let cursor = try db.fetchCursor(sql: """
-                    SELECT e.sha256, e.packID, e.name FROM packEntry e JOIN pack p ON p.id = e.packID
-                    WHERE p.isInstalled AND e.sha256 IN (\(marks))
-                    """, arguments: SQLiteArguments(chunk))
-                while let row = try cursor.next() {
-                    // Only a pack id and a clean entry name become a path (the row may have been changed outside the runtime).
-                    guard let sha = try? StoreRow.text(row, "sha256"), let pack = try? StoreRow.packID(row, "packID"),
-                          let name = try? StoreRow.entryName(row, "name") else { continue }
-                    found.append((sha, pack, name))
-                }
-            }
-            return found
+        let rows = try rows(withSHA256: digests, action: "find installed files by content", sql: { marks in """
+            SELECT e.sha256, e.packID, e.name FROM packEntry e JOIN pack p ON p.id = e.packID
+            WHERE p.isInstalled AND e.sha256 IN (\(marks))
+            """ }) { row throws(DamagedRow) in
+            // Only a pack id and a clean entry name become a path (the row may have been changed outside the runtime).
+            (sha: try StoreRow.text(row, "sha256"), pack: try StoreRow.packID(row, "packID"), name: try StoreRow.entryName(row, "name"))
         }
         var files: [String: URL] = [:]
         for row in rows where row.pack != excluding && files[row.sha] == nil {
             files[row.sha] = packURL(id: row.pack).appending(path: row.name)
         }
         return files
+    }
+
+    /// A chunk of an installed file: ``size`` bytes of ``file`` from ``offset``.
+    struct HeldChunk: Sendable, Hashable {
+        var file: URL
+        var offset: Int64
+        var size: Int64
+    }
+
+    /// Chunks of installed files with the given contents: for each SHA-256 the store holds as a
+    /// chunk of some installed chunked file (any pack, any version, any path), one place to read it.
+    ///
+    /// Like ``installedFiles(withSHA256:excluding:)`` a hint: the installer checks each chunk's bytes
+    /// against the digest as it reads them, and fetches a chunk whose bytes do not match.
+    func heldChunks(withSHA256 digests: some Collection<String>, excluding: String? = nil) throws(ResourceError) -> [String: HeldChunk] {
+        let rows = try rows(withSHA256: digests, action: "find installed chunks by content", sql: { marks in """
+            SELECT c.sha256, c.packID, c.name, c.position, c.size FROM packChunk c JOIN pack p ON p.id = c.packID
+            WHERE p.isInstalled AND c.sha256 IN (\(marks))
+            """ }) { row throws(DamagedRow) in
+            (sha: try StoreRow.text(row, "sha256"), pack: try StoreRow.packID(row, "packID"), name: try StoreRow.entryName(row, "name"),
+             offset: try StoreRow.bytes(row, "position"), size: try StoreRow.bytes(row, "size"))
+        }
+        var chunks: [String: HeldChunk] = [:]
+        for row in rows where row.pack != excluding && chunks[row.sha] == nil && row.size > 0 {
+            chunks[row.sha] = HeldChunk(file: packURL(id: row.pack).appending(path: row.name), offset: row.offset, size: row.size)
+        }
+        return chunks
+    }
+
+    /// Runs `sql` (given the placeholders) over `digests` in batches SQLite can bind, parsing each
+    /// row with `parse`; rows that do not parse (changed outside the runtime) are skipped.
+    private func rows<Row>(
+        withSHA256 digests: some Collection<String>, action: String, sql: (String) -> String,
+        parse: @escaping (SQLiteRow) throws(DamagedRow) -> Row
+    ) throws(ResourceError) -> [Row] {
+        let wanted = Array(Set(digests))
+        guard !wanted.isEmpty else { return [] }
+        return try read(action) { db in
+            var found: [Row] = []
+            // SQLite limits the number of bound values; 500 stays well inside every build's limit.
+            var start = 0
+            while start < wanted.count {
+                let batch = Array(wanted[start..<min(start + 500, wanted.count)])
+                start += batch.count
+                let marks = Array(repeating: "?", count: batch.count).joined(separator: ",")
+                let cursor = try db.fetchCursor(sql: sql(marks), arguments: SQLiteArguments(batch))
+                while let row = try cursor.next() {
+                    if let parsed = try? parse(row) { found.append(parsed) }
+                }
+            }
+            return found
+        }
     }
 }

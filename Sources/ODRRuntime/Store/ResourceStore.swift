@@ -300,7 +300,7 @@ public final class ResourceStore: Sendable {
 
     /// Records a verified pack that was just moved into `packs/`, with the entries it was verified
     /// against (what opening the store checks are still there).
-    func recordInstall(_ pack: PackRecord, entries: [PackEntryExpectation], reason: String) throws(ResourceError) {
+    func recordInstall(_ pack: PackRecord, entries: [PackEntryExpectation], chunks: [String: [FileChunk]] = [:], reason: String) throws(ResourceError) {
         let now = clock()
         // Its lease file exists from now on, so a purge that finds it missing knows it was deleted.
         leases.touch(pack.id)
@@ -315,6 +315,7 @@ public final class ResourceStore: Sendable {
                                     THEN useCount ELSE 0 END
                 """, arguments: [pack.id, pack.archiveBytes, pack.installedBytes, now, now])
             try StoreSchema.recordEntries(entries, ofPack: pack.id, db)
+            try StoreSchema.recordChunks(chunks, ofPack: pack.id, db)
             try StoreSchema.updateSupersededFlags(db)
             try Self.log(db, StoreEvent(time: now, kind: .install, packID: pack.id, bytes: pack.installedBytes, reason: reason))
         }

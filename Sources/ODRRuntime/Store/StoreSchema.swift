@@ -167,7 +167,37 @@ enum StoreSchema {
                 ) WITHOUT ROWID
                 """)
         }
+        migrator.registerMigration("v9") { db in
+            // The chunks of each installed chunked file (docs/STORE.md, "Chunked files"): where each
+            // starts in the entry's file, its size and SHA-256, so an update takes the chunks the
+            // store holds from disk and downloads only the others. Packs installed before this
+            // migration have none recorded and lend no chunks.
+            try db.execute(sql: """
+                CREATE TABLE packChunk (
+                    packID TEXT NOT NULL,
+                    name TEXT NOT NULL,
+                    position INTEGER NOT NULL,
+                    size INTEGER NOT NULL,
+                    sha256 TEXT NOT NULL,
+                    PRIMARY KEY (packID, name, position)
+                ) WITHOUT ROWID;
+                CREATE INDEX packChunkBySHA256 ON packChunk(sha256);
+                """)
+        }
         return migrator
+    }
+
+    /// Replaces the recorded chunks of pack `id`'s entries (entry name to its chunks, in order).
+    static func recordChunks(_ chunks: [String: [FileChunk]], ofPack id: String, _ db: SQLiteDatabase) throws {
+        try db.execute(sql: "DELETE FROM packChunk WHERE packID = ?", arguments: [id])
+        let insert = try db.cachedStatement(sql: "INSERT OR REPLACE INTO packChunk (packID, name, position, size, sha256) VALUES (?, ?, ?, ?, ?)")
+        for (name, table) in chunks {
+            var position: Int64 = 0
+            for chunk in table {
+                try insert.execute(arguments: [id, name, position, chunk.size, chunk.sha256])
+                position = position.clampedAdding(chunk.size)
+            }
+        }
     }
 
     /// Replaces the recorded entries of pack `id`.

@@ -11,8 +11,11 @@ struct MultipartByteRanges {
         // Random, so no file can contain it by accident; not a conditioner decision, so not seeded.
         let boundary = "odr-byteranges-" + String(UInt64.random(in: .min ... .max), radix: 16)
         var parts: [BodyPart] = []
-        for (index, range) in ranges.enumerated() {
-            let header = (index == 0 ? "" : "\r\n") + "--\(boundary)\r\n" + "Content-Type: \(contentType)\r\n"
+        for range in ranges {
+            // Every delimiter, the first too, is CRLF "--" boundary, as nginx and Apache send it: zsync
+            // 0.6 reads a line before each delimiter and loops forever on a body that starts with
+            // "--" (RFC 2046 allows both).
+            let header = "\r\n--\(boundary)\r\n" + "Content-Type: \(contentType)\r\n"
                 + "Content-Range: bytes \(range.lowerBound)-\(range.upperBound)/\(size)\r\n\r\n"
             parts.append(BodyPart(header: header, range: range))
         }

@@ -44,6 +44,18 @@ struct EntryInstallTests {
         (try FileManager.default.attributesOfItem(atPath: url.path)[.systemFileNumber] as? NSNumber)?.uint64Value
     }
 
+    /// A manager over `server` (no free-space watermark) that installed `tag` with a request it ended.
+    static func manager(installing tag: String, from server: CatalogServer, into directory: TemporaryDirectory) async throws -> ResourceManager {
+        var configuration = ResourceManager.Configuration(catalogURL: server.baseURL, storeDirectory: directory.url)
+        configuration.freeSpaceWatermark = 0
+        let manager = try ResourceManager(configuration: configuration)
+        try await manager.prepare()
+        let first = ResourceRequest(tags: [tag], manager: manager)
+        try await first.beginAccessingResources()
+        try first.endAccessingResources()
+        return manager
+    }
+
     @Test func anUpdateDownloadsOnlyTheChangedFileAsOneRange() async throws {
         let fixture = try await Self.levelFixture()
         let directory = try TemporaryDirectory(prefix: "odr-store")
@@ -236,13 +248,7 @@ struct EntryInstallTests {
         let fixture = try await Self.levelFixture()
         let directory = try TemporaryDirectory(prefix: "odr-store")
         try await withTestServer(root: fixture.catalog) { server in
-            var configuration = ResourceManager.Configuration(catalogURL: server.baseURL, storeDirectory: directory.url)
-            configuration.freeSpaceWatermark = 0
-            let manager = try ResourceManager(configuration: configuration)
-            try await manager.prepare()
-            let first = ResourceRequest(tags: ["level"], manager: manager)
-            try await first.beginAccessingResources()
-            try first.endAccessingResources()
+            let manager = try await Self.manager(installing: "level", from: server, into: directory)
             #expect(try manager.downloadSize(forTags: ["level"]) == 0)
 
             try fixture.write(Self.name(5), deterministicBytes(count: 64 << 10, seed: 55))

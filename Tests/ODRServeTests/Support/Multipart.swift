@@ -11,8 +11,10 @@ struct ByteRangePart: Equatable {
 func parseByteRanges(_ body: Data, boundary: String) -> [ByteRangePart]? {
     let delimiter = Data("--\(boundary)".utf8)
     var parts: [ByteRangePart] = []
-    var cursor = body.startIndex
-    guard let first = body.range(of: delimiter, in: cursor..<body.endIndex), first.lowerBound == body.startIndex else {
+    // The first delimiter may come with its CRLF (RFC 2046: an empty preamble either way).
+    let start = body.starts(with: Data("\r\n".utf8)) ? body.startIndex + 2 : body.startIndex
+    var cursor = start
+    guard let first = body.range(of: delimiter, in: cursor..<body.endIndex), first.lowerBound == start else {
         return nil
     }
     cursor = first.upperBound
