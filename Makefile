@@ -61,6 +61,10 @@ test: deps
 	# The soak test (CONTRIBUTING.md, "Soak test"): 60 s of processes fetching, holding, purging,
 	# verifying and being killed on one store; fails on any broken promise. Adds about 70 s (debug build).
 	"$$($(SWIFT) build --show-bin-path)/odrbench" soak --seconds 60 --workers 4 --kill
+	# Release builds of odr and odrpack install and update a tag of a split catalog within issue
+	# 27's metadata targets (scripts/release-smoke.sh): a crash only a release build showed once.
+	# Adds about 5 minutes (two release builds).
+	SWIFT="$(SWIFT)" scripts/release-smoke.sh
 
 demo: deps
 	$(SWIFT) build --product odrpack

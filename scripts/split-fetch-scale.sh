@@ -8,6 +8,7 @@
 #
 #   scripts/split-fetch-scale.sh                                  # debug builds, 200 tags x 100 files
 #   TAGS=10000 FILES=10 ODRPACK=.build/release/odrpack ODR=.build/release/odr scripts/split-fetch-scale.sh
+#   MAX_INSTALL_BYTES=262144 MAX_UPDATE_BYTES=65536 ...              # exit 1 over issue 27's targets
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ODRPACK=$(realpath "${ODRPACK:-.build/debug/odrpack}")
@@ -26,10 +27,10 @@ for _ in $(seq 100); do grep -q "port" "$WORK/server.out" 2>/dev/null && break; 
 PORT=$(sed -n 's/.*port \([0-9]*\).*/\1/p' "$WORK/server.out" | head -1)
 CDN="http://127.0.0.1:$PORT/"
 
-report() {  # step-name: sums the requests logged since the last report
-  python3 - "$WORK" "$1" <<'PY'
+report() {  # step-name [limit]: sums the requests logged since the last report; fails over the limit
+  python3 - "$WORK" "$1" "${2:-0}" <<'PY'
 import os, re, sys
-work, step = sys.argv[1], sys.argv[2]
+work, step, limit = sys.argv[1], sys.argv[2], int(sys.argv[3])
 lines = open(os.path.join(work, "server.log")).read().splitlines()
 done = int(open(os.path.join(work, "reported")).read()) if os.path.exists(os.path.join(work, "reported")) else 0
 open(os.path.join(work, "reported"), "w").write(str(len(lines)))
@@ -49,14 +50,16 @@ meta = sum(b for k, (n, b) in kinds.items() if k != "packs")
 print("%s: metadata %d bytes (%.1f KiB) in %d requests" % (step, meta, meta / 1024, sum(n for k, (n, b) in kinds.items() if k != "packs")))
 for k in sorted(kinds):
     print("  %-22s %5d requests %10d bytes" % (k, kinds[k][0], kinds[k][1]))
+if limit and meta > limit:
+    sys.exit("%s: %d bytes of metadata, over the limit of %d" % (step, meta, limit))
 PY
 }
 
 "$ODR" fetch --catalog "$CDN" --store "$WORK/store" t00007 > /dev/null
-report "first install of one tag (t00007, $TAGS tags x $FILES files)"
+report "first install of one tag (t00007, $TAGS tags x $FILES files)" "${MAX_INSTALL_BYTES:-0}"
 printf 't00007 file 1: changed\n' > "$WORK/assets/t00007/f1.txt"
 "$ODRPACK" build "$WORK/assets" --output "$WORK/catalog" --split-metadata --json > "$WORK/build-2.json"
 "$ODR" fetch --catalog "$CDN" --store "$WORK/store" t00007 > /dev/null
 "$ODR" path --catalog "$CDN" --store "$WORK/store" t00007/f1.txt | xargs cat | grep -q "changed"
-report "update of one file of it (version 2)"
+report "update of one file of it (version 2)" "${MAX_UPDATE_BYTES:-0}"
 echo "store's metadata cache: $(ls "$WORK/store/manifests/meta" | wc -l) files, $(du -sb "$WORK/store/manifests/meta" | cut -f1) bytes"
