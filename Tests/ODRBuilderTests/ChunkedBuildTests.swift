@@ -142,5 +142,15 @@ struct ChunkedBuildTests {
         #expect(diff.rendered().contains("big/archive.pak: 1 of \(file.chunks.count) chunks changed"))
         #expect(report.chunking?.changedChunks == 1)
         #expect(report.chunking?.bytesToMove == entry.bytesToMove)
+        // The headline counts the chunks too: far less than the pack's plan without them, which
+        // would fetch the whole changed entry.
+        let v1 = try fixture.manifest(1)
+        let plan = v2.packs.filter { pack in !v1.packs.contains { $0.id == pack.id } }.reduce(Int64(0)) { sum, pack in
+            sum + PackFetchPlan.make(entries: ManifestIndex(v2).expectedEntries(inPack: pack.id), archiveBytes: pack.archiveBytes,
+                                     held: Set(v1.files.map(\.sha256))).fetchBytes
+        }
+        #expect(plan >= file.storedSize)
+        #expect(diff.downloadBytes == plan - (file.storedSize - entry.bytesToMove))
+        #expect(diff.downloadBytes < file.storedSize / 2)
     }
 }

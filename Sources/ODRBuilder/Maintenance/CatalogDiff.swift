@@ -49,7 +49,8 @@ public struct CatalogDiff: Codable, Sendable, Equatable {
     /// Paths in both whose content changed (variants as in ``addedFiles``).
     public var changedFiles: [String]
     /// Bytes a client holding every pack of `from` downloads to hold every pack of `to`: the entries
-    /// of new packs whose content it does not hold, as byte ranges.
+    /// of new packs whose content it does not hold, as byte ranges; of a chunked entry some of whose
+    /// chunks it holds, only the other chunks (as ``chunkedFiles`` counts them).
     public var downloadBytes: Int64
     /// The archive bytes of the new packs: what downloading them whole would cost.
     public var archiveBytes: Int64
@@ -101,9 +102,22 @@ public struct CatalogDiff: Codable, Sendable, Equatable {
         addedFiles = newFiles.keys.filter { oldFiles[$0] == nil }.sorted()
         removedFiles = oldFiles.keys.filter { newFiles[$0] == nil }.sorted()
         changedFiles = newFiles.keys.filter { oldFiles[$0] != nil && oldFiles[$0] != newFiles[$0] }.sorted()
-        downloadBytes = fetchBytes(addedPacks, holding: Set(old.files.map(\.sha256)))
-        archiveBytes = addedPacks.lazy.map { newPackRecords[$0]?.archiveBytes ?? 0 }.clampedSum()
+        let heldContents = Set(old.files.map(\.sha256))
         let held = ChunkSummary.heldChunks(in: old)
+        // A chunked entry of which a client holds some chunks moves only the others (the runtime
+        // assembles it from what it holds), not the whole entry the pack's plan counts; one of which
+        // it holds none downloads whole, as the plan says.
+        var heldChunkBytes: Int64 = 0
+        var seenEntries = Set<String>()
+        for id in addedPacks {
+            for file in newIndex.files(inPack: id) where !file.chunks.isEmpty && !heldContents.contains(file.sha256)
+                && seenEntries.insert(id + "/" + file.entry).inserted {
+                let moved = ChunkSummary.toMove(file, holding: held)
+                if moved.chunks < file.chunks.count { heldChunkBytes = heldChunkBytes.clampedAdding(max(0, file.storedSize - moved.bytes)) }
+            }
+        }
+        downloadBytes = max(0, fetchBytes(addedPacks, holding: heldContents) - heldChunkBytes)
+        archiveBytes = addedPacks.lazy.map { newPackRecords[$0]?.archiveBytes ?? 0 }.clampedSum()
         let touched = Set(changedFiles + addedFiles)
         let chunked = new.files.filter { !$0.chunks.isEmpty && touched.contains(label($0)) }.map { file in
             let moved = ChunkSummary.toMove(file, holding: held)
