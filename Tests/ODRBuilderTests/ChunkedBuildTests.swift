@@ -152,5 +152,8 @@ struct ChunkedBuildTests {
         #expect(plan >= file.storedSize)
         #expect(diff.downloadBytes == plan - (file.storedSize - entry.bytesToMove))
         #expect(diff.downloadBytes < file.storedSize / 2)
+        // Only `big` changed, so a client holding it downloads the same.
+        let big = try #require(diff.changedTags.first { $0.name == "big" })
+        #expect(big.downloadBytes == diff.downloadBytes)
     }
 }

@@ -71,22 +71,37 @@ public struct CatalogDiff: Codable, Sendable, Equatable {
         // they do not hold, as byte ranges (the runtime's plan, with its default policy).
         let newIndex = ManifestIndex(new)
         let oldIndex = ManifestIndex(old)
-        func fetchBytes(_ packs: some Sequence<String>, holding held: Set<String>) -> Int64 {
-            packs.reduce(Int64(0)) { sum, id in
-                guard let pack = newPackRecords[id] else { return sum }
-                return sum.clampedAdding(PackFetchPlan.make(entries: newIndex.expectedEntries(inPack: id), archiveBytes: pack.archiveBytes,
-                                                held: held).fetchBytes)
+        // A chunked entry of which a client holds some chunks moves only the others (the runtime
+        // assembles it from what it holds), not the whole entry the pack's plan counts; one of which
+        // it holds none downloads whole, as the plan says.
+        func fetchBytes(_ packs: some Sequence<String>, holding held: Set<String>, chunks heldChunks: Set<String>) -> Int64 {
+            var bytes: Int64 = 0, saved: Int64 = 0
+            var seenEntries = Set<String>()
+            for id in packs {
+                guard let pack = newPackRecords[id] else { continue }
+                bytes = bytes.clampedAdding(PackFetchPlan.make(entries: newIndex.expectedEntries(inPack: id), archiveBytes: pack.archiveBytes,
+                                                               held: held).fetchBytes)
+                for file in newIndex.files(inPack: id) where !file.chunks.isEmpty && !held.contains(file.sha256)
+                    && seenEntries.insert(id + "/" + file.entry).inserted {
+                    let moved = ChunkSummary.toMove(file, holding: heldChunks)
+                    if moved.chunks < file.chunks.count { saved = saved.clampedAdding(max(0, file.storedSize - moved.bytes)) }
+                }
             }
+            return max(0, bytes - saved)
         }
         func contents(ofPacks packs: some Sequence<String>) -> Set<String> {
             Set(packs.flatMap { oldIndex.expectedEntries(inPack: $0).map(\.sha256) })
+        }
+        func chunks(ofPacks packs: some Sequence<String>) -> Set<String> {
+            Set(packs.flatMap { oldIndex.files(inPack: $0).flatMap(\.chunks).map(\.sha256) })
         }
         changedTags = newTags.keys.sorted().compactMap { name in
             guard let before = oldTags[name], let after = newTags[name],
                   before.packs != after.packs || before.preservationPriority != after.preservationPriority
             else { return nil }
             let held = Set(before.packs)
-            let download = fetchBytes(after.packs.filter { !held.contains($0) }, holding: contents(ofPacks: before.packs))
+            let download = fetchBytes(after.packs.filter { !held.contains($0) }, holding: contents(ofPacks: before.packs),
+                                      chunks: chunks(ofPacks: before.packs))
             return ChangedTag(
                 name: name, downloadBytes: download, priorityChanged: before.preservationPriority != after.preservationPriority)
         }
@@ -102,21 +117,8 @@ public struct CatalogDiff: Codable, Sendable, Equatable {
         addedFiles = newFiles.keys.filter { oldFiles[$0] == nil }.sorted()
         removedFiles = oldFiles.keys.filter { newFiles[$0] == nil }.sorted()
         changedFiles = newFiles.keys.filter { oldFiles[$0] != nil && oldFiles[$0] != newFiles[$0] }.sorted()
-        let heldContents = Set(old.files.map(\.sha256))
         let held = ChunkSummary.heldChunks(in: old)
-        // A chunked entry of which a client holds some chunks moves only the others (the runtime
-        // assembles it from what it holds), not the whole entry the pack's plan counts; one of which
-        // it holds none downloads whole, as the plan says.
-        var heldChunkBytes: Int64 = 0
-        var seenEntries = Set<String>()
-        for id in addedPacks {
-            for file in newIndex.files(inPack: id) where !file.chunks.isEmpty && !heldContents.contains(file.sha256)
-                && seenEntries.insert(id + "/" + file.entry).inserted {
-                let moved = ChunkSummary.toMove(file, holding: held)
-                if moved.chunks < file.chunks.count { heldChunkBytes = heldChunkBytes.clampedAdding(max(0, file.storedSize - moved.bytes)) }
-            }
-        }
-        downloadBytes = max(0, fetchBytes(addedPacks, holding: heldContents) - heldChunkBytes)
+        downloadBytes = fetchBytes(addedPacks, holding: Set(old.files.map(\.sha256)), chunks: held)
         archiveBytes = addedPacks.lazy.map { newPackRecords[$0]?.archiveBytes ?? 0 }.clampedSum()
         let touched = Set(changedFiles + addedFiles)
         let chunked = new.files.filter { !$0.chunks.isEmpty && touched.contains(label($0)) }.map { file in
