@@ -56,6 +56,14 @@ struct ChunkedInstallTests {
         return (snapshot, try #require(snapshot.packs(forTags: ["world"]).first))
     }
 
+    /// Refreshes and installs the current version's pack of `world`: the version later ones update.
+    @discardableResult
+    static func installCurrentVersion(_ store: ResourceStore, _ server: CatalogServer) async throws -> (CatalogSnapshot, PackRecord) {
+        let (snapshot, pack) = try await refresh(store, server)
+        _ = try await PackInstaller(store: store, transport: TransferEngine()).install([pack], from: snapshot)
+        return (snapshot, pack)
+    }
+
     static func packRequests(_ server: CatalogServer) -> [ServedRequest] { server.requests().filter { $0.path.hasPrefix("/packs/") } }
 
     static func file(_ path: String, of fixture: CatalogFixture, in store: ResourceStore, _ snapshot: CatalogSnapshot) throws -> Bool {
@@ -76,8 +84,7 @@ struct ChunkedInstallTests {
         let directory = try TemporaryDirectory(prefix: "odr-store")
         try await withTestServer(root: fixture.catalog) { server in
             let store = try ResourceStore(directory: directory.url)
-            let (v1, pack1) = try await Self.refresh(store, server)
-            _ = try await PackInstaller(store: store, transport: TransferEngine()).install([pack1], from: v1)
+            let (v1, pack1) = try await Self.installCurrentVersion(store, server)
             #expect(try Self.chunks(of: Self.big, in: v1).count > 8)
 
             // 10 KiB inserted at a quarter, 1000 bytes overwritten at three quarters.
@@ -115,8 +122,7 @@ struct ChunkedInstallTests {
         let directory = try TemporaryDirectory(prefix: "odr-store")
         try await withTestServer(root: fixture.catalog) { server in
             let store = try ResourceStore(directory: directory.url)
-            let (v1, pack1) = try await Self.refresh(store, server)
-            _ = try await PackInstaller(store: store, transport: TransferEngine()).install([pack1], from: v1)
+            let (v1, pack1) = try await Self.installCurrentVersion(store, server)
             let record = try #require(v1.lookup.files(inPack: pack1.id).first { $0.path == Self.text })
             #expect(record.method == .deflate && record.chunks.count > 8)
 
@@ -172,8 +178,7 @@ struct ChunkedInstallTests {
         let directory = try TemporaryDirectory(prefix: "odr-store")
         try await withTestServer(root: fixture.catalog) { server in
             let store = try ResourceStore(directory: directory.url)
-            let (v1, pack1) = try await Self.refresh(store, server)
-            _ = try await PackInstaller(store: store, transport: TransferEngine()).install([pack1], from: v1)
+            try await Self.installCurrentVersion(store, server)
             // A small change near the start and 1.5 MiB of new bytes after the middle: two ranges,
             // the second longer than the first.
             var changed = try fixture.contents(of: Self.big)
@@ -224,8 +229,7 @@ struct ChunkedInstallTests {
         let directory = try TemporaryDirectory(prefix: "odr-store")
         try await withTestServer(root: fixture.catalog) { server in
             let store = try ResourceStore(directory: directory.url)
-            let (v1, pack1) = try await Self.refresh(store, server)
-            _ = try await PackInstaller(store: store, transport: TransferEngine()).install([pack1], from: v1)
+            try await Self.installCurrentVersion(store, server)
             try fixture.write(Self.big, Self.edit(try fixture.contents(of: Self.big), at: 1_000_000,
                                                   deterministicBytes(count: 1_500_000, seed: 9), overwrite: true))
             try await fixture.build()
@@ -260,8 +264,7 @@ struct ChunkedInstallTests {
         let directory = try TemporaryDirectory(prefix: "odr-store")
         try await withTestServer(root: fixture.catalog) { server in
             let store = try ResourceStore(directory: directory.url)
-            let (v1, pack1) = try await Self.refresh(store, server)
-            _ = try await PackInstaller(store: store, transport: TransferEngine()).install([pack1], from: v1)
+            try await Self.installCurrentVersion(store, server)
             let changed = Self.edit(try fixture.contents(of: Self.text), at: 1_000_000, Data(String(repeating: "y", count: 100).utf8), overwrite: true)
             try fixture.write(Self.text, changed)
             try await fixture.build()
@@ -295,8 +298,7 @@ struct ChunkedInstallTests {
         let directory = try TemporaryDirectory(prefix: "odr-store")
         try await withTestServer(root: fixture.catalog) { server in
             let store = try ResourceStore(directory: directory.url)
-            let (v1, pack1) = try await Self.refresh(store, server)
-            _ = try await PackInstaller(store: store, transport: TransferEngine()).install([pack1], from: v1)
+            let (v1, _) = try await Self.installCurrentVersion(store, server)
             // Someone flips a byte 2 MiB into the installed file, keeping its size.
             let victim = try store.url(forResource: Self.big, in: v1)
             chmod(victim.path, 0o644)
@@ -326,8 +328,7 @@ struct ChunkedInstallTests {
         let directory = try TemporaryDirectory(prefix: "odr-store")
         try await withTestServer(root: fixture.catalog) { server in
             let store = try ResourceStore(directory: directory.url)
-            let (v1, pack1) = try await Self.refresh(store, server)
-            _ = try await PackInstaller(store: store, transport: TransferEngine()).install([pack1], from: v1)
+            try await Self.installCurrentVersion(store, server)
             try fixture.write(Self.big, Self.edit(try fixture.contents(of: Self.big), at: 1_000_000,
                                                   deterministicBytes(count: 1_000_000, seed: 8), overwrite: true))
             try await fixture.build()
