@@ -178,7 +178,7 @@ public final class ResourceRequest: Sendable {
     public func beginAccessingResources() async throws(ResourceError) {
         if manager.needsDescription(of: tags) {
             try box.withLock { inner throws(ResourceError) in try Self.checkCanBegin(inner.state) }
-            try await manager.describe(tags: tags)
+            try await describeTags()
         }
         try await finishBegin(try startBegin())
     }
@@ -205,7 +205,7 @@ public final class ResourceRequest: Sendable {
             try box.withLock { inner throws(ResourceError) in try Self.checkCanBegin(inner.state) }
             return Task {
                 do throws(ResourceError) {
-                    try await manager.describe(tags: tags)
+                    try await describeTags()
                     try await finishBegin(try startBegin())
                     completion(.success(()))
                 } catch {
@@ -404,6 +404,17 @@ public final class ResourceRequest: Sendable {
     }
 
     // MARK: - Private
+
+    /// Describes the tags of a split catalog before a begin; a failure ends the progress streams,
+    /// as a begin that fails does.
+    private func describeTags() async throws(ResourceError) {
+        do {
+            try await manager.describe(tags: tags)
+        } catch {
+            reporter.failed()
+            throw error
+        }
+    }
 
     private static func checkCanBegin(_ state: State) throws(ResourceError) {
         switch state {

@@ -331,8 +331,11 @@ struct SplitCatalogTests {
             try big.endAccessingResources()
 
             let unknown = ResourceRequest(tags: ["no-such-tag"], manager: manager)
+            let recording = RequestProgressTests.Recording(unknown)
             let error = await #expect(throws: ResourceError.self) { try await unknown.beginAccessingResources() }
             #expect(error?.code == .invalidTag, "\(String(describing: error))")
+            // Describing failed before the begin: its progress stream finishes all the same.
+            try await waitUntil("the stream finished", timeout: .seconds(10)) { recording.finished }
             // And the request can begin again (it is still initial), failing the same way.
             let again = await #expect(throws: ResourceError.self) { try await unknown.beginAccessingResources() }
             #expect(again?.code == .invalidTag)
