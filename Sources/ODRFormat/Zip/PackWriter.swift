@@ -258,9 +258,33 @@ public final class PackWriter {
                     }
                     return
                 }
+                if cutter.chunker != nil, stream == nil {
+                    // A stored entry's bytes go to the archive as they are, wherever the cuts fall:
+                    // the CRC, the hash and the writing run on one core while the other cuts and
+                    // hashes the chunks, so chunking costs about one core's pass, not a second one.
+                    let bytes = SendableBytes(bytes: buffer)
+                    nonisolated(unsafe) let file = file  // used by the first half only
+                    // Read after the two halves return; only the writing half sets it.
+                    nonisolated(unsafe) var failure: (any Error)?
+                    DispatchQueue.concurrentPerform(iterations: 2) { part in
+                        if part == 0 {
+                            hash.update(bytes.bytes)
+                            do { try file.append(bytes.bytes) } catch { failure = error }
+                        } else {
+                            cutter.cut(bytes.bytes, at: bufferStart, atEnd: atEnd)
+                        }
+                    }
+                    if let failure { throw failure }
+                    for (cut, digest) in zip(cutter.cuts, cutter.digests) {
+                        chunks.append(FileChunk(size: cut - chunkStart, storedSize: cut - chunkStart, sha256: digest))
+                        chunkStart = cut
+                    }
+                    return
+                }
                 if cutter.chunker != nil {
-                    // Cutting and hashing the chunks take as long as the entry's own CRC and
-                    // hash: the two run on two cores, and the writing below waits for both.
+                    // A deflated entry is flushed at every cut, so the cuts must be known before
+                    // it is compressed: cutting and hashing the chunks run on one core while the
+                    // entry's own CRC and hash run on the other, and the compression waits for both.
                     let bytes = SendableBytes(bytes: buffer)
                     DispatchQueue.concurrentPerform(iterations: 2) { part in
                         if part == 0 { hash.update(bytes.bytes) } else { cutter.cut(bytes.bytes, at: bufferStart, atEnd: atEnd) }
