@@ -168,6 +168,20 @@ public func odrManagerDownloadSize(
     }
 }
 
+/// `odr_manager_describe`: Makes a split catalog describe tags no request used yet, blocking with a timeout. Documented in odr.h.
+@_cdecl("odr_manager_describe")
+public func odrManagerDescribe(
+    _ handle: OpaquePointer?, _ tags: UnsafePointer<UnsafePointer<CChar>?>?, _ count: Int, _ timeoutMilliseconds: Int64
+) -> odr_status {
+    entryPoint { () throws(ResourceError) in
+        let manager = try CHandle.object(handle, as: ManagerHandle.self, "manager").manager
+        let tags = try CInput.tags(tags, count: count)
+        try runBlocking(deadline: CInput.deadline(timeoutMilliseconds), awaitCancellation: false) { () throws(ResourceError) in
+            try await manager.describe(tags: tags)
+        }
+    }
+}
+
 /// `odr_manager_set_preservation_priority`: Sets the preservation priority (0...1) of tags. Documented in odr.h.
 @_cdecl("odr_manager_set_preservation_priority")
 public func odrManagerSetPreservationPriority(

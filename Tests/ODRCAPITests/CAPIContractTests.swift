@@ -20,12 +20,7 @@ struct CAPIContractTests {
         let result = try await withTestServer(root: catalog, conditions: conditions) { server in
             try await runCommandOffPool(checks.path, [server.baseURL.absoluteString, directory.appending("store").path])
         }
-        let lines = result.stdout.split(separator: "\n").map(String.init)
-        let failed = lines.filter { $0.hasPrefix("FAIL ") }
-        #expect(failed.isEmpty, "\(failed.joined(separator: "\n"))")
-        #expect(result.status == 0, "api_checks exited with \(result.status):\n\(result.stderr)")
-        // Every check ran: a crash or an early exit would leave this line out.
-        #expect(lines.last == "checks: \(lines.filter { $0.hasPrefix("ok ") }.count) failed: 0")
+        let lines = CProgram.checkedLines(result, of: "api_checks")
         for name in ["a NULL tag list", "an empty tag list", "a tag that is not UTF-8", "beginning an unknown tag",
                      "a buffer too small", "begin after end", "a path after end", "end after end",
                      "a begin whose timeout passes first", "a cancelled begin completes with ODR_E_CANCELLED",
@@ -49,13 +44,25 @@ struct CAPIContractTests {
             try await runCommandOffPool(checks.path, [server.baseURL.absoluteString, directory.appending("store").path,
                                                       game.assets.appending(path: "Forest/tree@2x.png").path])
         }
-        let lines = result.stdout.split(separator: "\n").map(String.init)
-        let failed = lines.filter { $0.hasPrefix("FAIL ") }
-        #expect(failed.isEmpty, "\(failed.joined(separator: "\n"))")
-        #expect(result.status == 0, "variant_checks exited with \(result.status):\n\(result.stderr)")
-        #expect(lines.last == "checks: \(lines.filter { $0.hasPrefix("ok ") }.count) failed: 0")
+        let lines = CProgram.checkedLines(result, of: "variant_checks")
         #expect(lines.contains("download-size \(chosen.reduce(0) { $0 + $1.archiveBytes })"), "only the chosen packs count")
         #expect(Set(try ResourceStore(directory: directory.appending("store")).installedPackIDs()) == Set(chosen.map(\.id)))
+    }
+
+    @Test func aSplitCatalogDescribesATagForCBeforeItsSizeIsKnown() async throws {
+        let directory = try TemporaryDirectory(prefix: "odr-c-describe")
+        let game = try CatalogFixture.game(bigBytes: 200_000)
+        try await game.build(splitMetadata: true)
+        let bigPacks = try game.manifest(1).packs.filter { $0.tags.contains("big") }
+        let checks = try await CProgram.build("Tests/ODRCAPITests/C/describe_checks.c", in: directory)
+        // Every request takes 300 ms, so a 50 ms timeout passes before the tag's bin arrives.
+        let result = try await withTestServer(root: game.catalog, conditions: NetworkConditions(latency: .milliseconds(300))) { server in
+            try await runCommandOffPool(checks.path, [server.baseURL.absoluteString, directory.appending("store").path])
+        }
+        let lines = CProgram.checkedLines(result, of: "describe_checks")
+        #expect(lines.filter { $0.hasPrefix("ok ") }.count == 17)
+        #expect(lines.contains("download-size big \(bigPacks.reduce(0) { $0 + $1.archiveBytes })"), "the described tag's packs")
+        #expect(try ResourceStore(directory: directory.appending("store")).installedPackIDs().isEmpty, "describing downloads no pack")
     }
 
     @Test func everySwiftErrorCodeHasItsOwnCStatus() throws {

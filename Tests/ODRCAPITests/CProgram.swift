@@ -34,6 +34,19 @@ enum CProgram {
         return output
     }
 
+    /// The lines a check program (Tests/ODRCAPITests/C/checks.h) printed, after expecting that none
+    /// is a "FAIL" line, that `program` exited with 0 and that its summary line came last: a crash or
+    /// an early exit would leave that line out.
+    static func checkedLines(_ result: CommandResult, of program: String,
+                             sourceLocation: SourceLocation = #_sourceLocation) -> [String] {
+        let lines = result.stdout.split(separator: "\n").map(String.init)
+        let failed = lines.filter { $0.hasPrefix("FAIL ") }
+        #expect(failed.isEmpty, "\(failed.joined(separator: "\n"))", sourceLocation: sourceLocation)
+        #expect(result.status == 0, "\(program) exited with \(result.status):\n\(result.stderr)", sourceLocation: sourceLocation)
+        #expect(lines.last == "checks: \(lines.filter { $0.hasPrefix("ok ") }.count) failed: 0", sourceLocation: sourceLocation)
+        return lines
+    }
+
     /// The sample game (SampleAssets) built into a catalog in `directory`.
     static func sampleCatalog(in directory: TemporaryDirectory) async throws -> URL {
         var options = BuildOptions(assets: packageRoot.appending(path: "SampleAssets"), output: directory.appending("catalog"))

@@ -24,11 +24,7 @@ struct CProgressCallbackTests {
             server.injectFaults(.truncate(afterBytes: 8 << 10), path: "/packs/\(cut).zip")
             return try await runCommandOffPool(checks.path, [server.baseURL.absoluteString, directory.appending("store").path])
         }
-        let lines = result.stdout.split(separator: "\n").map(String.init)
-        let failed = lines.filter { $0.hasPrefix("FAIL ") }
-        #expect(failed.isEmpty, "\(failed.joined(separator: "\n"))")
-        #expect(result.status == 0, "progress_checks exited with \(result.status):\n\(result.stderr)")
-        #expect(lines.last == "checks: \(lines.filter { $0.hasPrefix("ok ") }.count) failed: 0")
+        let lines = CProgram.checkedLines(result, of: "progress_checks")
         for name in ["the callback runs as bytes arrive", "values never go back or repeat", "no call after odr_request_end returned",
                      "no call after odr_request_destroy returned", "no call after destroy from inside the callback",
                      "the retry was an ODR_EVENT_DOWNLOAD_RETRYING with its reason and delay",

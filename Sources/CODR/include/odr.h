@@ -247,6 +247,18 @@ ODR_EXTERN odr_status odr_manager_current_version(odr_manager *manager, int64_t 
  *  has nothing left to move (installed only at ODR_EVENT_TAG_AVAILABLE). Only falls while it runs. */
 ODR_EXTERN odr_status odr_manager_download_size(odr_manager *manager, const char *const *tags, size_t tag_count, int64_t *out_bytes);
 
+/** Makes the catalog describe `tags`. A split catalog (`odrpack build --split-metadata`) is fetched
+ *  only for the tags a client uses: the initial-install and prefetch tags and those it held before.
+ *  A begin describes its own tags, so call this only before `odr_manager_download_size`,
+ *  `odr_manager_set_preservation_priority` or `odr_anticipate` for a tag no request has used yet:
+ *  they give ODR_E_CATALOG_UNAVAILABLE for it until then. Fetches each tag's metadata the store lacks
+ *  (a few kilobytes), checks it against the signed catalog and stores it; returns at once for a whole
+ *  catalog or tags already described. Blocks for at most `timeout_ms` milliseconds (negative: no
+ *  limit); ODR_E_WAIT_TIMEOUT when that passes first (nothing is lost; call again).
+ *  ODR_E_INVALID_TAG for a tag the catalog does not define, ODR_E_CATALOG_UNAVAILABLE before
+ *  `odr_manager_prepare`, transfer and ODR_E_INTEGRITY errors as a begin gives them. */
+ODR_EXTERN odr_status odr_manager_describe(odr_manager *manager, const char *const *tags, size_t tag_count, int64_t timeout_ms);
+
 /** Sets the preservation priority (0...1) of tags; persists across launches. Packs of tags with a
  *  higher priority are purged later. */
 ODR_EXTERN odr_status odr_manager_set_preservation_priority(odr_manager *manager, const char *const *tags, size_t tag_count, double priority);

@@ -62,7 +62,7 @@ public struct CatalogSnapshot: Sendable {
             let known = manifest.tags.map(\.name).prefix(12).joined(separator: ", ")
             return ResourceError(.invalidTag, "The catalog's version \(version) has no tag '\(tag)'. Known tags: \(known).", url: catalogURL)
         }
-        return ResourceError(.catalogUnavailable, "Tag '\(tag)' is not described on this device yet: the catalog's version \(version) is split, and only the tags a request needed are fetched. Begin a request for it, or call describe(tags:) first, which fetches its metadata (or says the tag does not exist).",
+        return ResourceError(.catalogUnavailable, "Tag '\(tag)' is not described on this device yet: the catalog's version \(version) is split, and only the tags a request needed are fetched. Begin a request for it, or call describe(tags:) (odr_manager_describe in C) first, which fetches its metadata (or says the tag does not exist).",
                              url: catalogURL)
     }
 

@@ -526,10 +526,7 @@ int main(int argc, char **argv) {
     trust_checks(argv[1], argv[2]);
     mirror_checks(argv[1], argv[2]);
 
-    odr_config *config = checks_config(argv[1], argv[2]);
-    odr_manager *manager = NULL;
-    EXPECT(odr_manager_create(config, &manager), ODR_OK, "create the manager");
-    odr_config_free(config);
+    odr_manager *manager = checks_manager(argv[1], argv[2]);
     if (!manager) return 1;
     int64_t version = 0;
     EXPECT(odr_manager_current_version(manager, &version), ODR_E_CATALOG_UNAVAILABLE, "the version before prepare");

@@ -42,4 +42,13 @@ static inline odr_config *checks_config(const char *url, const char *store) {
     return config;
 }
 
+/* A manager on `checks_config(url, store)`, checked as "create the manager"; NULL if that failed. */
+static inline odr_manager *checks_manager(const char *url, const char *store) {
+    odr_config *config = checks_config(url, store);
+    odr_manager *manager = NULL;
+    EXPECT(odr_manager_create(config, &manager), ODR_OK, "create the manager");
+    odr_config_free(config);
+    return manager;
+}
+
 #endif

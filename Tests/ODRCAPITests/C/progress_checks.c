@@ -222,10 +222,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: %s CATALOG-URL STORE-DIRECTORY\n", argv[0]);
         return 2;
     }
-    odr_config *config = checks_config(argv[1], argv[2]);
-    odr_manager *manager = NULL;
-    EXPECT(odr_manager_create(config, &manager), ODR_OK, "create the manager");
-    odr_config_free(config);
+    odr_manager *manager = checks_manager(argv[1], argv[2]);
     if (!manager) return 1;
     EXPECT(odr_manager_prepare(manager, 1, 60000), ODR_OK, "prepare");
 
