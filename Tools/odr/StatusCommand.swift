@@ -10,6 +10,8 @@ struct StatusCommand: AsyncParsableCommand {
         abstract: "Show each tag's size and state, each pack, the store's usage and free space.",
         discussion: """
             States: not downloaded, downloading (in progress or resumable), downloaded, in use. \
+            A tag's download size counts what fetching it would move: files the store holds are \
+            reused, and of a large (chunked) file only the chunks the store does not hold travel. \
             A pack is in use while a request in any process on the store holds it (its lease in \
             locks/<id>.lease, which dies with the process); a tag is in use when all of its packs are.
 

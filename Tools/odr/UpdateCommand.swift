@@ -11,7 +11,8 @@ struct UpdateCommand: AsyncParsableCommand {
         discussion: """
             Compares the tags the store holds with the distribution's current version: packs with \
             the same id carry over; of new or changed packs, only the files whose content the store \
-            does not hold already would be downloaded. Packs the new \
+            does not hold already would be downloaded, and of a large (chunked) file only the chunks \
+            the store does not hold. Packs the new \
             version no longer needs become the first candidates for purging. A tag counts as held \
             when its packs are all installed under the previous or the current version (after a \
             rollback the current one is the older), or when an installed pack belongs to it alone.

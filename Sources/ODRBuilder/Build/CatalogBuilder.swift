@@ -61,6 +61,7 @@ public struct CatalogBuilder: Sendable {
         try catalog.createLayout()
         var packOptions = options.packOptions
         packOptions.chunkThreshold = rules.limits.chunkThreshold
+        if let sizes = rules.limits.chunkSizes { packOptions.chunkSizes = sizes }
         var archiver = PackArchiver(catalog: catalog, options: packOptions)
         archiver.knownChunkTables = cache?.chunkTables(for: packOptions.chunkSizes) ?? [:]
         var metadata = SplitMetadataWriter(catalog: catalog)

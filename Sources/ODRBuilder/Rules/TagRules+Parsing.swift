@@ -124,6 +124,44 @@ private struct RulesParser {
         }
     }
 
+    /// Chunk sizes: `{"min": ..., "average": ..., "max": ...}`, byte counts each; one left out keeps
+    /// its standard value (64 KiB, 256 KiB, 1 MiB). FastCDC needs min < average < max, within the
+    /// ranges its reference implementation accepts, and the format caps a chunk at 16 MiB.
+    func chunkSizes(_ value: JSONValue, key: String) throws(BuildError) -> FastCDC.Parameters {
+        let members = try object(value, key: key, allowed: ["min", "average", "max"])
+        let standard = FastCDC.Parameters.standard
+        var sizes: [String: Int64] = [
+            "min": Int64(standard.minimumSize), "average": Int64(standard.averageSize), "max": Int64(standard.maximumSize),
+        ]
+        // Each size in the range the reference implementation accepts (the maximum also under the
+        // format's cap), checked before the order so the message names the size that is wrong.
+        let ranges: [(name: String, range: ClosedRange<Int64>, text: String)] = [
+            ("min", 64...(64 << 20), "64 B to 64 MiB"),
+            ("average", 256...(256 << 20), "256 B to 256 MiB"),
+            ("max", 1024...FileChunk.maximumSize, "1 KiB to 16 MiB (the format's largest chunk)"),
+        ]
+        for (name, range, text) in ranges {
+            guard let member = members[name] else { continue }
+            let size = try byteCount(member, key: "\(key).\(name)")
+            guard range.contains(size) else {
+                throw fail(.invalidValue, "the \(name) chunk size must be \(text)", key: "\(key).\(name)", value: member)
+            }
+            sizes[name] = size
+        }
+        let minimum = sizes["min"] ?? 0, average = sizes["average"] ?? 0, maximum = sizes["max"] ?? 0
+        guard minimum < average, average < maximum else {
+            throw fail(
+                .invalidValue,
+                "chunk sizes must grow: min \(minimum) < average \(average) < max \(maximum) bytes (sizes not given are 64 KiB, 256 KiB and 1 MiB)",
+                key: key, value: value)
+        }
+        do {
+            return try FastCDC.Parameters(minimumSize: Int(minimum), averageSize: Int(average), maximumSize: Int(maximum))
+        } catch {
+            throw fail(.invalidValue, error.message, key: key, value: value)
+        }
+    }
+
     func tagName(_ value: JSONValue, key: String) throws(BuildError) -> String {
         let name = try string(value, key: key)
         guard TagRules.isValidTagName(name) else { throw invalidTagName(name, key: key) }
@@ -176,7 +214,7 @@ private struct RulesParser {
             rules.untagged = policy
         }
         if let value = root["limits"] {
-            let limits = try object(value, key: "limits", allowed: ["packSize", "initialInstallAndPrefetch", "chunkThreshold"])
+            let limits = try object(value, key: "limits", allowed: ["packSize", "initialInstallAndPrefetch", "chunkThreshold", "chunkSizes"])
             if let size = limits["packSize"] { rules.limits.packSize = try byteCount(size, key: "limits.packSize") }
             if let budget = limits["initialInstallAndPrefetch"] {
                 rules.limits.initialInstallAndPrefetch = try byteCount(budget, key: "limits.initialInstallAndPrefetch")
@@ -190,6 +228,7 @@ private struct RulesParser {
                 }
                 rules.limits.chunkThreshold = off ? 0 : try byteCount(threshold, key: "limits.chunkThreshold")
             }
+            if let sizes = limits["chunkSizes"] { rules.limits.chunkSizes = try chunkSizes(sizes, key: "limits.chunkSizes") }
         }
         let defined = Set(rules.definedTagNames)
         for listKey in ["initialInstall", "prefetchOrder"] {

@@ -1,3 +1,5 @@
+import ODRFormat
+
 /// The tag rules of an assets folder, read from its `odr.json`.
 ///
 /// Rules map tag names to glob patterns; a file's tag set is the union of the tags whose patterns
@@ -34,8 +36,11 @@ public struct TagRules: Sendable, Equatable {
         /// Files of at least this many bytes are cut into content-defined chunks, so an update
         /// moves only their changed chunks; 0 turns chunking off. See `docs/ODRPACK.md`, "Chunking".
         public var chunkThreshold: Int64 = 8 * 1024 * 1024
+        /// The minimum, average and maximum chunk sizes (`limits.chunkSizes`); `nil` keeps the
+        /// build's ``PackWriter/Options/chunkSizes`` (``FastCDC/Parameters/standard`` unless set).
+        public var chunkSizes: FastCDC.Parameters?
         /// Creates the default limits (512 MiB packs, 2 GiB initial install plus prefetch, chunks
-        /// for files of 8 MiB and more).
+        /// for files of 8 MiB and more, of the standard sizes).
         public init() {}
     }
 

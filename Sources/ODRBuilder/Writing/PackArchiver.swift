@@ -14,8 +14,9 @@ public struct PackArchiver: Sendable {
     public var catalog: CatalogDirectory
     /// Archive settings.
     public var options: PackWriter.Options
-    /// Packs of earlier versions, keyed by their content signature.
-    var reusable: [String: WrittenPackSource] = [:]
+    /// Packs of earlier versions, keyed by their content signature: several when versions cut the
+    /// same files with other chunk sizes.
+    var reusable: [String: [WrittenPackSource]] = [:]
     /// Chunk tables an earlier build computed with the same ``PackWriter/Options/chunkSizes``,
     /// by content SHA-256 (from the build cache): an unchanged large file is not chunked again.
     public var knownChunkTables: [String: [FileChunk]] = [:]
@@ -40,10 +41,10 @@ public struct PackArchiver: Sendable {
             let entries = entriesByPack[pack.id] ?? [:]
             let signature = Self.signature(
                 tags: pack.tags, variant: pack.variant, entries: entries.values.map { ($0.entry, $0.sha256, !$0.chunks.isEmpty) })
-            guard reusable[signature] == nil else { continue }
+            guard reusable[signature]?.contains(where: { $0.record.id == pack.id }) != true else { continue }
             let attributes = try? FileManager.default.attributesOfItem(atPath: catalog.packURL(id: pack.id).path)
             guard let size = attributes?[.size] as? NSNumber, size.int64Value == pack.archiveBytes else { continue }
-            reusable[signature] = WrittenPackSource(record: pack, entries: entries)
+            reusable[signature, default: []].append(WrittenPackSource(record: pack, entries: entries))
         }
     }
 
@@ -65,7 +66,7 @@ public struct PackArchiver: Sendable {
     /// - Parameter progress: called with the uncompressed bytes of each entry once it is written.
     public func write(_ pack: PackPlan.Pack, progress: (Int64) -> Void = { _ in }) throws(BuildError) -> WrittenPack {
         let signature = Self.signature(tags: pack.tags, variant: pack.variant, entries: pack.entries.map { ($0.name, $0.sha256, isChunked($0.size)) })
-        if let source = reusable[signature] {
+        if let source = try reusableSource(for: pack.entries, among: reusable[signature] ?? []) {
             var files: [FileRecord] = []
             for entry in pack.entries {
                 guard let record = source.entries[entry.name] else { continue }

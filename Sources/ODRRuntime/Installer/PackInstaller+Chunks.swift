@@ -73,11 +73,12 @@ extension PackInstaller {
 
     /// Assembles a chunked entry into `folder` in one pass, in chunk order: chunks written before
     /// are kept, held ones copied from disk (checked as they are read; one that does not match is
-    /// fetched on its own instead), and the plan's ranges downloaded one after another.
+    /// fetched on its own instead), and the plan's ranges downloaded one after another, from the
+    /// origins as entry ranges are (see ``downloadFromOrigins(_:of:into:servedBy:check:)``).
     ///
     /// - Returns: the bytes downloaded and the requests made.
     func assembleChunked(
-        _ item: ChunkedEntry, of pack: PackRecord, from source: URL, into folder: URL, journal: StagingJournal,
+        _ item: ChunkedEntry, of pack: PackRecord, from source: URL, into folder: URL, journal: StagingJournal, servedBy: Locked<[URL]>,
         received: @escaping @Sendable (Int64) -> Void, stalled: @escaping @Sendable (TransferRetry?) -> Void
     ) async throws(ResourceError) -> (bytes: Int64, requests: Int) {
         guard let writer = item.writer else { return (0, 0) }
@@ -88,7 +89,9 @@ extension PackInstaller {
         var requests = 0
         func download(_ fetch: ChunkedEntryPlan.Fetch) async throws(ResourceError) {
             let sink = ChunkRangeSink(writer: writer, fetch: fetch, journal: journal, source: source, received: received, stalled: stalled)
-            let result = try await transport.download(rangeRequest(for: pack, source: source, range: fetch.range, journal: journal), into: sink)
+            // A refused chunk blames the origin that sent it: the next attempt asks another.
+            let result = try await downloadFromOrigins(rangeRequest(for: pack, source: source, range: fetch.range, journal: journal),
+                                                       of: pack, into: sink, servedBy: servedBy)
             downloaded = downloaded.clampedAdding(result.bytes - result.resumedBytes)
             requests += 1
         }

@@ -285,7 +285,7 @@ public struct PackInstaller: Sendable {
                                               journal: journal, parts: parts, tracker: tracker, servedBy: servedBy)
                 outcome.requests = plan.fetches.count
                 for item in chunked {
-                    let done = try await assembleChunked(item, of: pack, from: source, into: folder, journal: journal,
+                    let done = try await assembleChunked(item, of: pack, from: source, into: folder, journal: journal, servedBy: servedBy,
                                                          received: { tracker.received($0, of: pack) }, stalled: { tracker.stalled($0, of: pack) })
                     fetched = fetched.clampedAdding(done.bytes)
                     outcome.requests += done.requests
@@ -327,43 +327,20 @@ public struct PackInstaller: Sendable {
     ) async throws(ResourceError) -> Int64 {
         guard !fetches.isEmpty else { return 0 }
         let syncFiles = store.synchronousWrites
-        let transport = self.transport
-        // A bundled or local archive has no other origin.
-        let origins = source.isFileURL ? nil : self.origins
-        let originSwitched = self.originSwitched
         let one: @Sendable (PackFetchPlan.Fetch) async throws(ResourceError) -> Int64 = { fetch throws(ResourceError) in
             let sink = EntryRangeSink(packID: pack.id, fetch: fetch, allEntries: entries, folder: folder, journal: journal,
                                       parts: parts, syncFiles: syncFiles, source: source, received: { tracker.received($0, of: pack) },
                                       stalled: { tracker.stalled($0, of: pack) })
-            var request = rangeRequest(for: pack, source: source, range: fetch.isWholeArchive ? nil : fetch.range, journal: journal)
-            // The origin serving now: the one to blame for bytes that fail verification.
-            let serving = Locked(request.url)
-            if let origins, !request.alternateURLs.isEmpty {
-                request.originSwitched = { change in
-                    origins.markFailed(change.from)
-                    serving.withLock { $0 = change.to }
-                    originSwitched?(pack.id, change)
-                }
-            }
+            let request = rangeRequest(for: pack, source: source, range: fetch.isWholeArchive ? nil : fetch.range, journal: journal)
             do throws(ResourceError) {
-                let result = try await transport.download(request, into: sink)
-                guard sink.isVerified else {
-                    throw ResourceError(.integrity, "Pack \(pack.id.prefix(12)) was not verified completely; it was refused.", url: source)
-                }
-                if let origins, let served = result.servedBy, let origin = origins.origin(of: served) {
-                    origins.markSucceeded(served)
-                    servedBy.withLock { if !$0.contains(origin) { $0.append(origin) } }
+                let result = try await downloadFromOrigins(request, of: pack, into: sink, servedBy: servedBy) { _ throws(ResourceError) in
+                    guard sink.isVerified else {
+                        throw ResourceError(.integrity, "Pack \(pack.id.prefix(12)) was not verified completely; it was refused.", url: source)
+                    }
                 }
                 return result.bytes - result.resumedBytes
             } catch {
                 sink.close(keepingCurrentEntry: error.code != .integrity)
-                if error.code == .integrity, let origins, !request.alternateURLs.isEmpty {
-                    let bad = serving.withLock { $0 }
-                    origins.markFailed(bad)
-                    if let next = origins.urls(of: pack.archivePath).first, next != bad {
-                        originSwitched?(pack.id, TransferOriginSwitch(from: bad, to: next, reason: .integrity, keptBytes: 0))
-                    }
-                }
                 throw sink.formatFailure ?? error
             }
         }

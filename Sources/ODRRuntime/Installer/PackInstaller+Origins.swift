@@ -1,0 +1,52 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import ODRFormat
+
+/// The origin bookkeeping every request for pack bytes shares, whole archive, entry ranges or chunk
+/// ranges: the origin that served bytes the installer refused is blamed, so the next attempt asks
+/// another one (see ``PackInstaller/origins``).
+extension PackInstaller {
+    /// Downloads `request` (for bytes of the pack's archive) into `sink`, then runs `check` on the
+    /// result. With several origins: a switch during the transfer marks the origin left as failed;
+    /// an `integrity` failure (the sink or `check` refused the bytes) marks the origin that served
+    /// them as failed and reports the switch the next attempt will make; success marks the serving
+    /// origin as good and adds it to `servedBy`.
+    func downloadFromOrigins(
+        _ request: TransferRequest, of pack: PackRecord, into sink: any TransferSink, servedBy: Locked<[URL]>,
+        check: (TransferResult) throws(ResourceError) -> Void = { _ throws(ResourceError) in }
+    ) async throws(ResourceError) -> TransferResult {
+        var request = request
+        let origins = request.alternateURLs.isEmpty ? nil : self.origins
+        let originSwitched = self.originSwitched
+        // The origin serving now: the one to blame for bytes that fail verification.
+        let serving = Locked(request.url)
+        if let origins {
+            request.originSwitched = { change in
+                origins.markFailed(change.from)
+                serving.withLock { $0 = change.to }
+                originSwitched?(pack.id, change)
+            }
+        }
+        do throws(ResourceError) {
+            let result = try await transport.download(request, into: sink)
+            try check(result)
+            if let origins, let served = result.servedBy, let origin = origins.origin(of: served) {
+                origins.markSucceeded(served)
+                servedBy.withLock { if !$0.contains(origin) { $0.append(origin) } }
+            }
+            return result
+        } catch {
+            if error.code == .integrity, let origins {
+                let bad = serving.withLock { $0 }
+                origins.markFailed(bad)
+                if let next = origins.urls(of: pack.archivePath).first, next != bad {
+                    originSwitched?(pack.id, TransferOriginSwitch(from: bad, to: next, reason: .integrity, keptBytes: 0))
+                }
+            }
+            throw error
+        }
+    }
+}
