@@ -107,6 +107,60 @@ struct AnticipationHintTests {
         }
     }
 
+    /// A hinted prefetch's start and end are lines of the store's log (`odr log`), around the
+    /// install's own line.
+    @Test func aHintedPrefetchLogsItsStepsInTheStore() async throws {
+        let fixture = try await Self.fixture()
+        try await withTestServer(root: fixture.game.catalog) { server in
+            let manager = try fixture.manager(url: server.baseURL)
+            try await manager.loadCatalog()
+            let a = try Self.packID(manager, tag: "a")
+            let hint = try manager.anticipate(tags: ["b", "a"], likelihood: 0.75)
+            try await waitUntil("both prefetches' last log lines") {
+                try manager.store.events().filter { $0.kind == .hint && $0.reason.hasPrefix("prefetch installed") }.count == 2
+            }
+            let log = try manager.store.events().filter { $0.packID == a }
+            #expect(log.map(\.kind) == [.hint, .install, .hint])
+            #expect(log.first?.reason == "prefetch started: hinted at likelihood 0.75 (tags: a, b)")
+            #expect((log.first?.bytes ?? 0) > 0)
+            #expect(log.last?.reason == "prefetch installed: before any request asked for it")
+            #expect(log.last?.bytes == log[1].bytes, "the installed bytes, as the install line says")
+            try hint.end()
+            // A hint on packs already installed starts nothing, and logs nothing.
+            let count = try manager.store.events().count
+            try manager.anticipate(tags: ["a"], likelihood: 0.5).end()
+            #expect(try manager.store.events().count == count)
+        }
+    }
+
+    /// A pack purged because every unhinted one was gone and it was the least likely hinted is
+    /// logged with that reason.
+    @Test func aLeastLikelyHintPurgeIsLogged() async throws {
+        let fixture = try await Self.fixture()
+        try await withTestServer(root: fixture.game.catalog) { server in
+            let manager = try fixture.manager(url: server.baseURL)
+            try await manager.loadCatalog()
+            let a = try Self.packID(manager, tag: "a"), b = try Self.packID(manager, tag: "b")
+            for tag in ["a", "b"] {
+                let request = ResourceRequest(tags: [tag], manager: manager)
+                try await request.beginAccessingResources()
+                try request.endAccessingResources()
+            }
+            let likely = try manager.anticipate(tags: ["a"], likelihood: 0.9)
+            let unlikely = try manager.anticipate(tags: ["b"], likelihood: 0.2)
+            let purged = try await manager.purge(bytes: 1)
+            #expect(purged.deletions.map(\.packID) == [b])
+            #expect(purged.deletions.first?.reason == .leastLikelyHint)
+            let line = try #require(try manager.store.events().last)
+            #expect(line.kind == .purge)
+            #expect(line.packID == b)
+            #expect(line.reason == PurgeReason.leastLikelyHint.rawValue)
+            #expect(try manager.store.installedPackIDs().contains(a))
+            try likely.end()
+            try unlikely.end()
+        }
+    }
+
     @Test func endingAHintCancelsItsPrefetchAndKeepsVerifiedEntries() async throws {
         let fixture = try await Self.fixture()
         // 800 KB at 100 KB/s: the prefetch runs for seconds.
@@ -123,6 +177,12 @@ struct AnticipationHintTests {
             #expect(download.isAbandoned)
             await download.finished()
             #expect(events.hintedCancels == [big])
+            // The store's log tells the prefetch's start and cancellation, with the bytes it had.
+            let log = try manager.store.events().filter { $0.packID == big }
+            #expect(log.map(\.kind) == [.hint, .hint])
+            #expect(log.first?.reason == "prefetch started: hinted at likelihood 0.5 (tags: big)")
+            #expect(log.last?.reason == "prefetch cancelled: every hint naming it ended")
+            #expect((log.last?.bytes ?? 0) > 250_000)
             #expect(try !manager.store.installedPackIDs().contains(big))
             let staged = manager.store.stagedPacks().first { $0.packID == big }
             #expect((staged?.bytes ?? 0) >= 100_000, "verified entries stay for the next install")
@@ -159,6 +219,51 @@ struct AnticipationHintTests {
         }
     }
 
+    /// Issue 24: "a hinted prefetch never delays a request's first byte by more than one in-flight
+    /// chunk". Counted in bytes the prefetch's transfers took from the network (not time): from
+    /// just before the request begins until its pack is installed, the prefetch takes at most one
+    /// chunk (one curl write callback, 16 KiB); then it resumes.
+    ///
+    /// The server sends 100 KB/s in slices of 5 KB, so the chunk is never a slice split by chance.
+    @Test(arguments: [TransferPriority.urgent, .normal])
+    func aRequestBeginningStopsAHintedPrefetchWithinOneChunk(priority: TransferPriority) async throws {
+        let fixture = try await Self.fixture()
+        try await withTestServer(root: fixture.game.catalog, conditions: NetworkConditions(bytesPerSecond: 100_000)) { server in
+            let transport = try NetworkBytesTransport()
+            let manager = try fixture.manager(url: server.baseURL) { $0.transport = transport }
+            try await manager.loadCatalog()
+            let big = try Self.packID(manager, tag: "big"), b = try Self.packID(manager, tag: "b")
+            let snapshot = try #require(manager.state.withLock { $0.snapshot })
+            let bigURL = snapshot.packURL(id: big), bURL = snapshot.packURL(id: b)
+            let hint = try manager.anticipate(tags: ["big"], likelihood: 0.5)
+            try await waitUntil("the prefetch to be under way") { transport.networkBytes(of: bigURL) > 50_000 }
+            // What the prefetch had taken when the request's pack was installed: before the request's
+            // wait ends, so before the prefetch resumes.
+            let atInstall = Locked<Int64?>(nil)
+            let token = manager.observeEvents { event in
+                guard case let .packInstalled(id, _, _) = event, id == b else { return }
+                let bytes = transport.networkBytes(of: bigURL)
+                atInstall.withLock { $0 = bytes }
+            }
+            defer { manager.removeEventObserver(token) }
+            let request = ResourceRequest(tags: ["b"], manager: manager)
+            request.loadingPriority = priority
+            let before = transport.networkBytes(of: bigURL)
+            try await request.beginAccessingResources()
+            let during = try #require(atInstall.withLock { $0 }) - before
+            #expect(during <= Int64(TransferSession.chunkBytes),
+                    "the prefetch took \(during) bytes while the request downloaded; one chunk is \(TransferSession.chunkBytes)")
+            #expect(transport.networkBytes(of: bURL) >= 60_000, "the request downloaded its pack meanwhile")
+            let prefetch = try #require(manager.state.withLock { $0.downloads[big] })
+            #expect(!prefetch.isFinished, "the prefetch was still going when the request began")
+            // And it goes on after the request's download.
+            let resumedFrom = transport.networkBytes(of: bigURL)
+            try await waitUntil("the prefetch to resume") { transport.networkBytes(of: bigURL) > resumedFrom }
+            try request.endAccessingResources()
+            try hint.end()
+        }
+    }
+
     @Test func aRequestJoiningAHintedPrefetchIsNotPausedByIt() async throws {
         let fixture = try await Self.fixture()
         try await withTestServer(root: fixture.game.catalog, conditions: NetworkConditions(bytesPerSecond: 400_000)) { server in
@@ -173,6 +278,9 @@ struct AnticipationHintTests {
             try await request.beginAccessingResources()
             #expect(request.state == .accessing)
             #expect(ManagerFixture.packRequests(server).filter { $0.contains(big) }.count >= 1)
+            let log = try manager.store.events().filter { $0.packID == big }
+            #expect(log.map(\.kind) == [.hint, .install, .hint])
+            #expect(log.last?.reason == "prefetch installed: a request (or prefetch, fetch) joined it first")
             try request.endAccessingResources()
             try hint.end()
             #expect(manager.state.withLock { $0.yieldingToWaits.isEmpty && $0.hints.isEmpty })
@@ -294,5 +402,25 @@ struct AnticipationHintTests {
             for request in [busy] + requests { try request.endAccessingResources() }
             try hint?.end()
         }
+    }
+}
+
+/// Passes transfers to a libcurl ``TransferEngine`` unchanged and keeps each one's operation, so a
+/// test can count the bytes each took from the network.
+final class NetworkBytesTransport: Transport {
+    private let base: TransferEngine
+    private let operations = Locked<[(url: URL, operation: TransferOperation)]>([])
+
+    init() throws { base = try TransferEngine() }
+
+    func transfer(_ request: TransferRequest, into sink: any TransferSink) -> any TransferHandle {
+        let handle = base.transfer(request, into: sink)
+        if let operation = handle as? TransferOperation { operations.withLock { $0.append((request.url, operation)) } }
+        return handle
+    }
+
+    /// Body bytes every transfer of `url` so far took from the network.
+    func networkBytes(of url: URL) -> Int64 {
+        operations.withLock { $0.filter { $0.url == url }.map(\.operation) }.reduce(0) { $0 + $1.networkBytes }
     }
 }
