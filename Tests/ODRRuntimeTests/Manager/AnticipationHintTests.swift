@@ -222,7 +222,8 @@ struct AnticipationHintTests {
     /// Issue 24: "a hinted prefetch never delays a request's first byte by more than one in-flight
     /// chunk". Counted in bytes the prefetch's transfers took from the network (not time): from
     /// just before the request begins until its pack is installed, the prefetch takes at most one
-    /// chunk (one curl write callback, 16 KiB); then it resumes.
+    /// chunk (one curl write callback, 16 KiB); then it resumes. Once the synchronous begin has
+    /// returned, the prefetch is paused and takes not a byte.
     ///
     /// The server sends 100 KB/s in slices of 5 KB, so the chunk is never a slice split by chance.
     @Test(arguments: [TransferPriority.urgent, .normal])
@@ -249,10 +250,18 @@ struct AnticipationHintTests {
             let request = ResourceRequest(tags: ["b"], manager: manager)
             request.loadingPriority = priority
             let before = transport.networkBytes(of: bigURL)
-            try await request.beginAccessingResources()
-            let during = try #require(atInstall.withLock { $0 }) - before
+            let outcome = Locked<Result<Void, ResourceError>?>(nil)
+            // The synchronous begin: when it returns, the request has begun.
+            let begin = try request.startAccessingResources { result in outcome.withLock { $0 = result } }
+            let atBegin = transport.networkBytes(of: bigURL)
+            #expect(transport.isPaused(bigURL), "a begun request finds the prefetch paused, not paused later by a task")
+            await begin.value
+            try #require(outcome.withLock { $0 }).get()
+            let atRequestInstalled = try #require(atInstall.withLock { $0 })
+            let during = atRequestInstalled - before
             #expect(during <= Int64(TransferSession.chunkBytes),
                     "the prefetch took \(during) bytes while the request downloaded; one chunk is \(TransferSession.chunkBytes)")
+            #expect(atRequestInstalled == atBegin, "not a byte once the begin returned")
             #expect(transport.networkBytes(of: bURL) >= 60_000, "the request downloaded its pack meanwhile")
             let prefetch = try #require(manager.state.withLock { $0.downloads[big] })
             #expect(!prefetch.isFinished, "the prefetch was still going when the request began")
@@ -422,5 +431,11 @@ final class NetworkBytesTransport: Transport {
     /// Body bytes every transfer of `url` so far took from the network.
     func networkBytes(of url: URL) -> Int64 {
         operations.withLock { $0.filter { $0.url == url }.map(\.operation) }.reduce(0) { $0 + $1.networkBytes }
+    }
+
+    /// Whether `url` has transfers that have not ended, and its caller paused every one.
+    func isPaused(_ url: URL) -> Bool {
+        let live = operations.withLock { $0.filter { $0.url == url && !$0.operation.isStopped }.map(\.operation) }
+        return !live.isEmpty && live.allSatisfy(\.control.userPaused)
     }
 }
