@@ -77,32 +77,6 @@ struct TraceTests {
         #expect(error?.message.contains(message) == true, "\(what): \(String(describing: error))")
     }
 
-    /// A generated session's hints survive recording and replay: the same hints, at the same
-    /// times, so `hinted` gives the numbers of the original to the byte.
-    @Test(arguments: Workload.allCases)
-    func aRecordedTraceReplaysItsHints(_ workload: Workload) throws {
-        var device = DeviceSettings(diskCapacity: 4 << 30)
-        device.otherAppsSwing = 0
-        let catalog = workload.catalogGenerator(tagCount: 40).generate(seed: 3)
-        let original = workload.script(catalog: catalog, device: device, days: 5, seed: 3)
-        let data = try TraceCodec().encode(original.traceEvents)
-        let replayed = try SimulationScript(trace: TraceCodec().decode(data), device: device, seed: 3)
-        #expect(replayed.hints.count == original.hints.count)
-        #expect(replayed.hints.count > 10)
-        #expect(replayed.hints.map(\.likelihood) == original.hints.map(\.likelihood))
-        #expect(replayed.hintEvents.map(\.time) == original.hintEvents.map(\.time))
-        #expect(replayed.hints.indices.allSatisfy { Array(replayed.tags(ofHint: $0)) == Array(original.tags(ofHint: $0)) })
-        let a = PolicyChoice.hinted.run(on: Simulator(script: original, device: device)).metrics
-        let b = PolicyChoice.hinted.run(on: Simulator(script: replayed, device: device)).metrics
-        #expect(a == b)
-        #expect(b.prefetchedBytes > 0, "the replayed hints prefetch")
-        // Without its hint lines the same trace gives `hinted` nothing to prefetch.
-        let bare = try SimulationScript(
-            trace: TraceCodec().decode(data).filter { if case .hint = $0 { false } else if case .endHint = $0 { false } else { true } },
-            device: device, seed: 3)
-        #expect(PolicyChoice.hinted.run(on: Simulator(script: bare, device: device)).metrics.prefetchedBytes == 0)
-    }
-
     /// A replayed hint is right when a request for each of its tags began while it lived.
     @Test func aReplayedHintIsRightWhenItsTagsWereAskedFor() throws {
         let catalog = try SimulationFixtures.catalog(tags: ["a", "b", "c"])
@@ -137,7 +111,8 @@ struct TraceTests {
         #expect(priority?.code == .invalidValue)
     }
 
-    /// A generated session recorded as a trace and replayed gives the numbers of the original.
+    /// A generated session recorded as a trace and replayed gives the numbers of the original,
+    /// `hinted`'s too: the same hints, at the same times.
     @Test(arguments: Workload.allCases)
     func aRecordedTraceReplaysToTheSameNumbers(_ workload: Workload) throws {
         var device = DeviceSettings(diskCapacity: 4 << 30)
@@ -148,7 +123,19 @@ struct TraceTests {
         let replayed = try SimulationScript(trace: TraceCodec().decode(data), device: device, seed: 3)
         #expect(replayed.requests.count == original.requests.count)
         #expect(replayed.catalog.packs == original.catalog.packs)
-        for policy in [PolicyChoice.default, .belady] {
+        #expect(replayed.hints.count == original.hints.count)
+        #expect(replayed.hints.count > 10)
+        #expect(replayed.hints.map(\.likelihood) == original.hints.map(\.likelihood))
+        #expect(replayed.hintEvents.map(\.time) == original.hintEvents.map(\.time))
+        #expect(replayed.hints.indices.allSatisfy { Array(replayed.tags(ofHint: $0)) == Array(original.tags(ofHint: $0)) })
+        #expect(PolicyChoice.hinted.run(on: Simulator(script: replayed, device: device)).metrics.prefetchedBytes > 0,
+                "the replayed hints prefetch")
+        // Without its hint lines the same trace gives `hinted` nothing to prefetch.
+        let bare = try SimulationScript(
+            trace: TraceCodec().decode(data).filter { if case .hint = $0 { false } else if case .endHint = $0 { false } else { true } },
+            device: device, seed: 3)
+        #expect(PolicyChoice.hinted.run(on: Simulator(script: bare, device: device)).metrics.prefetchedBytes == 0)
+        for policy in [PolicyChoice.default, .belady, .hinted] {
             let a = policy.run(on: Simulator(script: original, device: device)).metrics
             let b = policy.run(on: Simulator(script: replayed, device: device)).metrics
             #expect(a == b, "\(policy)")

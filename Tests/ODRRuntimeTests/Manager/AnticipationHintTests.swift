@@ -44,6 +44,15 @@ struct AnticipationHintTests {
             try await waitUntil("the hinted pack to install") { try manager.store.installedPackIDs().contains(a) }
             #expect(events.hintedStarts == [a])
             try await waitUntil("the install event") { events.installed.contains(a) }
+            // The store's log tells the prefetch's start and end, around the install's own line.
+            try await waitUntil("the prefetch's last log line") { try manager.store.events().count == 3 }
+            let log = try manager.store.events()
+            #expect(log.map(\.kind) == [.hint, .install, .hint])
+            #expect(log.allSatisfy { $0.packID == a })
+            #expect(log.first?.reason == "prefetch started: hinted at likelihood 0.8 (tags: a)")
+            #expect((log.first?.bytes ?? 0) > 0)
+            #expect(log.last?.reason == "prefetch installed: before any request asked for it")
+            #expect(log.last?.bytes == log[1].bytes, "the installed bytes, as the install line says")
             // Nothing is held: the in-use count stays zero, and a request now begins without downloading.
             #expect(manager.state.withLock { $0.ledger?.inUseBytes ?? -1 } == 0)
             let request = ResourceRequest(tags: ["a"], manager: manager)
@@ -52,6 +61,9 @@ struct AnticipationHintTests {
             try hint.end()
             #expect(try manager.store.installedPackIDs().contains(a), "ending a hint leaves installed packs installed")
             #expect(ManagerFixture.packRequests(server).count == 1)
+            // A hint on installed packs starts nothing, and logs nothing.
+            try manager.anticipate(tags: ["a"], likelihood: 0.5).end()
+            #expect(try manager.store.events().count == 3)
         }
     }
 
@@ -104,60 +116,6 @@ struct AnticipationHintTests {
             #expect(download.isAbandoned)
             #expect(try manager.downloadSize(forTags: ["a"]) == archive)
             manager.state.withLock { $0.downloads[a] = nil }
-        }
-    }
-
-    /// A hinted prefetch's start and end are lines of the store's log (`odr log`), around the
-    /// install's own line.
-    @Test func aHintedPrefetchLogsItsStepsInTheStore() async throws {
-        let fixture = try await Self.fixture()
-        try await withTestServer(root: fixture.game.catalog) { server in
-            let manager = try fixture.manager(url: server.baseURL)
-            try await manager.loadCatalog()
-            let a = try Self.packID(manager, tag: "a")
-            let hint = try manager.anticipate(tags: ["b", "a"], likelihood: 0.75)
-            try await waitUntil("both prefetches' last log lines") {
-                try manager.store.events().filter { $0.kind == .hint && $0.reason.hasPrefix("prefetch installed") }.count == 2
-            }
-            let log = try manager.store.events().filter { $0.packID == a }
-            #expect(log.map(\.kind) == [.hint, .install, .hint])
-            #expect(log.first?.reason == "prefetch started: hinted at likelihood 0.75 (tags: a, b)")
-            #expect((log.first?.bytes ?? 0) > 0)
-            #expect(log.last?.reason == "prefetch installed: before any request asked for it")
-            #expect(log.last?.bytes == log[1].bytes, "the installed bytes, as the install line says")
-            try hint.end()
-            // A hint on packs already installed starts nothing, and logs nothing.
-            let count = try manager.store.events().count
-            try manager.anticipate(tags: ["a"], likelihood: 0.5).end()
-            #expect(try manager.store.events().count == count)
-        }
-    }
-
-    /// A pack purged because every unhinted one was gone and it was the least likely hinted is
-    /// logged with that reason.
-    @Test func aLeastLikelyHintPurgeIsLogged() async throws {
-        let fixture = try await Self.fixture()
-        try await withTestServer(root: fixture.game.catalog) { server in
-            let manager = try fixture.manager(url: server.baseURL)
-            try await manager.loadCatalog()
-            let a = try Self.packID(manager, tag: "a"), b = try Self.packID(manager, tag: "b")
-            for tag in ["a", "b"] {
-                let request = ResourceRequest(tags: [tag], manager: manager)
-                try await request.beginAccessingResources()
-                try request.endAccessingResources()
-            }
-            let likely = try manager.anticipate(tags: ["a"], likelihood: 0.9)
-            let unlikely = try manager.anticipate(tags: ["b"], likelihood: 0.2)
-            let purged = try await manager.purge(bytes: 1)
-            #expect(purged.deletions.map(\.packID) == [b])
-            #expect(purged.deletions.first?.reason == .leastLikelyHint)
-            let line = try #require(try manager.store.events().last)
-            #expect(line.kind == .purge)
-            #expect(line.packID == b)
-            #expect(line.reason == PurgeReason.leastLikelyHint.rawValue)
-            #expect(try manager.store.installedPackIDs().contains(a))
-            try likely.end()
-            try unlikely.end()
         }
     }
 
@@ -318,6 +276,15 @@ struct AnticipationHintTests {
             #expect(purged.deletions.map(\.packID) == [a])
             try hint.end()
             #expect(try manager.purgePlan(bytes: 1).deletions.map(\.packID) == [b])
+            // Hinted again, b is the last pack: purged as the least likely hinted, and logged so.
+            let again = try manager.anticipate(tags: ["b"], likelihood: 0.9)
+            let last = try await manager.purge(bytes: 1)
+            #expect(last.deletions.map(\.packID) == [b])
+            #expect(last.deletions.first?.reason == .leastLikelyHint)
+            let line = try #require(try manager.store.events().last)
+            #expect(line.kind == .purge && line.packID == b)
+            #expect(line.reason == PurgeReason.leastLikelyHint.rawValue)
+            try again.end()
         }
     }
 
