@@ -32,8 +32,8 @@ extension ResourceManager {
     ///
     /// A begin refused at once (`invalid-tag`, `exceeded-maximum-in-use-size`, `begin-twice`), a
     /// conditional begin that returns `false` and a refused hint record nothing. Requests and hints
-    /// that began before recording started are not recorded, not even their ends. Times are seconds since this call, read from the
-    /// configuration's ``Configuration/clock``.
+    /// that began before recording started are not recorded, not even their ends. Times are
+    /// seconds since this call, read from the configuration's ``Configuration/clock``.
     ///
     /// A trace describes one catalog version: if the manager moves to a newer one while recording,
     /// events go on, but tags only the newer version has are unknown to the trace's catalog line and
