@@ -21,9 +21,12 @@ struct RecordedTraceReplayTests {
         let small = ResourceRequest(tags: ["small"], manager: manager)
         small.loadingPriority = .urgent
         try await small.beginAccessingResources()
+        // The game hints what comes next, and withdraws the hint once it asked for it.
+        let next = try manager.anticipate(tags: ["big"], likelihood: 0.8)
         let prefetch = ResourceRequest(tags: ["big"], manager: manager)
         prefetch.loadingPriority = .loading(0.1)
         try await prefetch.beginAccessingResources()
+        try next.end()
         try manager.setPreservationPriority(1, forTags: ["big"])
         try small.endAccessingResources()
         #expect(await ResourceRequest(tags: ["small", "big"], manager: manager).conditionallyBeginAccessingResources())
@@ -39,5 +42,11 @@ struct RecordedTraceReplayTests {
         let script = try SimulationScript(trace: events, device: device, seed: 1)
         #expect(script.requests.count == begins)
         #expect(PolicyChoice.default.run(on: Simulator(script: script, device: device)).metrics.requests == begins)
+        // The hint replays as the game gave it, to the policy that reads hints.
+        #expect(script.hints.map(\.likelihood) == [0.8])
+        #expect(script.tags(ofHint: 0).map { script.catalog.tags[$0.index].name } == ["big"])
+        #expect(script.hints.first?.isRight == true, "a request for big began while the hint lived")
+        #expect(script.hintEvents.count == 2)
+        #expect(PolicyChoice.hinted.run(on: Simulator(script: script, device: device)).metrics.requests == begins)
     }
 }

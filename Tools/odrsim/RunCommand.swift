@@ -17,8 +17,9 @@ struct RunCommand: AsyncParsableCommand {
                          region (urgent) and the eight around it (prefetched)
               travel     random access with Zipf popularity: a guide app whose
                          user jumps between places, sometimes next door
-              --trace FILE replays a recorded JSON Lines trace instead
-                         (the format is in docs/ODRSIM.md)
+              --trace FILE replays a recorded JSON Lines trace instead,
+                         with the hints it recorded (the format is in
+                         docs/ODRSIM.md)
 
             PRESERVATION PRIORITIES
               Hubs (one tag in ten; one region in 25 for openworld) have priority
@@ -56,7 +57,8 @@ struct RunCommand: AsyncParsableCommand {
               openworld the region the player heads into or fast-travels to
               (0.6), travel the next destination (0.5). Each hinted tag is right
               with probability --hint-accuracy (default 0.7), otherwise a random
-              wrong tag. Only the hinted policy reads hints. --hint-prefetch
+              wrong tag; a trace replays the hints the game gave instead.
+              Only the hinted policy reads hints. --hint-prefetch
               make-room (default) prefetches as the runtime does, purging only
               packs less likely wanted; free-space never purges for a
               prefetch; off only orders purging by the hints.
@@ -162,7 +164,7 @@ struct RunCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Write a chart of disk use and bytes downloaded over time to this SVG file.", valueName: "file"))
     var svg: String?
 
-    @Option(help: ArgumentHelp("Write the generated requests as a JSON Lines trace to this file.", valueName: "file"))
+    @Option(help: ArgumentHelp("Write the generated requests and hints as a JSON Lines trace to this file.", valueName: "file"))
     var recordTrace: String?
 
     var policies: [PolicyChoice] {

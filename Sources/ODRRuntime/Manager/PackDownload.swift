@@ -9,6 +9,9 @@ import ODRFormat
 /// installed join this download instead of starting another.
 final class PackDownload: Sendable {
     let pack: String
+    /// The hint that started the download, when one did (not a request, prefetch or fetch): its
+    /// steps go to the store's log as ``StoreEvent/Kind/hint`` lines.
+    let startedByHint: HintedPrefetch?
     private let state: Locked<State>
 
     private struct State {
@@ -35,8 +38,9 @@ final class PackDownload: Sendable {
         var task: Task<Void, Never>?
     }
 
-    init(pack: String, bytes: Int64) {
+    init(pack: String, bytes: Int64, startedByHint: HintedPrefetch? = nil) {
         self.pack = pack
+        self.startedByHint = startedByHint
         state = Locked(State(bytes: bytes, archiveBytes: bytes))
     }
 

@@ -27,16 +27,22 @@ public final class ResourceHint: Sendable {
     let id: UInt64
     private let manager: ResourceManager
     private let ended = Locked(false)
+    /// The hint's line in the trace being recorded when it began, for its `hint-end`.
+    private let trace: TraceTicket?
 
-    init(id: UInt64, tags: Set<String>, likelihood: Double, manager: ResourceManager) {
+    init(id: UInt64, tags: Set<String>, likelihood: Double, manager: ResourceManager, trace: TraceTicket?) {
         self.id = id
         self.tags = tags
         self.likelihood = likelihood
         self.manager = manager
+        self.trace = trace
     }
 
     deinit {
-        if !ended.withLock({ $0 }) { manager.endHint(id) }
+        if !ended.withLock({ $0 }) {
+            manager.endHint(id)
+            trace?.end()
+        }
     }
 
     /// Whether ``end()`` was called.
@@ -57,7 +63,15 @@ public final class ResourceHint: Sendable {
             throw ResourceError(.endBeforeBegin, "The hint has already ended; end each hint once (anticipate again to hint the tags anew).")
         }
         manager.endHint(id)
+        trace?.end()
     }
+}
+
+/// The hint that started a download: what the store's log says of its prefetch.
+struct HintedPrefetch: Sendable {
+    var likelihood: Double
+    /// The hint's tags, sorted.
+    var tags: [String]
 }
 
 /// The live anticipation hints of a manager: per hint its packs and downloads, per pack the
@@ -126,6 +140,12 @@ extension ResourceManager {
     /// try hint.end()
     /// ```
     ///
+    /// While a trace is recorded (``startRecordingTrace(to:)``), the hint and its end are written to
+    /// it as `hint` and `hint-end` lines, so `odrsim` replays the session with its hints. Each
+    /// prefetch a hint starts logs its steps in the store (``StoreEvent/Kind/hint``: started,
+    /// cancelled, failed, installed, as `odr log` lists them), and a pack purged for being the
+    /// least likely hinted is logged with ``PurgeReason/leastLikelyHint``.
+    ///
     /// Cost: O(packs of `tags`) under the manager's lock, plus starting the downloads of missing
     /// packs. Thousands of live hints cost memory for each hint's pack list, and a purge looks up
     /// each installed pack's likeliest hint, O(hints naming it).
@@ -141,12 +161,14 @@ extension ResourceManager {
         let id = Self.nextRequesterID()
         let (downloads, started) = try state.withLock { state throws(ResourceError) -> ([PackDownload], [PackDownload]) in
             let snapshot = try Self.requireSnapshot(state)
-            let ids = try Self.packIDs(forTags: tags.sorted(), in: snapshot)
+            let sorted = tags.sorted()
+            let ids = try Self.packIDs(forTags: sorted, in: snapshot)
             var running: [ObjectIdentifier] = []
             for pack in ids where !state.installedIDs.contains(pack) {
                 if let download = state.downloads[pack] { running.append(ObjectIdentifier(download)) }
             }
-            let downloads = startDownloads(of: ids, snapshot: snapshot, state: &state)
+            let downloads = startDownloads(of: ids, snapshot: snapshot, state: &state,
+                                           hint: HintedPrefetch(likelihood: likelihood, tags: sorted))
             state.hints.add(id, .init(packs: ids, likelihood: likelihood, downloads: downloads))
             orderTransfers(ofPacks: ids, snapshot: snapshot, state: state)
             return (downloads, downloads.filter { !running.contains(ObjectIdentifier($0)) })
@@ -165,7 +187,7 @@ extension ResourceManager {
         for download in started {
             hub.emit(.hintedPrefetchStarted(packID: download.pack, bytes: download.bytes, likelihood: likelihood), from: self)
         }
-        return ResourceHint(id: id, tags: tags, likelihood: likelihood, manager: self)
+        return ResourceHint(id: id, tags: tags, likelihood: likelihood, manager: self, trace: traceHint(tags, likelihood: likelihood))
     }
 
     /// Withdraws hint `id`: its priority, and its share of its downloads (the last party out cancels one).

@@ -28,7 +28,9 @@ extension ResourceManager {
     }
 
     /// Joins or starts a download for every pack of `ids` that is not installed. Call with the lock held.
-    func startDownloads(of ids: [String], snapshot: CatalogSnapshot, state: inout State) -> [PackDownload] {
+    ///
+    /// - Parameter hint: the hint asking, when one does: the downloads it starts log their steps.
+    func startDownloads(of ids: [String], snapshot: CatalogSnapshot, state: inout State, hint: HintedPrefetch? = nil) -> [PackDownload] {
         var downloads: [PackDownload] = []
         for id in ids where !state.installedIDs.contains(id) {
             guard let pack = snapshot.lookup.pack(id: id) else { continue }
@@ -37,7 +39,7 @@ extension ResourceManager {
                 downloads.append(existing)
                 continue
             }
-            let download = PackDownload(pack: id, bytes: pack.archiveBytes)
+            let download = PackDownload(pack: id, bytes: pack.archiveBytes, startedByHint: hint)
             download.retain()
             state.downloads[id] = download
             if !state.hints.isEmpty {
@@ -74,9 +76,12 @@ extension ResourceManager {
     /// Waits for `downloads`, reporting bytes received of bytes to download; releases them after,
     /// and withdraws `requester`'s priority from them.
     ///
-    /// - Parameter priority: `requester`'s priority, applied first; `nil` when the caller applied it.
+    /// - Parameters:
+    ///   - priority: `requester`'s priority, applied first; `nil` when the caller applied it.
+    ///   - yielded: whether the caller already made hinted prefetches yield to `downloads`
+    ///     (``hintedPrefetchesYield(to:)``, when `downloads` is not empty); the wait ends the yield.
     func wait(for downloads: [PackDownload], priority: TransferPriority?, requester: UInt64,
-              progress: (@Sendable (Int64, Int64) -> Void)?) async throws(ResourceError) {
+              progress: (@Sendable (Int64, Int64) -> Void)?, yielded: Bool = false) async throws(ResourceError) {
         defer {
             withdrawPriority(of: downloads, for: requester)
             for download in downloads { download.release() }
@@ -84,7 +89,7 @@ extension ResourceManager {
         guard !downloads.isEmpty else { return }
         if let priority { setPriority(priority, of: downloads, for: requester) }
         // Hinted prefetches yield the bandwidth while anyone waits for a download.
-        hintedPrefetchesYield(to: downloads)
+        if !yielded { hintedPrefetchesYield(to: downloads) }
         defer { hintedPrefetchesYield(to: nil) }
         var tokens: [(PackDownload, UInt64)] = []
         if let progress {
@@ -144,8 +149,34 @@ extension ResourceManager {
         return Dictionary(packs.map { ($0.id, $0.archiveBytes) }, uniquingKeysWith: { first, _ in first })
     }
 
-    /// Makes room, then downloads, verifies and installs one pack.
+    /// Makes room, then downloads, verifies and installs one pack; logs the steps of a hinted
+    /// prefetch in the store (``StoreEvent/Kind/hint``).
     private func installPack(_ pack: PackRecord, snapshot: CatalogSnapshot, download: PackDownload) async throws(ResourceError) {
+        guard let hint = download.startedByHint else {
+            return try await installUnlogged(pack, snapshot: snapshot, download: download)
+        }
+        // The log is a record, not a condition of the download: a failed write loses only the line.
+        func log(_ bytes: Int64, _ reason: String) {
+            try? store.log(.hint, pack.id, bytes: bytes, reason: reason, doing: "log a hinted prefetch")
+        }
+        log(download.bytes, "prefetch started: hinted at likelihood \(hint.likelihood) (tags: \(hint.tags.joined(separator: ", ")))")
+        do throws(ResourceError) {
+            try await installUnlogged(pack, snapshot: snapshot, download: download)
+        } catch {
+            if error.code == .cancelled, download.isAbandoned {
+                log(download.received, "prefetch cancelled: every hint naming it ended")
+            } else {
+                log(download.received, "prefetch failed: \(error.code)")
+            }
+            throw error
+        }
+        let requesters = download.requesters
+        let joined = state.withLock { state in requesters.contains { !state.hints.isHint($0) } }
+        log(pack.installedBytes, joined ? "prefetch installed: a request (or prefetch, fetch) joined it first"
+                                         : "prefetch installed: before any request asked for it")
+    }
+
+    private func installUnlogged(_ pack: PackRecord, snapshot: CatalogSnapshot, download: PackDownload) async throws(ResourceError) {
         try snapshot.requireUnexpired()
         let ticket = try await admitDownload(of: pack, snapshot: snapshot, download: download)
         defer { ticket?.finish() }

@@ -25,12 +25,15 @@ extension ResourceManager {
     ///   numbered by the recorder, `urgent` or with its loading priority;
     /// - an `end` when a request ends, explicitly, by `deinit`, or because its begin failed after it
     ///   was accepted (a download error or a cancellation: the manager held the tags until then);
-    /// - a `preservation-priority` line for each successful ``setPreservationPriority(_:forTags:)``.
+    /// - a `preservation-priority` line for each successful ``setPreservationPriority(_:forTags:)``;
+    /// - a `hint` line for each ``anticipate(tags:likelihood:)`` that returns a hint (its tags and
+    ///   likelihood, numbered by the recorder apart from requests), and a `hint-end` when that hint
+    ///   ends, by ``ResourceHint/end()`` or when its last reference goes.
     ///
-    /// A begin refused at once (`invalid-tag`, `exceeded-maximum-in-use-size`, `begin-twice`) and a
-    /// conditional begin that returns `false` record nothing. Requests that began before recording
-    /// started are not recorded, not even their ends. Times are seconds since this call, read from the
-    /// configuration's ``Configuration/clock``.
+    /// A begin refused at once (`invalid-tag`, `exceeded-maximum-in-use-size`, `begin-twice`), a
+    /// conditional begin that returns `false` and a refused hint record nothing. Requests and hints
+    /// that began before recording started are not recorded, not even their ends. Times are
+    /// seconds since this call, read from the configuration's ``Configuration/clock``.
     ///
     /// A trace describes one catalog version: if the manager moves to a newer one while recording,
     /// events go on, but tags only the newer version has are unknown to the trace's catalog line and
@@ -73,7 +76,14 @@ extension ResourceManager {
     func traceBegin(_ tags: Set<String>, priority: TransferPriority) -> TraceTicket? {
         guard let recorder = traceRecorder.withLock({ $0 }),
               let number = recorder.begin(tags: tags, priority: priority) else { return nil }
-        return TraceTicket(recorder: recorder, request: number)
+        return TraceTicket(recorder: recorder, subject: .request, number: number)
+    }
+
+    /// Records an anticipation hint of `tags` if a trace is being recorded.
+    func traceHint(_ tags: Set<String>, likelihood: Double) -> TraceTicket? {
+        guard let recorder = traceRecorder.withLock({ $0 }),
+              let number = recorder.hint(tags: tags, likelihood: likelihood) else { return nil }
+        return TraceTicket(recorder: recorder, subject: .hint, number: number)
     }
 
     /// The catalog line of the current version, then the app's persisted preservation priorities
@@ -95,11 +105,19 @@ extension ResourceManager {
     }
 }
 
-/// A request's begin in a trace recording: the recording that saw it and the number it gave it, so
-/// the end goes to the same recording (and nowhere once that recording stopped).
+/// A request's begin or a hint in a trace recording: the recording that saw it and the number it
+/// gave it, so the end goes to the same recording (and nowhere once that recording stopped).
 struct TraceTicket: Sendable {
-    let recorder: TraceRecorder
-    let request: Int
+    enum Subject: Sendable { case request, hint }
 
-    func end() { recorder.end(request: request) }
+    let recorder: TraceRecorder
+    let subject: Subject
+    let number: Int
+
+    func end() {
+        switch subject {
+        case .request: recorder.end(request: number)
+        case .hint: recorder.endHint(number)
+        }
+    }
 }

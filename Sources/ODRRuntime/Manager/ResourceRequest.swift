@@ -248,8 +248,11 @@ public final class ResourceRequest: Sendable {
             return (held, ids, downloads)
         }
         reporter.began(downloads)
+        // Hinted prefetches pause now, before the begin returns, rather than when the waiting task
+        // first runs: once a request has begun, a prefetch takes at most the chunk in flight.
+        if !downloads.isEmpty { manager.hintedPrefetchesYield(to: downloads) }
         let waiter = Task { [manager, requesterID] in
-            try await manager.wait(for: downloads, priority: nil, requester: requesterID, progress: nil)
+            try await manager.wait(for: downloads, priority: nil, requester: requesterID, progress: nil, yielded: true)
         }
         box.withLock { $0.waiter = waiter }
         return StartedBegin(held: held, ids: ids, waiter: waiter)

@@ -422,10 +422,16 @@ public final class ResourceStore: Sendable {
     /// another origin, as an ``StoreEvent/Kind/origin`` line: `odr log` then says which origin
     /// served what and why the runtime switched.
     public func logOriginSwitch(of subject: String, _ change: TransferOriginSwitch) throws(ResourceError) {
-        let now = clock()
         let reason = "\(change.from.absoluteString) -> \(change.to.absoluteString): \(change.reason.rawValue)"
-        try write("log an origin switch") { db in
-            try Self.log(db, StoreEvent(time: now, kind: .origin, packID: subject, bytes: max(0, change.keptBytes), reason: reason))
+        try log(.origin, subject, bytes: change.keptBytes, reason: reason, doing: "log an origin switch")
+    }
+
+    /// Logs a line of `kind` about `subject` now, for a step that changes nothing else in the
+    /// store (an origin switch, a hinted prefetch's start or end).
+    func log(_ kind: StoreEvent.Kind, _ subject: String, bytes: Int64, reason: String, doing action: String) throws(ResourceError) {
+        let now = clock()
+        try write(action) { db in
+            try Self.log(db, StoreEvent(time: now, kind: kind, packID: subject, bytes: max(0, bytes), reason: reason))
         }
     }
 

@@ -8,7 +8,8 @@ import Foundation
 #endif
 #endif
 
-/// One line of the store's log: a pack installed, purged, or repaired after a crash, and why.
+/// One line of the store's log: a pack installed, purged, or repaired after a crash, a hinted
+/// prefetch started, cancelled or finished, and why.
 public struct StoreEvent: Sendable, Hashable, Codable {
     /// What happened.
     public struct Kind: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
@@ -28,11 +29,18 @@ public struct StoreEvent: Sendable, Hashable, Codable {
         /// A download moved to another origin (a mirror or second CDN): `packID` names the pack (or
         /// `catalog.json`, a manifest), `bytes` what it kept, `reason` the origins and why.
         public static let origin = Kind(rawValue: "origin")
+        /// A hinted prefetch (``ResourceManager/anticipate(tags:likelihood:)``) of the pack: `reason`
+        /// starts with `prefetch started` (then the hint's likelihood and tags; `bytes` what it
+        /// downloads), `prefetch cancelled` (every hint naming it ended; `bytes` what it had
+        /// received), `prefetch failed` (then the error's code; `bytes` what it had received) or
+        /// `prefetch installed` (`bytes` installed; then whether a request joined it first). The
+        /// install itself has its own ``install`` line.
+        public static let hint = Kind(rawValue: "hint")
     }
 
     /// When, in seconds since 1970.
     public var time: Double
-    /// Whether the pack was installed, purged or repaired.
+    /// Whether the pack was installed, purged or repaired, or a hinted prefetch's step.
     public var kind: Kind
     /// The pack concerned.
     public var packID: String

@@ -42,7 +42,7 @@ public struct TraceCodec: Sendable {
         do {
             return try encoder.encode(event)
         } catch {
-            throw TraceError(.invalidValue, "The event cannot be written as JSON (a time or priority is not finite).", cause: error)
+            throw TraceError(.invalidValue, "The event cannot be written as JSON (a time, priority or likelihood is not finite).", cause: error)
         }
     }
 

@@ -11,9 +11,12 @@ public struct TraceError: Error, CustomStringConvertible, Sendable {
 
         /// A line is not a JSON object of the trace format.
         public static let malformedLine = Code(rawValue: "malformed-line")
-        /// A line's `event` is not one this version knows.
+        /// A line's `event` is not one this version knows (a newer recorder wrote it: a reader from
+        /// before hints were traced refuses `hint` and `hint-end` lines with it).
         public static let unknownEvent = Code(rawValue: "unknown-event")
-        /// A field has a value outside its range (a negative time, a priority outside 0...1).
+        /// A field has a value outside its range (a negative time, a priority or a hint's likelihood
+        /// outside 0...1), or, on replay, the events do not fit together (a tag the catalog lacks,
+        /// an end of a request or hint that never began).
         public static let invalidValue = Code(rawValue: "invalid-value")
         /// The trace file cannot be created or written (a missing directory, no permission, a full disk).
         public static let writeFailed = Code(rawValue: "write-failed")

@@ -6,12 +6,13 @@ import Foundation
 
 extension TraceEvent: Codable {
     private enum Key: String, CodingKey {
-        case event, t, request, tags, priority, packs
+        case event, t, request, tags, priority, packs, hint, likelihood
     }
 
     private enum Kind: String {
-        case catalog, begin, end
+        case catalog, begin, end, hint
         case preservationPriority = "preservation-priority"
+        case endHint = "hint-end"
     }
 
     /// Reads one event of the trace format; an unknown event or a value out of range is a ``TraceError``.
@@ -19,7 +20,9 @@ extension TraceEvent: Codable {
         let container = try decoder.container(keyedBy: Key.self)
         let name = try container.decode(String.self, forKey: .event)
         guard let kind = Kind(rawValue: name) else {
-            throw TraceError(.unknownEvent, "Unknown event '\(name)'; expected catalog, begin, end or preservation-priority.")
+            throw TraceError(
+                .unknownEvent,
+                "Unknown event '\(name)'; this version reads catalog, begin, end, preservation-priority, hint and hint-end. A newer runtime may have recorded the trace: replay it with an odrsim as new as that runtime.")
         }
         func time() throws -> Double {
             let t = try container.decode(Double.self, forKey: .t)
@@ -57,6 +60,24 @@ extension TraceEvent: Codable {
             }
             self = .preservationPriority(
                 time: try time(), tags: try container.decode([String].self, forKey: .tags), priority: value)
+        case .hint:
+            // Read as a string too, so that "NaN" or "Infinity" get the range's message rather than a type error.
+            let likelihood: Double
+            if let number = try? container.decode(Double.self, forKey: .likelihood) {
+                likelihood = number
+            } else if let word = try? container.decode(String.self, forKey: .likelihood) {
+                throw TraceError(.invalidValue, "The hint's likelihood \"\(word)\" is not a number in 0...1.")
+            } else {
+                likelihood = try container.decode(Double.self, forKey: .likelihood)
+            }
+            guard likelihood.isFinite, (0 ... 1).contains(likelihood) else {
+                throw TraceError(.invalidValue, "The hint's likelihood \(likelihood) is outside 0...1.")
+            }
+            self = .hint(
+                time: try time(), hint: try container.decode(Int.self, forKey: .hint),
+                tags: try container.decode([String].self, forKey: .tags), likelihood: likelihood)
+        case .endHint:
+            self = .endHint(time: try time(), hint: try container.decode(Int.self, forKey: .hint))
         }
     }
 
@@ -86,6 +107,16 @@ extension TraceEvent: Codable {
             try container.encode(time, forKey: .t)
             try container.encode(tags, forKey: .tags)
             try container.encode(priority, forKey: .priority)
+        case .hint(let time, let hint, let tags, let likelihood):
+            try container.encode(Kind.hint.rawValue, forKey: .event)
+            try container.encode(time, forKey: .t)
+            try container.encode(hint, forKey: .hint)
+            try container.encode(tags, forKey: .tags)
+            try container.encode(likelihood, forKey: .likelihood)
+        case .endHint(let time, let hint):
+            try container.encode(Kind.endHint.rawValue, forKey: .event)
+            try container.encode(time, forKey: .t)
+            try container.encode(hint, forKey: .hint)
         }
     }
 }

@@ -3,13 +3,17 @@
 /// A trace is a JSON Lines file (one ``TraceEvent`` per line, see ``TraceCodec``). It usually starts
 /// with a ``catalog(_:)`` line describing the tags and packs, so it can be replayed without the
 /// catalog directory, followed by timestamped ``begin(time:request:tags:priority:)`` and
-/// ``end(time:request:)`` lines. ``ResourceManager/startRecordingTrace(to:)`` records one from a real
-/// manager; `odrsim run --trace FILE` replays one under every purge policy.
+/// ``end(time:request:)`` lines, and the game's anticipation hints as
+/// ``hint(time:hint:tags:likelihood:)`` and ``endHint(time:hint:)`` lines.
+/// ``ResourceManager/startRecordingTrace(to:)`` records one from a real manager; `odrsim run --trace
+/// FILE` replays one under every purge policy (the `hinted` policy reads the hints).
 ///
 /// ```json
 /// {"event":"catalog","packs":[{"bytes":1048576,"downloadBytes":700000,"id":"p1","tags":["level1"]}],"tags":[{"name":"level1","preservationPriority":0.5}]}
 /// {"event":"begin","priority":"urgent","request":1,"t":0,"tags":["level1"]}
+/// {"event":"hint","hint":1,"likelihood":0.9,"t":0.5,"tags":["level2"]}
 /// {"event":"end","request":1,"t":600}
+/// {"event":"hint-end","hint":1,"t":601}
 /// ```
 public enum TraceEvent: Sendable, Equatable {
     /// The tags and packs the following events refer to.
@@ -20,6 +24,12 @@ public enum TraceEvent: Sendable, Equatable {
     case end(time: Double, request: Int)
     /// The app set the preservation priority of `tags`.
     case preservationPriority(time: Double, tags: [String], priority: Double)
+    /// The game gave anticipation hint number `hint` (numbered by the recorder, apart from
+    /// requests): `tags` will probably be requested soon, with `likelihood` in 0...1 (see
+    /// ``ResourceManager/anticipate(tags:likelihood:)``).
+    case hint(time: Double, hint: Int, tags: [String], likelihood: Double)
+    /// Hint number `hint` ended (``ResourceHint/end()``, or its last reference went).
+    case endHint(time: Double, hint: Int)
 
     /// How urgently a request wanted its packs.
     public enum Priority: Sendable, Equatable {
@@ -33,7 +43,8 @@ public enum TraceEvent: Sendable, Equatable {
     public var time: Double? {
         switch self {
         case .catalog: nil
-        case .begin(let time, _, _, _), .end(let time, _), .preservationPriority(let time, _, _): time
+        case .begin(let time, _, _, _), .end(let time, _), .preservationPriority(let time, _, _),
+             .hint(let time, _, _, _), .endHint(let time, _): time
         }
     }
 }

@@ -33,6 +33,7 @@ final class TraceRecorder: Sendable {
     private struct Pending {
         var events: [TraceEvent] = []
         var nextRequest = 1
+        var nextHint = 1
         var lastTime = 0.0
         var catalogResolved = false
         var flushScheduled = false
@@ -78,6 +79,20 @@ final class TraceRecorder: Sendable {
     /// Records the end of request `number`.
     func end(request number: Int) {
         _ = record { time, _ in (.end(time: time, request: number), number) }
+    }
+
+    /// Records an anticipation hint and returns the hint number the recorder assigned to it.
+    func hint(tags: Set<String>, likelihood: Double) -> Int? {
+        let tags = tags.sorted()
+        return record { time, state in
+            defer { state.nextHint += 1 }
+            return (.hint(time: time, hint: state.nextHint, tags: tags, likelihood: likelihood), state.nextHint)
+        }
+    }
+
+    /// Records the end of hint `number`.
+    func endHint(_ number: Int) {
+        _ = record { time, _ in (.endHint(time: time, hint: number), number) }
     }
 
     /// Records that the app set the preservation priority of `tags`.

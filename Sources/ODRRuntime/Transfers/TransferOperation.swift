@@ -35,6 +35,8 @@ final class TransferOperation: TransferHandle, HintOrderedTransfer {
         /// Body bytes appended to `events` and not yet written by the sink.
         var bufferedBytes = 0
         var peakBufferedBytes = 0
+        /// Body bytes taken from the network (appended to `events`) over every attempt.
+        var networkBytes: Int64 = 0
         /// The write callback refused bytes (curl paused the transfer) until the sink catches up.
         var writeBlocked = false
         var deliveryWaiter: CheckedContinuation<Void, Never>?
@@ -158,6 +160,9 @@ final class TransferOperation: TransferHandle, HintOrderedTransfer {
         case accepted
         /// The buffer is full: curl must pause until the sink catches up.
         case full
+        /// The caller paused the transfer since the loop last looked: curl must pause now, at this
+        /// chunk, rather than at the loop's next turn (a request's first byte waits for no more).
+        case paused
         /// The transfer was cancelled or its delivery failed: abort the exchange.
         case stopped
     }
@@ -166,6 +171,7 @@ final class TransferOperation: TransferHandle, HintOrderedTransfer {
     func offer(_ bytes: UnsafeRawBufferPointer) -> Offer {
         let (offer, waiter) = state.withLock { state -> (Offer, CheckedContinuation<Void, Never>?) in
             if state.stopped { return (.stopped, nil) }
+            if state.userPaused { return (.paused, nil) }
             if state.bufferedBytes >= bufferLimit {
                 state.writeBlocked = true
                 defer { state.deliveryWaiter = nil }
@@ -182,6 +188,7 @@ final class TransferOperation: TransferHandle, HintOrderedTransfer {
                 state.events.append(.data(chunk))
             }
             state.bufferedBytes += bytes.count
+            state.networkBytes += Int64(bytes.count)
             state.peakBufferedBytes = max(state.peakBufferedBytes, state.bufferedBytes)
             // The delivery task is woken by flushDelivery() once per loop turn, not per callback:
             // a wakeup per 16 KiB costs more than the copy.
@@ -289,6 +296,9 @@ final class TransferOperation: TransferHandle, HintOrderedTransfer {
     var wasCancelledByCaller: Bool { state.withLock { $0.cancelledByCaller } }
 
     var peakBufferedBytes: Int { state.withLock { $0.peakBufferedBytes } }
+
+    /// Body bytes the transfer has taken from the network so far (the sink may not have them yet).
+    var networkBytes: Int64 { state.withLock { $0.networkBytes } }
 
     /// Ends the transfer once; later calls are ignored. Stops the loop's side when it failed.
     func resolve(_ outcome: Result<TransferResult, ResourceError>) {

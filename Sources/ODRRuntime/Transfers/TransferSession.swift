@@ -152,6 +152,12 @@ final class TransferSession {
 
     // MARK: curl callbacks
 
+    /// The most body bytes one write callback hands over (libcurl's `CURL_MAX_WRITE_SIZE`, 16 KiB).
+    /// A caller's pause takes effect at the next callback (``TransferOperation/offer(_:)`` refuses
+    /// it), so a transfer takes no more after ``TransferOperation/pause()`` than the chunk being
+    /// handed over at that moment.
+    static let chunkBytes = Int(ccurl_max_write_size())
+
     /// The absolute bytes this attempt asks for, as `first-last` (`Range` syntax, last included).
     func requestedSpan(of range: Range<Int64>) -> String {
         "\(range.lowerBound + requestedOffset)-\(range.upperBound - 1)"
@@ -171,7 +177,8 @@ final class TransferSession {
             lastProgress = .now
             if !failedOrigins.isEmpty { failedOrigins.removeAll() }
             return bytes.count
-        case .full:
+        case .full, .paused:
+            // curl keeps the chunk and hands it over again when the loop continues the exchange.
             curlPaused = true
             return ccurl_writefunc_pause()
         case .stopped:

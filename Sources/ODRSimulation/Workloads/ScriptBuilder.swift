@@ -76,10 +76,33 @@ struct ScriptBuilder {
     }
 
     private mutating func addHint(poolRange: Range<Int>, likelihood: Double, isRight: Bool, from start: Double, until end: Double) {
+        let number = beginHint(poolRange: poolRange, likelihood: likelihood, isRight: isRight, at: start)
+        endHint(number, at: end)
+    }
+
+    /// Adds a hint of `tags` at `likelihood` that begins at `time` (a recorded hint, whose end comes
+    /// later); returns its number for ``endHint(_:at:)`` and ``setHint(_:isRight:)``.
+    mutating func beginHint(_ tags: some Sequence<TagIndex>, likelihood: Double, at time: Double) -> Int32 {
+        let first = tagPool.count
+        tagPool.append(contentsOf: tags)
+        return beginHint(poolRange: first ..< tagPool.count, likelihood: likelihood, isRight: false, at: time)
+    }
+
+    private mutating func beginHint(poolRange: Range<Int>, likelihood: Double, isRight: Bool, at time: Double) -> Int32 {
         hints.append(.init(tags: poolRange, likelihood: likelihood, isRight: isRight))
         let number = Int32(hints.count - 1)
-        hintEvents.append(.init(time: start, action: .hint(number)))
-        hintEvents.append(.init(time: end, action: .endHint(number)))
+        hintEvents.append(.init(time: time, action: .hint(number)))
+        return number
+    }
+
+    /// Ends hint `hint` at `time`.
+    mutating func endHint(_ hint: Int32, at time: Double) {
+        hintEvents.append(.init(time: time, action: .endHint(hint)))
+    }
+
+    /// Records whether hint `hint` named what was asked for (for reports; no policy reads it).
+    mutating func setHint(_ hint: Int32, isRight: Bool) {
+        hints[Int(hint)].isRight = isRight
     }
 
     /// Other apps use `bytes` from `time` on.

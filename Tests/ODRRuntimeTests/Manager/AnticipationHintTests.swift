@@ -44,6 +44,15 @@ struct AnticipationHintTests {
             try await waitUntil("the hinted pack to install") { try manager.store.installedPackIDs().contains(a) }
             #expect(events.hintedStarts == [a])
             try await waitUntil("the install event") { events.installed.contains(a) }
+            // The store's log tells the prefetch's start and end, around the install's own line.
+            try await waitUntil("the prefetch's last log line") { try manager.store.events().count == 3 }
+            let log = try manager.store.events()
+            #expect(log.map(\.kind) == [.hint, .install, .hint])
+            #expect(log.allSatisfy { $0.packID == a })
+            #expect(log.first?.reason == "prefetch started: hinted at likelihood 0.8 (tags: a)")
+            #expect((log.first?.bytes ?? 0) > 0)
+            #expect(log.last?.reason == "prefetch installed: before any request asked for it")
+            #expect(log.last?.bytes == log[1].bytes, "the installed bytes, as the install line says")
             // Nothing is held: the in-use count stays zero, and a request now begins without downloading.
             #expect(manager.state.withLock { $0.ledger?.inUseBytes ?? -1 } == 0)
             let request = ResourceRequest(tags: ["a"], manager: manager)
@@ -52,6 +61,9 @@ struct AnticipationHintTests {
             try hint.end()
             #expect(try manager.store.installedPackIDs().contains(a), "ending a hint leaves installed packs installed")
             #expect(ManagerFixture.packRequests(server).count == 1)
+            // A hint on installed packs starts nothing, and logs nothing.
+            try manager.anticipate(tags: ["a"], likelihood: 0.5).end()
+            #expect(try manager.store.events().count == 3)
         }
     }
 
@@ -123,6 +135,12 @@ struct AnticipationHintTests {
             #expect(download.isAbandoned)
             await download.finished()
             #expect(events.hintedCancels == [big])
+            // The store's log tells the prefetch's start and cancellation, with the bytes it had.
+            let log = try manager.store.events().filter { $0.packID == big }
+            #expect(log.map(\.kind) == [.hint, .hint])
+            #expect(log.first?.reason == "prefetch started: hinted at likelihood 0.5 (tags: big)")
+            #expect(log.last?.reason == "prefetch cancelled: every hint naming it ended")
+            #expect((log.last?.bytes ?? 0) > 250_000)
             #expect(try !manager.store.installedPackIDs().contains(big))
             let staged = manager.store.stagedPacks().first { $0.packID == big }
             #expect((staged?.bytes ?? 0) >= 100_000, "verified entries stay for the next install")
@@ -159,6 +177,60 @@ struct AnticipationHintTests {
         }
     }
 
+    /// Issue 24: "a hinted prefetch never delays a request's first byte by more than one in-flight
+    /// chunk". Counted in bytes the prefetch's transfers took from the network (not time): from
+    /// just before the request begins until its pack is installed, the prefetch takes at most one
+    /// chunk (one curl write callback, 16 KiB); then it resumes. Once the synchronous begin has
+    /// returned, the prefetch is paused and takes not a byte.
+    ///
+    /// The server sends 100 KB/s in slices of 5 KB, so the chunk is never a slice split by chance.
+    @Test(arguments: [TransferPriority.urgent, .normal])
+    func aRequestBeginningStopsAHintedPrefetchWithinOneChunk(priority: TransferPriority) async throws {
+        let fixture = try await Self.fixture()
+        try await withTestServer(root: fixture.game.catalog, conditions: NetworkConditions(bytesPerSecond: 100_000)) { server in
+            let transport = try NetworkBytesTransport()
+            let manager = try fixture.manager(url: server.baseURL) { $0.transport = transport }
+            try await manager.loadCatalog()
+            let big = try Self.packID(manager, tag: "big"), b = try Self.packID(manager, tag: "b")
+            let snapshot = try #require(manager.state.withLock { $0.snapshot })
+            let bigURL = snapshot.packURL(id: big), bURL = snapshot.packURL(id: b)
+            let hint = try manager.anticipate(tags: ["big"], likelihood: 0.5)
+            try await waitUntil("the prefetch to be under way") { transport.networkBytes(of: bigURL) > 50_000 }
+            // What the prefetch had taken when the request's pack was installed: before the request's
+            // wait ends, so before the prefetch resumes.
+            let atInstall = Locked<Int64?>(nil)
+            let token = manager.observeEvents { event in
+                guard case let .packInstalled(id, _, _) = event, id == b else { return }
+                let bytes = transport.networkBytes(of: bigURL)
+                atInstall.withLock { $0 = bytes }
+            }
+            defer { manager.removeEventObserver(token) }
+            let request = ResourceRequest(tags: ["b"], manager: manager)
+            request.loadingPriority = priority
+            let before = transport.networkBytes(of: bigURL)
+            let outcome = Locked<Result<Void, ResourceError>?>(nil)
+            // The synchronous begin: when it returns, the request has begun.
+            let begin = try request.startAccessingResources { result in outcome.withLock { $0 = result } }
+            let atBegin = transport.networkBytes(of: bigURL)
+            #expect(transport.isPaused(bigURL), "a begun request finds the prefetch paused, not paused later by a task")
+            await begin.value
+            try #require(outcome.withLock { $0 }).get()
+            let atRequestInstalled = try #require(atInstall.withLock { $0 })
+            let during = atRequestInstalled - before
+            #expect(during <= Int64(TransferSession.chunkBytes),
+                    "the prefetch took \(during) bytes while the request downloaded; one chunk is \(TransferSession.chunkBytes)")
+            #expect(atRequestInstalled == atBegin, "not a byte once the begin returned")
+            #expect(transport.networkBytes(of: bURL) >= 60_000, "the request downloaded its pack meanwhile")
+            let prefetch = try #require(manager.state.withLock { $0.downloads[big] })
+            #expect(!prefetch.isFinished, "the prefetch was still going when the request began")
+            // And it goes on after the request's download.
+            let resumedFrom = transport.networkBytes(of: bigURL)
+            try await waitUntil("the prefetch to resume") { transport.networkBytes(of: bigURL) > resumedFrom }
+            try request.endAccessingResources()
+            try hint.end()
+        }
+    }
+
     @Test func aRequestJoiningAHintedPrefetchIsNotPausedByIt() async throws {
         let fixture = try await Self.fixture()
         try await withTestServer(root: fixture.game.catalog, conditions: NetworkConditions(bytesPerSecond: 400_000)) { server in
@@ -173,6 +245,9 @@ struct AnticipationHintTests {
             try await request.beginAccessingResources()
             #expect(request.state == .accessing)
             #expect(ManagerFixture.packRequests(server).filter { $0.contains(big) }.count >= 1)
+            let log = try manager.store.events().filter { $0.packID == big }
+            #expect(log.map(\.kind) == [.hint, .install, .hint])
+            #expect(log.last?.reason == "prefetch installed: a request (or prefetch, fetch) joined it first")
             try request.endAccessingResources()
             try hint.end()
             #expect(manager.state.withLock { $0.yieldingToWaits.isEmpty && $0.hints.isEmpty })
@@ -201,6 +276,15 @@ struct AnticipationHintTests {
             #expect(purged.deletions.map(\.packID) == [a])
             try hint.end()
             #expect(try manager.purgePlan(bytes: 1).deletions.map(\.packID) == [b])
+            // Hinted again, b is the last pack: purged as the least likely hinted, and logged so.
+            let again = try manager.anticipate(tags: ["b"], likelihood: 0.9)
+            let last = try await manager.purge(bytes: 1)
+            #expect(last.deletions.map(\.packID) == [b])
+            #expect(last.deletions.first?.reason == .leastLikelyHint)
+            let line = try #require(try manager.store.events().last)
+            #expect(line.kind == .purge && line.packID == b)
+            #expect(line.reason == PurgeReason.leastLikelyHint.rawValue)
+            try again.end()
         }
     }
 
@@ -294,5 +378,31 @@ struct AnticipationHintTests {
             for request in [busy] + requests { try request.endAccessingResources() }
             try hint?.end()
         }
+    }
+}
+
+/// Passes transfers to a libcurl ``TransferEngine`` unchanged and keeps each one's operation, so a
+/// test can count the bytes each took from the network.
+final class NetworkBytesTransport: Transport {
+    private let base: TransferEngine
+    private let operations = Locked<[(url: URL, operation: TransferOperation)]>([])
+
+    init() throws { base = try TransferEngine() }
+
+    func transfer(_ request: TransferRequest, into sink: any TransferSink) -> any TransferHandle {
+        let handle = base.transfer(request, into: sink)
+        if let operation = handle as? TransferOperation { operations.withLock { $0.append((request.url, operation)) } }
+        return handle
+    }
+
+    /// Body bytes every transfer of `url` so far took from the network.
+    func networkBytes(of url: URL) -> Int64 {
+        operations.withLock { $0.filter { $0.url == url }.map(\.operation) }.reduce(0) { $0 + $1.networkBytes }
+    }
+
+    /// Whether `url` has transfers that have not ended, and its caller paused every one.
+    func isPaused(_ url: URL) -> Bool {
+        let live = operations.withLock { $0.filter { $0.url == url && !$0.operation.isStopped }.map(\.operation) }
+        return !live.isEmpty && live.allSatisfy(\.control.userPaused)
     }
 }

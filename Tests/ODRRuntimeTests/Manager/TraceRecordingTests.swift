@@ -80,6 +80,52 @@ struct TraceRecordingTests {
         #expect(times == times.sorted())
     }
 
+    /// Each hint the manager gives out is a `hint` line with its tags and likelihood, and its end a
+    /// `hint-end`, however it ends; refused hints, and hints from before the recording, write nothing.
+    @Test func recordsHintsAndTheirEnds() async throws {
+        let fixture = try await ManagerFixture.make(bigBytes: 10_000)
+        let traceURL = fixture.stores.appending("session.jsonl")
+        let clock = ManualClock(now: 1_000)
+        try await withTestServer(root: fixture.game.catalog) { server in
+            let manager = try fixture.manager(url: server.baseURL) { $0.clock = clock }
+            try await manager.prepare()
+            let earlier = try manager.anticipate(tags: ["small"], likelihood: 0.2)
+
+            try manager.startRecordingTrace(to: traceURL)
+            clock.advance(1)
+            let next = try manager.anticipate(tags: ["small", "big"], likelihood: 0.9)
+            clock.advance(1)
+            #expect(throws: ResourceError.self) { try manager.anticipate(tags: ["nope"], likelihood: 0.5) }
+            #expect(throws: ResourceError.self) { try manager.anticipate(tags: ["big"], likelihood: .nan) }
+            try earlier.end()                                  // began before recording: not recorded
+            clock.advance(1)
+            do {
+                let dropped = try manager.anticipate(tags: ["big"], likelihood: 0.25)
+                withExtendedLifetime(dropped) { clock.advance(1) }
+            }
+            clock.advance(1)
+            try next.end()
+            #expect(throws: ResourceError.self) { try next.end() }   // ended twice: recorded once
+            let request = ResourceRequest(tags: ["small"], manager: manager)
+            try await request.beginAccessingResources()
+            try request.endAccessingResources()
+            try manager.stopRecordingTrace()
+        }
+        let events = try TraceCodec().decode(Data(contentsOf: traceURL))
+        guard case .catalog? = events.first else {
+            Issue.record("the first line is not the catalog: \(events)")
+            return
+        }
+        #expect(Array(events.dropFirst()) == [
+            .hint(time: 1, hint: 1, tags: ["big", "small"], likelihood: 0.9),
+            .hint(time: 3, hint: 2, tags: ["big"], likelihood: 0.25),
+            .endHint(time: 4, hint: 2),                                      // by deinit
+            .endHint(time: 5, hint: 1),
+            .begin(time: 5, request: 1, tags: ["small"], priority: .background(0.5)),
+            .end(time: 5, request: 1),
+        ], "hints are numbered apart from requests")
+    }
+
     /// Recording may start before `prepare()`: the catalog line is the version of the first event,
     /// and stays the only one when the manager moves to a newer version.
     @Test func theCatalogLineIsTheVersionOfTheFirstEvent() async throws {
