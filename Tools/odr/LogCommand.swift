@@ -2,16 +2,20 @@ import ArgumentParser
 import Foundation
 import ODRRuntime
 
-/// `odr log`: the store's record of installs, purges and repairs, with their reasons.
+/// `odr log`: the store's record of installs, purges, repairs, origin switches and hinted
+/// prefetches, with their reasons.
 struct LogCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "log",
-        abstract: "List the store's installs, purges and repairs with their reasons, newest first.",
+        abstract: "List the store's installs, purges, repairs and hinted prefetches with their reasons, newest first.",
         discussion: """
             Every process that installs or purges packs in the store records it: an install with \
             its source (downloaded, bundled), a purge with the planner's reason (superseded, \
-            low-preservation-priority, least-recently-used, closest-fit), a repair with what \
-            opening the store found. Needs no catalog and no network.
+            low-preservation-priority, least-recently-used, least-likely-hint, closest-fit), a \
+            repair with what opening the store found, an origin switch with the failure that caused \
+            it, and a prefetch that an anticipation hint started (kind hint) with how it ended: \
+            cancelled when every hint naming it ended, failed, or installed. Needs no catalog and no \
+            network.
 
             Examples:
               odr log --store ./store
