@@ -105,14 +105,17 @@ public struct FastCDC: Sendable {
                 }
                 // Roll over the bytes of this buffer up to the maximum: the stricter mask before
                 // the center, the looser one after it (two loops, no test of the phase per byte).
+                // `j` stays below `available`, itself at most `count - i`: the loops step with
+                // unchecked arithmetic, as the hash does.
                 let available = min(count - i, maximum - position)
+                let bytes = base + i
                 var j = 0
                 var found = false
                 if position < center {
                     let small = min(available, center - position)
                     while j < small {
-                        hash = (hash >> 1) &+ gear[Int(base[i + j])]
-                        j += 1
+                        hash = (hash >> 1) &+ gear[Int(bytes[j])]
+                        j &+= 1
                         if hash & maskSmall == 0 {
                             found = true
                             break
@@ -121,8 +124,8 @@ public struct FastCDC: Sendable {
                 }
                 if !found {
                     while j < available {
-                        hash = (hash >> 1) &+ gear[Int(base[i + j])]
-                        j += 1
+                        hash = (hash >> 1) &+ gear[Int(bytes[j])]
+                        j &+= 1
                         if hash & maskLarge == 0 {
                             found = true
                             break

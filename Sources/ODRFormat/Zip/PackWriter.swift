@@ -57,6 +57,11 @@ public final class PackWriter {
     private var deflater: ZlibStream?
     private var readBuffer = [UInt8](repeating: 0, count: 1 << 20)
     private var scratch = [UInt8](repeating: 0, count: 1 << 18)
+    /// Stored entries whose chunks are being cut on another thread, by their index in `central`;
+    /// ``finish()`` waits for them.
+    private var pendingCuts: [(index: Int, cut: ChunkCut)] = []
+    /// Runs those cuts one after another, beside the writing.
+    private let cutQueue = DispatchQueue(label: "odr.pack-writer.chunk-cuts")
 
     private enum State { case open, failed, finished }
 
@@ -77,7 +82,10 @@ public final class PackWriter {
     /// - Parameters:
     ///   - name: the entry name: a clean relative path, greater than every name added before.
     ///   - source: the file to read. It must not change while it is read.
-    /// - Returns: the entry as written, for the manifest.
+    /// - Returns: the entry as written, for the manifest. A stored entry that is cut into chunks
+    ///   (without `knownChunks`) is cut by a second reader of `source` on another thread while it
+    ///   and the next entries are written, so its chunks are in the entries of the summary
+    ///   ``finish()`` returns, not in this one.
     /// - Throws: ``FormatError``: `unsafe-entry-name`, `invalid-operation` (out of order, or after
     ///   ``finish()``), `io`.
     ///   - knownChunks: the entry's chunk table as an earlier build computed it with the same
@@ -87,21 +95,17 @@ public final class PackWriter {
     public func addEntry(named name: String, contentsOf source: URL, knownChunks: [FileChunk]? = nil) throws -> PackEntry {
         let input = try ReadableFile(source)
         let size = try input.size()
-        return try add(name: name, size: size, knownChunks: knownChunks) { offset, buffer in try input.read(into: &buffer, at: offset) }
+        return try add(name: name, size: size, knownChunks: knownChunks, source: .file(source)) { offset, buffer in
+            try input.read(into: &buffer, at: offset)
+        }
     }
 
     /// Adds an entry with the given bytes.
     ///
     /// - Throws: see ``addEntry(named:contentsOf:)``.
     public func addEntry(named name: String, data: Data) throws -> PackEntry {
-        try add(name: name, size: Int64(data.count)) { offset, buffer in
-            let start = Int(offset)
-            let count = min(buffer.count, data.count - start)
-            guard count > 0 else { return 0 }
-            buffer.withUnsafeMutableBytes { raw in
-                data.copyBytes(to: raw.bindMemory(to: UInt8.self), from: (data.startIndex + start)..<(data.startIndex + start + count))
-            }
-            return count
+        try add(name: name, size: Int64(data.count), source: .data(data)) { offset, buffer in
+            EntrySource.read(data, at: offset, into: &buffer)
         }
     }
 
@@ -121,8 +125,22 @@ public final class PackWriter {
             state = .failed
             throw error
         }
+        // The cuts still running overlap the hashing of the archive.
         let digest = try ContentHash.sha256Hex(ofFileAt: url)
         let size = try ReadableFile(url).size()
+        do {
+            for (index, cut) in pendingCuts {
+                let chunks = try cut.wait()
+                guard chunks.lazy.map(\.size).checkedSum() == central[index].size else {
+                    throw FormatError(.invalidOperation, "The chunks of '\(central[index].name)' do not tile it; this is a bug in the pack writer.", field: central[index].name)
+                }
+                central[index].chunks = chunks
+            }
+        } catch {
+            state = .failed
+            throw error
+        }
+        pendingCuts = []
         return PackSummary(sha256: digest, archiveBytes: size, entries: central)
     }
 
@@ -142,7 +160,24 @@ public final class PackWriter {
 
     private typealias ChunkReader = (_ offset: Int64, _ buffer: inout [UInt8]) throws -> Int
 
-    private func add(name: String, size: Int64, knownChunks: [FileChunk]? = nil, read: ChunkReader) throws -> PackEntry {
+    /// Where an entry's bytes come from, for a second reader on another thread.
+    private enum EntrySource: Sendable {
+        case file(URL)
+        case data(Data)
+
+        /// Copies the bytes of `data` from `offset` into `buffer`; the count copied.
+        static func read(_ data: Data, at offset: Int64, into buffer: inout [UInt8]) -> Int {
+            let start = Int(offset)
+            let count = min(buffer.count, data.count - start)
+            guard count > 0 else { return 0 }
+            buffer.withUnsafeMutableBytes { raw in
+                data.copyBytes(to: raw.bindMemory(to: UInt8.self), from: (data.startIndex + start)..<(data.startIndex + start + count))
+            }
+            return count
+        }
+    }
+
+    private func add(name: String, size: Int64, knownChunks: [FileChunk]? = nil, source: EntrySource, read: ChunkReader) throws -> PackEntry {
         try requireOpen()
         if let problem = RelativePath.problem(in: name) {
             throw FormatError(.unsafeEntryName, "The entry name '\(name)' is not allowed: \(problem).", field: name)
@@ -154,7 +189,7 @@ public final class PackWriter {
                 field: name)
         }
         do {
-            let entry = try write(name: name, size: size, knownChunks: knownChunks, read: read)
+            let entry = try write(name: name, size: size, knownChunks: knownChunks, source: source, read: read)
             central.append(entry)
             return entry
         } catch {
@@ -163,7 +198,7 @@ public final class PackWriter {
         }
     }
 
-    private func write(name: String, size: Int64, knownChunks: [FileChunk]?, read: ChunkReader) throws -> PackEntry {
+    private func write(name: String, size: Int64, knownChunks: [FileChunk]?, source: EntrySource, read: ChunkReader) throws -> PackEntry {
         let headerOffset = file.position
         var chunking: Chunking?
         if options.chunkThreshold > 0, size >= options.chunkThreshold {
@@ -179,7 +214,15 @@ public final class PackWriter {
         try file.append(localHeader(name: nameBytes, method: method, crc: 0, storedSize: 0, size: size, zip64: zip64))
         let dataStart = file.position
 
-        var (crc, sha, chunks) = try copyData(method: method, size: size, chunking: chunking, read: read, name: name)
+        var (crc, sha, chunks) = if method == .stored, case .cut(let parameters)? = chunking {
+            // Its bytes go to the archive as they are, wherever the cuts fall: another thread cuts
+            // them while this one copies them and goes on to the next entries.
+            try cutAside(entry: central.count, source: source, size: size, parameters: parameters) {
+                try copyData(method: .stored, size: size, chunking: nil, read: read, name: name)
+            }
+        } else {
+            try copyData(method: method, size: size, chunking: chunking, read: read, name: name)
+        }
         var finalMethod = method
         var storedSize = file.position - dataStart
         if method == .deflate, Double(storedSize) > Double(size) * (1 - options.minimumSavings) {
@@ -258,29 +301,6 @@ public final class PackWriter {
                     }
                     return
                 }
-                if cutter.chunker != nil, stream == nil {
-                    // A stored entry's bytes go to the archive as they are, wherever the cuts fall:
-                    // the CRC, the hash and the writing run on one core while the other cuts and
-                    // hashes the chunks, so chunking costs about one core's pass, not a second one.
-                    let bytes = SendableBytes(bytes: buffer)
-                    nonisolated(unsafe) let file = file  // used by the first half only
-                    // Read after the two halves return; only the writing half sets it.
-                    nonisolated(unsafe) var failure: (any Error)?
-                    DispatchQueue.concurrentPerform(iterations: 2) { part in
-                        if part == 0 {
-                            hash.update(bytes.bytes)
-                            do { try file.append(bytes.bytes) } catch { failure = error }
-                        } else {
-                            cutter.cut(bytes.bytes, at: bufferStart, atEnd: atEnd)
-                        }
-                    }
-                    if let failure { throw failure }
-                    for (cut, digest) in zip(cutter.cuts, cutter.digests) {
-                        chunks.append(FileChunk(size: cut - chunkStart, storedSize: cut - chunkStart, sha256: digest))
-                        chunkStart = cut
-                    }
-                    return
-                }
                 if cutter.chunker != nil {
                     // A deflated entry is flushed at every cut, so the cuts must be known before
                     // it is compressed: cutting and hashing the chunks run on one core while the
@@ -324,6 +344,56 @@ public final class PackWriter {
             throw FormatError(.invalidOperation, "The chunks of '\(name)' do not tile it; this is a bug in the pack writer.", field: name)
         }
         return (hash.crc.value, hash.sha.finalize(), chunks)
+    }
+
+    /// Runs `copy`, the copying of the stored entry `entry` (its future index in `central`), while
+    /// the cut queue cuts the same `size` bytes of `source`, read on their own. ``finish()`` waits for
+    /// the cut; if `copy` throws, the writer fails and the cut is dropped.
+    ///
+    /// The two readers see the same bytes unless the file changes while the entry is packed, which
+    /// the caller detects by the copy's SHA-256. Only a change undone between the two reads could
+    /// leave a chunk digest that matches no bytes of the entry; the runtime checks every chunk, so
+    /// it would refuse that chunk (`integrity`), never install other bytes.
+    private func cutAside<T>(entry: Int, source: EntrySource, size: Int64, parameters: FastCDC.Parameters, copy: () throws -> T) throws -> T {
+        let cut = ChunkCut()
+        cutQueue.async {
+            cut.finish(Result {
+                switch source {
+                case .file(let url):
+                    let input = try ReadableFile(url)
+                    return try Self.cutChunks(size: size, parameters: parameters) { offset, buffer in try input.read(into: &buffer, at: offset) }
+                case .data(let data):
+                    return try Self.cutChunks(size: size, parameters: parameters) { offset, buffer in EntrySource.read(data, at: offset, into: &buffer) }
+                }
+            })
+        }
+        let copied = try copy()
+        pendingCuts.append((entry, cut))
+        return copied
+    }
+
+    /// The chunks of the first `size` bytes `read` gives, cut by ``FastCDC`` with their SHA-256,
+    /// read into a buffer of the reader's own.
+    private static func cutChunks(size: Int64, parameters: FastCDC.Parameters, read: ChunkReader) throws -> [FileChunk] {
+        let cutter = ChunkCutter(.cut(parameters))
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        var chunks: [FileChunk] = []
+        var offset: Int64 = 0, chunkStart: Int64 = 0
+        while offset < size {
+            // A file that grew meanwhile gives more: the copy fails on that.
+            let count = min(try read(offset, &buffer), Int(size - offset))
+            guard count > 0 else { break }
+            let bufferStart = offset
+            offset += Int64(count)
+            buffer.withUnsafeBytes { raw in
+                cutter.cut(UnsafeRawBufferPointer(rebasing: raw[..<count]), at: bufferStart, atEnd: offset >= size)
+            }
+            for (cut, digest) in zip(cutter.cuts, cutter.digests) {
+                chunks.append(FileChunk(size: cut - chunkStart, storedSize: cut - chunkStart, sha256: digest))
+                chunkStart = cut
+            }
+        }
+        return chunks
     }
 
     // MARK: - Records
@@ -427,6 +497,23 @@ public final class PackWriter {
 /// and do not outlive the call.
 private struct SendableBytes: @unchecked Sendable {
     let bytes: UnsafeRawBufferPointer
+}
+
+/// The chunk table of one stored entry, cut on a ``PackWriter``'s cut queue: set once there, read
+/// once by ``PackWriter/finish()`` after waiting.
+private final class ChunkCut: @unchecked Sendable {
+    private let done = DispatchSemaphore(value: 0)
+    private var result: Result<[FileChunk], any Error> = .success([])
+
+    func finish(_ result: Result<[FileChunk], any Error>) {
+        self.result = result
+        done.signal()
+    }
+
+    func wait() throws -> [FileChunk] {
+        done.wait()
+        return try result.get()
+    }
 }
 
 /// An entry's CRC-32 and SHA-256 as its bytes go by. A class so one half of a writer step can
