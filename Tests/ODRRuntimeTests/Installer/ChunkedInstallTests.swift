@@ -56,6 +56,15 @@ struct ChunkedInstallTests {
         return (snapshot, try #require(snapshot.packs(forTags: ["world"]).first))
     }
 
+    /// Writes `contents` to the asset `path`, builds the fixture's next version and refreshes
+    /// `store` to it: the version and its pack of `world`.
+    static func publish(_ path: String, _ contents: Data, of fixture: CatalogFixture,
+                        refreshing store: ResourceStore, from server: CatalogServer) async throws -> (CatalogSnapshot, PackRecord) {
+        try fixture.write(path, contents)
+        try await fixture.build()
+        return try await refresh(store, server)
+    }
+
     /// Refreshes and installs the current version's pack of `world`: the version later ones update.
     @discardableResult
     static func installCurrentVersion(_ store: ResourceStore, _ server: CatalogServer) async throws -> (CatalogSnapshot, PackRecord) {
@@ -91,9 +100,7 @@ struct ChunkedInstallTests {
             var changed = try fixture.contents(of: Self.big)
             changed = Self.edit(changed, at: 3 << 18, deterministicBytes(count: 1000, seed: 99), overwrite: true)
             changed = Self.edit(changed, at: 1 << 18, deterministicBytes(count: 10 << 10, seed: 98), overwrite: false)
-            try fixture.write(Self.big, changed)
-            try await fixture.build()
-            let (v2, pack2) = try await Self.refresh(store, server)
+            let (v2, pack2) = try await Self.publish(Self.big, changed, of: fixture, refreshing: store, from: server)
             server.clearRequests()
 
             let installer = PackInstaller(store: store, transport: try TransferEngine())
@@ -130,9 +137,7 @@ struct ChunkedInstallTests {
             for offset in [300_000, 2_000_000, 3_900_000] {
                 changed = Self.edit(changed, at: offset, Data(String(repeating: "x", count: 100).utf8), overwrite: true)
             }
-            try fixture.write(Self.text, changed)
-            try await fixture.build()
-            let (v2, pack2) = try await Self.refresh(store, server)
+            let (v2, pack2) = try await Self.publish(Self.text, changed, of: fixture, refreshing: store, from: server)
             server.clearRequests()
             let summary = try await PackInstaller(store: store, transport: TransferEngine()).install([pack2], from: v2)
             await server.waitUntilIdle()
@@ -184,9 +189,7 @@ struct ChunkedInstallTests {
             var changed = try fixture.contents(of: Self.big)
             changed = Self.edit(changed, at: 200_000, deterministicBytes(count: 500, seed: 5), overwrite: true)
             changed = Self.edit(changed, at: 2_200_000, deterministicBytes(count: 1_500_000, seed: 6), overwrite: true)
-            try fixture.write(Self.big, changed)
-            try await fixture.build()
-            let (v2, pack2) = try await Self.refresh(store, server)
+            let (v2, pack2) = try await Self.publish(Self.big, changed, of: fixture, refreshing: store, from: server)
             let plan = try Self.plan(of: Self.big, pack2, in: v2, store: store, directory: directory)
             try #require(plan.fetches.count == 2 && plan.fetches[1].range.count > plan.fetches[0].range.count + 300_000)
             server.clearRequests()
@@ -230,10 +233,8 @@ struct ChunkedInstallTests {
         try await withTestServer(root: fixture.catalog) { server in
             let store = try ResourceStore(directory: directory.url)
             try await Self.installCurrentVersion(store, server)
-            try fixture.write(Self.big, Self.edit(try fixture.contents(of: Self.big), at: 1_000_000,
-                                                  deterministicBytes(count: 1_500_000, seed: 9), overwrite: true))
-            try await fixture.build()
-            let (v2, pack2) = try await Self.refresh(store, server)
+            let changed = Self.edit(try fixture.contents(of: Self.big), at: 1_000_000, deterministicBytes(count: 1_500_000, seed: 9), overwrite: true)
+            let (v2, pack2) = try await Self.publish(Self.big, changed, of: fixture, refreshing: store, from: server)
             let plan = try Self.plan(of: Self.big, pack2, in: v2, store: store, directory: directory)
             // Cut near the end of the one range: most chunks are written before it fails.
             server.injectFaults(.corrupt(atOffset: plan.fetches[0].range.count - 1000), path: "/packs/\(pack2.id).zip")
@@ -266,9 +267,7 @@ struct ChunkedInstallTests {
             let store = try ResourceStore(directory: directory.url)
             try await Self.installCurrentVersion(store, server)
             let changed = Self.edit(try fixture.contents(of: Self.text), at: 1_000_000, Data(String(repeating: "y", count: 100).utf8), overwrite: true)
-            try fixture.write(Self.text, changed)
-            try await fixture.build()
-            let (v2, pack2) = try await Self.refresh(store, server)
+            let (v2, pack2) = try await Self.publish(Self.text, changed, of: fixture, refreshing: store, from: server)
             let table = try Self.chunks(of: Self.text, in: v2)
             let installer = PackInstaller(store: store, transport: try TransferEngine())
             let plan = try Self.plan(of: Self.text, pack2, in: v2, store: store, directory: directory)
@@ -306,9 +305,8 @@ struct ChunkedInstallTests {
             bytes[2 << 20] ^= 0xFF
             try bytes.write(to: victim)
             // The new version changes the start of the file only.
-            try fixture.write(Self.big, Self.edit(try fixture.contents(of: Self.big), at: 1000, Data("changed".utf8), overwrite: true))
-            try await fixture.build()
-            let (v2, pack2) = try await Self.refresh(store, server)
+            let changed = Self.edit(try fixture.contents(of: Self.big), at: 1000, Data("changed".utf8), overwrite: true)
+            let (v2, pack2) = try await Self.publish(Self.big, changed, of: fixture, refreshing: store, from: server)
             server.clearRequests()
             let summary = try await PackInstaller(store: store, transport: TransferEngine()).install([pack2], from: v2)
             await server.waitUntilIdle()
@@ -329,10 +327,8 @@ struct ChunkedInstallTests {
         try await withTestServer(root: fixture.catalog) { server in
             let store = try ResourceStore(directory: directory.url)
             try await Self.installCurrentVersion(store, server)
-            try fixture.write(Self.big, Self.edit(try fixture.contents(of: Self.big), at: 1_000_000,
-                                                  deterministicBytes(count: 1_000_000, seed: 8), overwrite: true))
-            try await fixture.build()
-            let (v2, pack2) = try await Self.refresh(store, server)
+            let changed = Self.edit(try fixture.contents(of: Self.big), at: 1_000_000, deterministicBytes(count: 1_000_000, seed: 8), overwrite: true)
+            let (v2, pack2) = try await Self.publish(Self.big, changed, of: fixture, refreshing: store, from: server)
             let plan = try Self.plan(of: Self.big, pack2, in: v2, store: store, directory: directory)
             try #require(plan.fetches.count == 1 && plan.fetches[0].range.count > 900_000)
             server.clearRequests()
@@ -390,9 +386,9 @@ struct ChunkedInstallTests {
             let oldFile = try #require(request.url(forResource: "world", withExtension: "pak", subdirectory: "world"))
             let old = try fixture.contents(of: Self.big)
 
-            try fixture.write(Self.big, Self.edit(old, at: 1 << 20, deterministicBytes(count: 4096, seed: 3), overwrite: false))
-            try await fixture.build()
-            let (v2, pack2) = try await Self.refresh(manager.store, server)
+            let changed = Self.edit(old, at: 1 << 20, deterministicBytes(count: 4096, seed: 3), overwrite: false)
+
+            let (v2, pack2) = try await Self.publish(Self.big, changed, of: fixture, refreshing: manager.store, from: server)
             // The size the manager reports is the chunks' ranges, not the file.
             let planned = try PackInstaller(store: manager.store, transport: TransferEngine()).downloadBytes(of: [pack2], in: v2)[pack2.id] ?? 0
             #expect(planned > 0 && planned < 1 << 20)
