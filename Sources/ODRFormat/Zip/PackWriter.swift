@@ -131,8 +131,9 @@ public final class PackWriter {
         do {
             for (index, cut) in pendingCuts {
                 let chunks = try cut.wait()
+                // They were read apart from the copy: a file cut shorter after its copy gives fewer.
                 guard chunks.lazy.map(\.size).checkedSum() == central[index].size else {
-                    throw FormatError(.invalidOperation, "The chunks of '\(central[index].name)' do not tile it; this is a bug in the pack writer.", field: central[index].name)
+                    throw FormatError(.io, "'\(central[index].name)' changed size while it was being packed; build again once it is stable.", field: central[index].name)
                 }
                 central[index].chunks = chunks
             }
