@@ -64,6 +64,31 @@ struct CatalogReportTests {
         #expect(report.update?.diff == diff)
     }
 
+    /// Every tag set of the sample game has a colour of its own (hues at least 20° apart) and a name
+    /// on the page: inside its box, or in the legend when the box is too small.
+    @Test func everyTagSetHasADistinctColourAndALabel() async throws {
+        let temporary = try TemporaryDirectory(prefix: "odr-report")
+        let catalog = try await SampleGame.buildCatalog(in: temporary)
+        let html = try CatalogReport(catalog: CatalogDirectory(root: catalog)).html()
+        let treemap = try #require(html.components(separatedBy: "<section id=\"treemap-section\">").last?.components(separatedBy: "</section>").first)
+        var hueOfSet: [String: Int] = [:]
+        for group in treemap.components(separatedBy: "<g class=\"group\">").dropFirst() {
+            let hue = try #require(group.firstMatch(of: /hsl\((\d+),/).flatMap { Int($0.1) })
+            let title = try #require(group.firstMatch(of: /<title>\[([^\]]*)\]/).map { String($0.1) })
+            hueOfSet[title] = hue
+            let labelled = group.contains("<text") || treemap.contains("</svg> \(title)</span>")
+            #expect(labelled, "tag set [\(title)] has no label")
+        }
+        #expect(hueOfSet.count >= 7)
+        let hues = Array(hueOfSet)
+        for (i, a) in hues.enumerated() {
+            for b in hues[(i + 1)...] {
+                let distance = min(abs(a.value - b.value), 360 - abs(a.value - b.value))
+                #expect(distance >= 20, "[\(a.key)] and [\(b.key)]: hues \(a.value) and \(b.value)")
+            }
+        }
+    }
+
     @Test func namesFromTheAssetsAreEscapedAndScriptOnlyRunsByHash() async throws {
         let game = try await Self.twoVersions()
         let html = try CatalogReport(catalog: CatalogDirectory(root: game.catalog), version: 2, against: 1).html()
@@ -155,7 +180,7 @@ struct CatalogReportTests {
         let odrpack = try #require(builtExecutable(named: "odrpack")).path
         let game = try await Self.twoVersions()
         let page = game.directory.appending("report.html")
-        let written = try runCommand(odrpack, ["report", game.catalog.path, "--html", page.path, "--version", "2", "--against", "1"])
+        let written = try runCommand(odrpack, ["report", game.catalog.path, "--html", page.path, "--catalog-version", "2", "--against", "1"])
         #expect(written.status == 0, "\(written.stderr)")
         let rows = try Self.tagRows(in: try String(contentsOf: page, encoding: .utf8))
 
@@ -176,7 +201,7 @@ struct CatalogReportTests {
             let cost = changed.first { $0["name"] as? String == name }.flatMap { ($0["downloadBytes"] as? NSNumber)?.int64Value } ?? 0
             #expect(rows[name]?["update"] == cost)
         }
-        let report = try json(["report", game.catalog.path, "--json", "--version", "2", "--against", "1"])
+        let report = try json(["report", game.catalog.path, "--json", "--catalog-version", "2", "--against", "1"])
         let update = try #require(report["update"] as? [String: Any])
         #expect((update["diff"] as? NSDictionary) == (diff as NSDictionary))
 
@@ -184,7 +209,7 @@ struct CatalogReportTests {
         let missing = game.directory.appending("missing.html")
         for (arguments, code) in [
             (["report", game.directory.url.path, "--html", missing.path], "[catalog.io]"),
-            (["report", game.catalog.path, "--html", missing.path, "--version", "5"], "[catalog.unknownVersion]"),
+            (["report", game.catalog.path, "--html", missing.path, "--catalog-version", "5"], "[catalog.unknownVersion]"),
             (["report", game.catalog.path, "--html", missing.path, "--against", "5"], "[catalog.unknownVersion]"),
             (["report", game.catalog.path, "--html", game.directory.appending("none/r.html").path], "[report.unwritable]"),
         ] {

@@ -101,10 +101,12 @@ extension CatalogReport {
         if !rest.isEmpty { weights.append(weight(restBytes)) }
         let boxes = Treemap.layout(weights, in: Treemap.Rect(x: 0, y: 0, width: width, height: height))
         var svg = ""
+        var legend = ""
         func number(_ value: Double) -> String { String(Double((value * 10).rounded() / 10)) }
+        let hues = Self.hues(of: groups.map(\.key))
         for (g, group) in groups.enumerated() {
             let box = boxes[g]
-            let hue = Self.hue(of: group.key)
+            let hue = hues[g]
             let inner = Treemap.layout(group.packs.map { weight(drawn[$0].archiveBytes) }, in: box)
             svg += "<g class=\"group\">"
             for (k, i) in group.packs.enumerated() {
@@ -127,6 +129,11 @@ extension CatalogReport {
                 var text = group.key.joined(separator: ", ")
                 if text.count > characters { text = String(text.prefix(max(1, characters - 1))) + "…" }
                 svg += "<text x=\"\(number(box.x + 4))\" y=\"\(number(box.y + 13))\">\(HTMLText.escaped(text))</text>"
+            } else {
+                // Too small for its name inside: the legend under the treemap names it.
+                // A swatch as SVG: the page's policy allows no inline style attribute.
+                legend += "<span><svg width=\"10\" height=\"10\" aria-hidden=\"true\"><rect width=\"10\" height=\"10\" rx=\"2\" "
+                    + "fill=\"hsl(\(hue),55%,58%)\"/></svg> \(HTMLText.escaped(group.key.joined(separator: ", ")))</span>"
             }
             svg += "</g>"
         }
@@ -145,7 +152,7 @@ extension CatalogReport {
             <div class="split"><svg id="treemap" viewBox="0 0 \(Int(width)) \(Int(height))" role="img" aria-label="treemap of packs">\
             <defs><pattern id="hatch" width="8" height="8" patternUnits="userSpaceOnUse" patternTransform="rotate(45)">\
             <line x1="0" y1="0" x2="0" y2="8" stroke="#fff" stroke-width="2" stroke-opacity="0.6"/></pattern></defs>\(svg)</svg>
-            <aside id="details"><p class="hint">Point at a pack.</p></aside></div></section>
+            <aside id="details"><p class="hint">Point at a pack.</p></aside></div>\(legend.isEmpty ? "" : "<p class=\"legend\">Too small to label: \(legend)</p>")</section>
 
             """
     }
@@ -312,14 +319,17 @@ extension CatalogReport {
         }
     }
 
-    /// A stable hue for a tag set.
-    static func hue(of tags: [String]) -> Int {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in tags.joined(separator: ",").utf8 {
-            hash ^= UInt64(byte)
-            hash = hash &* 0x100_0000_01b3
+    /// A hue for each tag set: the sets in name order step around the colour wheel by the golden
+    /// angle (137.5°), so that any two of a report's first dozen sets are at least 20° apart
+    /// (a hash of the names gave `level1` and `level5` nearly the same purple). The same tag sets
+    /// get the same hues in every report of them.
+    static func hues(of tagSets: [[String]]) -> [Int] {
+        let ranks = Dictionary(tagSets.map { $0.joined(separator: ",") }.sorted().enumerated().map { ($1, $0) },
+                               uniquingKeysWith: { first, _ in first })
+        return tagSets.map { tags in
+            let rank = ranks[tags.joined(separator: ",")] ?? 0
+            return Int((Double(rank) * 137.508).truncatingRemainder(dividingBy: 360).rounded(.down))
         }
-        return Int(hash % 360)
     }
 
     // MARK: Style and script
@@ -337,6 +347,7 @@ extension CatalogReport {
         #treemap .hatch,#treemap text{pointer-events:none}#treemap .outline{fill:none;stroke:#fff;stroke-width:2;pointer-events:none}
         #treemap text{font-size:11px;fill:#1d232b}#treemap .other{fill:#c9ced6;stroke:#fff}
         #details{background:#fff;border:1px solid #dde2e8;border-radius:4px;padding:8px 12px;font-size:13px;overflow-wrap:anywhere}
+        .legend{font-size:13px;color:#5b6675}.legend span{margin-left:12px;white-space:nowrap}.legend svg{vertical-align:-1px}
         #details h3{font-size:14px;margin:4px 0}#details table{width:100%}
         table{border-collapse:collapse;width:100%;background:#fff;font-size:13px}
         th,td{text-align:left;padding:3px 8px;border-bottom:1px solid #eceff3;vertical-align:top}
