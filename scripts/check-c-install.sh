@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Part of `make test`: installs the C API into a scratch prefix with `make install` (debug build,
-# already built by `swift build --build-tests`), then builds the example game with nothing but
+# Part of `make test`: installs the C API into a scratch prefix with `make install` (a debug build
+# in .build-install, the install's own build folder, so .build keeps what the tests built), then builds the example game with nothing but
 # `cc` and `pkg-config`, as a game's build would, and runs it (`--version` links and loads the
 # library and the Swift runtime through the rpaths). The header must also compile as C++.
 # Playing the levels against a server is CGameTests' part (Tests/ODRCAPITests).

@@ -130,7 +130,8 @@ tree="$("$odr" path --catalog "$out/variant-catalog" --store "$out/variant-store
 cmp "$tree" "$variants/Textures/tree.png" && echo "Textures/tree.png -> $tree (the 1x file)"
 
 echo
-echo "The same store on a 2x tablet with ASTC: the new packs come, the old ones are purged first:"
+echo "The same store on a 2x tablet with ASTC: the new packs come; the 1x and ETC2 packs stay installed"
+echo "until space is needed, and are then the first to go (variant-not-chosen), as the dry run shows:"
 "$odr" fetch --catalog "$out/variant-catalog" --store "$out/variant-store" --variant resolution=2x --variant texture=astc forest
 tree="$("$odr" path --catalog "$out/variant-catalog" --store "$out/variant-store" --variant resolution=2x --variant texture=astc Textures/tree.png)"
 cmp "$tree" "$variants/Textures/tree@2x.png" && echo "Textures/tree.png -> $tree (the 2x file)"

@@ -42,7 +42,7 @@ struct DemoCommand: AsyncParsableCommand {
     func run() async throws {
         try await reportingResourceErrors {
             let manager = try options.openManager(installing: install, space: space, cacheBudget: cacheBudget)
-            let log = DemoLog()
+            let log = DemoLog(cacheBudget: cacheBudget)
             let events = manager.events()
             let listener = Task {
                 for await event in events { log.record(event) }
@@ -93,10 +93,13 @@ struct DemoCommand: AsyncParsableCommand {
                     throw ResourceError(.resourceNotInstalled, "Levels/Level\(level)/map.json is not in the installed packs of \(tag).")
                 }
                 let bytes = try Data(contentsOf: map).count
+                // What happened while the player waited (installs, purges), before what it led to.
+                log.flush()
                 print("Playing \(tag): read \(map.lastPathComponent) (\(bytes) bytes) from \(map.deletingLastPathComponent().path)")
                 try await Task.sleep(for: .seconds(playSeconds))
-                printGauge(manager.gauge())
+                // Events of the level's play (the next level's prefetch, purges), then the tags as they stand.
                 log.flush()
+                printGauge(manager.gauge())
             }
             try current?.endAccessingResources()
             if let next { next.task.cancel() }
@@ -131,7 +134,9 @@ struct DemoCommand: AsyncParsableCommand {
         for tag in gauge {
             let name = tag.name.padding(toLength: 10, withPad: " ", startingAt: 0)
             let state = tag.state.rawValue.padding(toLength: 15, withPad: " ", startingAt: 0)
-            print("  \(name) \(state) \(byteText(tag.installedBytes)) installed, priority \(tag.preservationPriority)")
+            let installed = tag.state == .downloaded || tag.state == .inUse
+            let size = installed ? "\(byteText(tag.installedBytes)) on disk" : "\(byteText(tag.installedBytes)) once installed"
+            print("  \(name) \(state) \(size), priority \(tag.preservationPriority)")
         }
     }
 }
@@ -141,6 +146,12 @@ final class DemoLog: @unchecked Sendable {
     // @unchecked Sendable: every access goes through `lock`.
     private let lock = NSLock()
     private var pending: [String] = []
+    /// Said once before a level's purges: what forces them (the reason of each pack is only why it went first).
+    private let roomLine: String
+
+    init(cacheBudget: Int64) {
+        roomLine = "  no room for the next download within the \(byteText(cacheBudget)) cache budget (and the free-space watermark): packs no request uses are purged, in this order:"
+    }
     private(set) var installs = 0
     private(set) var installedBytes: Int64 = 0
     private(set) var purges = 0
@@ -156,6 +167,7 @@ final class DemoLog: @unchecked Sendable {
             case .packPurged(let id, let bytes, let reason, let tags):
                 purges += 1
                 purgedBytes = purgedBytes.clampedAdding(bytes)
+                if !pending.contains(where: { $0.hasPrefix("  purged pack") }) { pending.append(roomLine) }
                 pending.append("  purged pack \(id.prefix(12)) (\(byteText(bytes))) of \(tags.joined(separator: ", ")): \(reason)")
             case .tagAvailable(let tag):
                 pending.append("  \(tag) is ready")

@@ -16,11 +16,24 @@ struct TransferLimitsTests {
 
     /// One header line of 4 MiB (curl's own per-line cap answers first), and 128 KiB of short lines
     /// (the engine's 64 KiB cap answers).
-    @Test(arguments: [
-        "X-Huge: " + String(repeating: "a", count: 4 << 20) + "\r\n",
-        String(repeating: "X-Filler: " + String(repeating: "b", count: 118) + "\r\n", count: 1024),
-    ])
-    func oversizedResponseHeadersAreAnUnexpectedResponseNamingTheServer(headers: String) async throws {
+    /// The oversized headers, by name: as arguments, their text (4 MiB, 1,024 lines) would fill the
+    /// test log, which names each case by its argument.
+    enum OversizedHeaders: String, CaseIterable, CustomTestStringConvertible {
+        case oneHugeLine, manyShortLines
+
+        var text: String {
+            switch self {
+            case .oneHugeLine: "X-Huge: " + String(repeating: "a", count: 4 << 20) + "\r\n"
+            case .manyShortLines: String(repeating: "X-Filler: " + String(repeating: "b", count: 118) + "\r\n", count: 1024)
+            }
+        }
+
+        var testDescription: String { rawValue }
+    }
+
+    @Test(arguments: OversizedHeaders.allCases)
+    func oversizedResponseHeadersAreAnUnexpectedResponseNamingTheServer(_ oversized: OversizedHeaders) async throws {
+        let headers = oversized.text
         let peer = try RawHTTPPeer(response: Data(("HTTP/1.1 200 OK\r\n" + headers + "Content-Length: 5\r\n\r\nhello").utf8))
         defer { peer.stop() }
         let engine = try TransferEngine(configuration: .init(retryPolicy: Self.manyRetries))
