@@ -116,10 +116,21 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        // What every command-line tool shares: one error format, one byte-size syntax (docs/CLI.md).
+        .target(
+            name: "ODRCommandLine",
+            dependencies: [
+                "ODRFormat",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
         // Command-line tools: thin commands over the libraries.
         .executableTarget(
             name: "odrpack",
             dependencies: [
+                "ODRCommandLine",
                 "ODRBuilder", "ODRFormat", "ODRServe",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -130,6 +141,7 @@ let package = Package(
         .executableTarget(
             name: "odr",
             dependencies: [
+                "ODRCommandLine",
                 "ODRRuntime", "ODRFormat",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
@@ -139,6 +151,7 @@ let package = Package(
         .executableTarget(
             name: "odrsim",
             dependencies: [
+                "ODRCommandLine",
                 "ODRSimulation",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
@@ -148,6 +161,7 @@ let package = Package(
         .executableTarget(
             name: "odrbench",
             dependencies: [
+                "ODRCommandLine",
                 "ODRFormat", "ODRBuilder", "ODRRuntime", "ODRSimulation", "ODRServe", "CODR", "ODRCAPI",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),

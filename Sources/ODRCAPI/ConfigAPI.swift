@@ -281,7 +281,7 @@ public func odrVersion() -> UnsafePointer<CChar> {
 /// The key of the version string in ``CStatus/names``'s table (no status has it).
 let versionKey = UInt32.max - 1
 /// The library's version; `ODR_VERSION` in odr.h says the same.
-let libraryVersion = "0.1.0"
+let libraryVersion = ODRVersion.current
 
 /// `odr_api_version`: The linked library's ODR_API_VERSION. Documented in odr.h.
 @_cdecl("odr_api_version")

@@ -49,7 +49,7 @@ struct HostileCatalogMaintenanceTests {
         for command in ["verify", "inspect"] {
             let result = try runCommand(odrpack.path, [command, fixture.output.path])
             #expect(result.status == 1, "\(command): \(result.stderr)")
-            #expect(result.stderr.contains("error:") && result.stderr.contains("versions/1.json"), "\(command): \(result.stderr)")
+            #expect(result.stderr.hasPrefix("error[catalog.malformed]: ") && result.stderr.contains("versions/1.json"), "\(command): \(result.stderr)")
         }
     }
 

@@ -52,19 +52,6 @@ struct ReportTests {
         #expect(!svg.contains("nan") && !svg.contains("inf"))
     }
 
-    @Test(arguments: [
-        ("8GiB", Int64(8) << 30), ("512MB", 512_000_000), ("1.5 GB", 1_500_000_000), ("300k", 300 << 10),
-        ("4096", 4096), ("2MiB", 2 << 20), ("10b", 10),
-    ])
-    func sizesParseWithUnits(_ text: String, _ bytes: Int64) {
-        #expect(ByteCount.parse(text) == bytes)
-    }
-
-    @Test(arguments: ["", "GB", "-1GB", "8 parsecs", "1e400"])
-    func nonSizesDoNotParse(_ text: String) {
-        #expect(ByteCount.parse(text) == nil)
-    }
-
     @Test func distributionsParse() {
         #expect(SizeDistribution(parsing: "fixed:64MB") == .fixed(64_000_000))
         #expect(SizeDistribution(parsing: "uniform:1MiB:2MiB") == .uniform(1 << 20, 2 << 20))

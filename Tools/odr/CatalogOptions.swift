@@ -5,8 +5,10 @@ import ODRRuntime
 
 /// The options every catalog command shares: where the catalog and the store are.
 struct CatalogOptions: ParsableArguments {
-    @Option(help: "The catalog's base URL (http://, https:// or file://), or a local catalog folder.")
-    var catalog: String
+    @Option(name: .customLong("catalog"),
+            help: ArgumentHelp("The catalog's base URL (http:// or https://), a file:// URL or a local catalog folder. Default: $ODR_CATALOG, else the one catalog the store follows.",
+                               valueName: "url"))
+    var catalogArgument: String?
 
     @Option(name: .customLong("mirror"),
             help: ArgumentHelp("Another origin serving the same catalog (a second CDN, the bucket behind the CDN), tried after --catalog when it fails: a download continues there where it stopped. Repeat for several, in order.",
@@ -17,8 +19,14 @@ struct CatalogOptions: ParsableArguments {
           help: "Accept an unsigned catalog.json from a --mirror when the primary does not answer. Without --trusted-key nothing proves a mirror serves the published catalog; use only for mirrors you control.")
     var allowUnsignedMirrors = false
 
-    @Option(help: "The store directory (created if missing).")
-    var store: String
+    @OptionGroup var storeOption: StoreOption
+
+    /// The store directory: `--store` or `$ODR_STORE`.
+    var store: String { storeOption.path }
+
+    /// The catalog: `--catalog`, `$ODR_CATALOG`, or the one the store follows (``validate()``
+    /// resolved it and said which on stderr).
+    var catalog: String { (try? StoredCatalogChoice.resolve(argument: catalogArgument, store: store)) ?? "" }
 
     @Option(help: "The distribution to follow.")
     var distribution = "live"
@@ -67,8 +75,8 @@ struct CatalogOptions: ParsableArguments {
     }
 
     func validate() throws {
-        guard !catalog.isEmpty else { throw ValidationError("--catalog needs a URL or a folder.") }
-        guard !store.isEmpty else { throw ValidationError("--store needs a directory.") }
+        guard catalogArgument?.isEmpty != true else { throw ValidationError("--catalog needs a URL or a folder.") }
+        _ = try StoredCatalogChoice.resolve(argument: catalogArgument, store: store)
         for mirror in mirrors {
             guard let scheme = URL(string: mirror)?.scheme, ["http", "https"].contains(scheme) else {
                 throw ValidationError("--mirror \(mirror): give an http:// or https:// URL of the catalog's folder on the other origin.")

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import ODRCommandLine
 import ODRFormat
 import ODRRuntime
 
@@ -8,7 +9,7 @@ func reportingResourceErrors<T>(_ body: () async throws -> T) async throws -> T 
     do {
         return try await body()
     } catch let error as ResourceError {
-        FileHandle.standardError.write(Data("error[\(error.code)]: \(error.message)\n".utf8))
+        ToolErrors.print(code: error.code.rawValue, message: error.message)
         throw ExitCode(1)
     }
 }

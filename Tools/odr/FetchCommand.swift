@@ -55,11 +55,37 @@ struct FetchCommand: AsyncParsableCommand {
     @Flag(help: "Print what the install did as JSON (bytes downloaded, reused and resumed, requests, per pack, and the packs purged).")
     var json = false
 
+    @Flag(name: .customLong("initial"),
+          help: "Also install the catalog's initial-install tags (what a game's prepare() installs at first launch, such as base).")
+    var initial = false
+
     @Argument(help: "The tags to install.")
-    var tags: [String]
+    var tags: [String] = []
 
     func validate() throws {
-        guard !tags.isEmpty else { throw ValidationError("Name at least one tag to fetch.") }
+        guard !tags.isEmpty || initial else { throw ValidationError("Name at least one tag to fetch, or pass --initial for the initial-install tags.") }
+    }
+
+    /// The tags to install: those named, then with `--initial` the catalog's initial-install tags.
+    static func wanted(_ tags: [String], initial: Bool, in snapshot: CatalogSnapshot) -> [String] {
+        guard initial else { return tags }
+        var seen = Set(tags)
+        return tags + Self.initialTags(snapshot).filter { seen.insert($0).inserted }
+    }
+
+    /// The catalog's initial-install tags (a split catalog's manifest lists only described ones).
+    static func initialTags(_ snapshot: CatalogSnapshot) -> [String] {
+        snapshot.split?.initialInstallTags ?? snapshot.manifest.initialInstallTags
+    }
+
+    /// A notice when the catalog's initial-install tags are not all installed after a fetch without
+    /// `--initial`: a game installs them in prepare(), a fetch only what it is asked for.
+    static func initialTagsNotice(_ manager: ResourceManager, snapshot: CatalogSnapshot, fetched: [String]) -> String? {
+        let others = Self.initialTags(snapshot).filter { !fetched.contains($0) }
+        guard !others.isEmpty else { return nil }
+        let missing = others.filter { tag in (try? manager.downloadSize(forTags: [tag])).map { $0 > 0 } ?? true }
+        guard !missing.isEmpty else { return nil }
+        return "notice: the initial-install tag(s) \(missing.joined(separator: ", ")) are not installed; a game installs them at first launch. Add --initial to fetch them too."
     }
 
     /// One line per tag whose packs were updated by reusing installed files, e.g.
@@ -99,6 +125,7 @@ struct FetchCommand: AsyncParsableCommand {
             // No progress callbacks when nothing is drawn: their bookkeeping is the fetch's cost.
             var draw: (@Sendable (InstallProgress) -> Void)?
             if bar.isEnabled { draw = { bar.update($0) } }
+            let tags = Self.wanted(tags, initial: initial, in: loaded)
             let report = try await manager.fetch(tags: tags, progress: draw)
             bar.finish()
             // With the tags the fetch described (a split catalog describes a tag when it is first used).
@@ -121,6 +148,9 @@ struct FetchCommand: AsyncParsableCommand {
                       + (summary.resumedBytes > 0 ? ", \(byteText(summary.resumedBytes)) resumed" : "")
                       + "); \(summary.alreadyInstalled.count) already installed. Tags: \(tags.joined(separator: ", ")).")
                 for line in Self.updateLines(summary, tags: tags, snapshot: snapshot) { print(line) }
+                if let notice = Self.initialTagsNotice(manager, snapshot: snapshot, fetched: tags) {
+                    FileHandle.standardError.write(Data("\(notice)\n".utf8))
+                }
             }
         }
     }

@@ -22,8 +22,8 @@ struct LogCommand: AsyncParsableCommand {
               odr log --store ./store --limit 20 --json
             """)
 
-    @Option(help: "The store directory.")
-    var store: String
+    @OptionGroup var storeOption: StoreOption
+    var store: String { storeOption.path }
 
     @Option(help: "Show only the newest N lines.")
     var limit: Int?
@@ -32,7 +32,6 @@ struct LogCommand: AsyncParsableCommand {
     var json = false
 
     func validate() throws {
-        guard !store.isEmpty else { throw ValidationError("--store needs a directory.") }
         if let limit, limit < 1 { throw ValidationError("--limit must be at least 1.") }
     }
 

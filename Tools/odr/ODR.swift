@@ -1,4 +1,6 @@
 import ArgumentParser
+import ODRCommandLine
+import ODRFormat
 
 /// `odr`: the on-demand resource runtime from the command line, for people and scripts.
 @main
@@ -7,9 +9,12 @@ struct ODR: AsyncParsableCommand {
         commandName: "odr",
         abstract: "Fetch, inspect and verify on-demand resources in a store.",
         discussion: """
-            A store is a directory holding installed packs and a SQLite database. Every command \
-            that talks to a catalog takes its base URL (the folder of catalog.json): http(s):// or \
-            file://. Errors print `error[<code>]: <message>` on stderr and exit with status 1.
+            A store is a directory holding installed packs and a SQLite database (--store, or \
+            $ODR_STORE). Every command that talks to a catalog takes its base URL (the folder of \
+            catalog.json) with --catalog: http:// or https://, a file:// URL or a local folder; left \
+            out, $ODR_CATALOG, else the one catalog the store follows. Sizes are written 1048576, \
+            100MB, 100 MiB or 256k. Errors print `error[<code>]: <message>` on stderr and exit \
+            with status 1 (64 for a usage error).
 
             Examples, with CDN=http://127.0.0.1:8080/:
               odr fetch --catalog $CDN --store ~/odr-store level1 level2
@@ -20,6 +25,9 @@ struct ODR: AsyncParsableCommand {
               odr log --store ~/odr-store
               odr verify --store ~/odr-store
             """,
+        version: ODRVersion.current,
         subcommands: [FetchCommand.self, StatusCommand.self, PathCommand.self, VerifyCommand.self, UpdateCommand.self, PurgeCommand.self, LogCommand.self, HoldCommand.self, DemoCommand.self]
     )
+
+    static func main() async { await runReportingErrors() }
 }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import ODRCommandLine
 import Foundation
 import ODRFormat
 import ODRRuntime
@@ -24,13 +25,14 @@ struct PurgeCommand: AsyncParsableCommand {
             all and reports the shortfall.
 
             Examples, with CDN=http://127.0.0.1:8080/:
-              odr purge --catalog $CDN --store ./store --bytes 50000000 --dry-run
+              odr purge --catalog $CDN --store ./store --bytes 50MB --dry-run
               odr purge --catalog $CDN --store ./store --bytes 50000000 --json
             """)
 
     @OptionGroup var options: CatalogOptions
 
-    @Option(help: "How many bytes to free.")
+    @Option(help: "How many bytes to free: a byte size such as 100000000, 100MB, 100 MiB or 256k.",
+            transform: ByteSizeArgument.bytes)
     var bytes: Int64
 
     @Flag(name: .customLong("dry-run"), help: "Only show what would be purged.")

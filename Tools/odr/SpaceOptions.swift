@@ -1,4 +1,5 @@
 import ArgumentParser
+import ODRCommandLine
 import Foundation
 import ODRRuntime
 
@@ -6,12 +7,14 @@ import ODRRuntime
 /// free-space watermark a game's `ResourceManager` uses, with the runtime's defaults.
 struct SpaceOptions: ParsableArguments {
     @Option(name: .customLong("cache-budget"),
-            help: "The most bytes of installed packs the store may hold; packs no request uses are purged to stay under it. (default: no budget)")
+            help: "The most bytes of installed packs the store may hold, as a byte size (1048576, 100MB, 100 MiB, 256k); packs no request uses are purged to stay under it. (default: no budget)",
+            transform: ByteSizeArgument.bytes)
     var cacheBudget: Int64?
 
     @Option(help: ArgumentHelp(
-        "Purge packs no request uses while free space would fall below this many bytes after the download.",
-        discussion: "0 purges only what the download itself needs. A watermark above the file system's size purges every pack not in use, but the download still succeeds when it fits."))
+        "Purge packs no request uses while free space would fall below this byte size (1048576, 100MB, 100 MiB, 256k) after the download. (default: \(byteText(ResourceManager.Configuration.defaultFreeSpaceWatermark)))",
+        discussion: "0 purges only what the download itself needs. A watermark above the file system's size purges every pack not in use, but the download still succeeds when it fits."),
+            transform: ByteSizeArgument.bytes)
     var watermark: Int64 = ResourceManager.Configuration.defaultFreeSpaceWatermark
 
     func validate() throws {

@@ -18,8 +18,8 @@ struct VerifyCommand: AsyncParsableCommand {
               odr verify --store ./store --repair
             """)
 
-    @Option(help: "The store directory.")
-    var store: String
+    @OptionGroup var storeOption: StoreOption
+    var store: String { storeOption.path }
 
     @Flag(help: "Remove what does not verify, so that the next fetch installs it again.")
     var repair = false

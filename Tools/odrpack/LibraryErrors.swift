@@ -1,13 +1,14 @@
 import ArgumentParser
 import Foundation
 import ODRBuilder
+import ODRCommandLine
 
 /// Runs a command body; a `BuildError` prints its code and message on stderr and exits with status 1.
 func reportingLibraryErrors<T>(_ body: () async throws -> T) async throws -> T {
     do {
         return try await body()
     } catch let error as BuildError {
-        FileHandle.standardError.write(Data("error: \(error)\n".utf8))
+        ToolErrors.print(code: error.code.rawValue, message: error.detail)
         throw ExitCode(1)
     }
 }

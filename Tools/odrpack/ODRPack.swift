@@ -1,4 +1,6 @@
 import ArgumentParser
+import ODRCommandLine
+import ODRFormat
 
 /// `odrpack`: builds, inspects and serves on-demand resource catalogs.
 @main
@@ -10,8 +12,9 @@ struct ODRPack: AsyncParsableCommand {
             A catalog is a directory of static files (catalog.json, versions/<n>.json and
             packs/<sha256>.zip) that any HTTP server or CDN can host. See docs/FORMAT.md.
             """,
-        version: "0.1.0",
+        version: ODRVersion.current,
         subcommands: [
+            InitCommand.self,
             BuildCommand.self,
             InspectCommand.self,
             VerifyCommand.self,
@@ -25,4 +28,6 @@ struct ODRPack: AsyncParsableCommand {
             PublishCommand.self,
         ]
     )
+
+    static func main() async { await runReportingErrors() }
 }

@@ -38,8 +38,9 @@ struct ReportCommand: AsyncParsableCommand {
     var json = false
 
     // The subcommand's own --version, which the root's version flag does not reach.
-    @Option(name: [.customLong("version"), .customLong("catalog-version")],
-            help: ArgumentHelp("The version to report (default: the 'live' distribution's, or the latest), e.g. --version 4.", valueName: "n"))
+    // Not --version: that is the tool's own version, in every tool and subcommand (docs/CLI.md).
+    @Option(name: .customLong("catalog-version"),
+            help: ArgumentHelp("The catalog version to report (default: the 'live' distribution's, or the latest), e.g. --catalog-version 4.", valueName: "n"))
     var version: Int?
 
     @Option(help: ArgumentHelp("Price the update from this version: bytes per tag, files added, changed and removed, e.g. --against 3.", valueName: "m"))

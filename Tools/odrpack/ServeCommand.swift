@@ -1,4 +1,5 @@
 import ArgumentParser
+import ODRCommandLine
 import Dispatch
 import Foundation
 import Logging
@@ -44,11 +45,12 @@ struct ServeCommand: AsyncParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "Body bytes per second for each connection; k, m and g suffixes multiply by 1024, e.g. --rate 256k.",
+            "Body bytes per second for each connection, as a byte size (1048576, 100MB, 100 MiB, 256k), e.g. --rate 256k.",
             valueName: "bytes-per-second"
-        )
+        ),
+        transform: ByteSizeArgument.intBytes
     )
-    var rate: ByteRate?
+    var rate: Int?
 
     @Option(help: ArgumentHelp("Probability (0 to 1) of answering 503 Service Unavailable, e.g. --fail-rate 0.1.", valueName: "p"))
     var failRate = 0.0
@@ -123,7 +125,7 @@ struct ServeCommand: AsyncParsableCommand {
     private func conditions(seed: UInt64) -> NetworkConditions {
         NetworkConditions(
             latency: .milliseconds(latency),
-            bytesPerSecond: rate?.bytesPerSecond,
+            bytesPerSecond: rate,
             failRate: failRate,
             truncateRate: truncateRate,
             corruptRate: corruptRate,
@@ -131,25 +133,6 @@ struct ServeCommand: AsyncParsableCommand {
             seed: seed
         )
     }
-}
-
-/// A byte rate such as `65536`, `64k`, `1.5m` or `1g` (suffixes are powers of 1024).
-struct ByteRate: ExpressibleByArgument {
-    let bytesPerSecond: Int
-
-    init?(argument: String) {
-        let text = argument.lowercased()
-        let multipliers: [Character: Double] = ["k": 1024, "m": 1024 * 1024, "g": 1024 * 1024 * 1024]
-        let multiplier = text.last.flatMap { multipliers[$0] } ?? 1
-        let number = multiplier == 1 ? Substring(text) : text.dropLast()
-        guard let value = Double(number), value.isFinite, value * multiplier < Double(Int.max) else { return nil }
-        bytesPerSecond = Int((value * multiplier).rounded())
-        written = argument
-    }
-
-    /// As written, for `--help`.
-    private var written = ""
-    var defaultValueDescription: String { written }
 }
 
 extension Logger.Level: @retroactive ExpressibleByArgument {}

@@ -1,4 +1,6 @@
 import ArgumentParser
+import ODRCommandLine
+import ODRFormat
 
 /// `odrsim`: simulate weeks of play on a virtual device and compare purge policies.
 @main
@@ -22,7 +24,10 @@ struct ODRSim: AsyncParsableCommand {
             'odrsim help run' explains workloads, policies, the device and the
             outputs; docs/ODRSIM.md the trace format.
             """,
+        version: ODRVersion.current,
         subcommands: [RunCommand.self],
         defaultSubcommand: RunCommand.self
     )
+
+    static func main() async { await runReportingErrors() }
 }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import ODRCommandLine
 import ODRRuntime
 import ODRSimulation
 
@@ -110,26 +111,26 @@ struct RunCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Sizes of packs shared by neighbouring tags.", valueName: "distribution"))
     var sharedPackSize: SizeDistributionArgument?
 
-    @Option(help: ArgumentHelp("The disk's capacity.", valueName: "size"))
-    var disk = ByteSizeArgument(argument: "8GiB")!
+    @Option(help: ArgumentHelp("The disk's capacity. (default: 8GiB)", valueName: "size"), transform: ByteSizeArgument.init(parsing:))
+    var disk = ByteSizeArgument("8GiB")
 
-    @Option(help: ArgumentHelp("What other apps use on average (default: half the disk).", valueName: "size"))
+    @Option(help: ArgumentHelp("What other apps use on average (default: half the disk).", valueName: "size"), transform: ByteSizeArgument.init(parsing:))
     var otherApps: ByteSizeArgument?
 
-    @Option(help: ArgumentHelp("How far other apps' use wanders either way (default: an eighth of the disk).", valueName: "size"))
+    @Option(help: ArgumentHelp("How far other apps' use wanders either way (default: an eighth of the disk).", valueName: "size"), transform: ByteSizeArgument.init(parsing:))
     var otherAppsSwing: ByteSizeArgument?
 
-    @Option(help: ArgumentHelp("The cache budget: the most the store may hold (default: none).", valueName: "size"))
+    @Option(help: ArgumentHelp("The cache budget: the most the store may hold (default: none).", valueName: "size"), transform: ByteSizeArgument.init(parsing:))
     var budget: ByteSizeArgument?
 
-    @Option(help: ArgumentHelp("Purge to keep this much of the disk free.", valueName: "size"))
-    var watermark = ByteSizeArgument(argument: "256MiB")!
+    @Option(help: ArgumentHelp("Purge to keep this much of the disk free. (default: 256MiB)", valueName: "size"), transform: ByteSizeArgument.init(parsing:))
+    var watermark = ByteSizeArgument("256MiB")
 
-    @Option(help: ArgumentHelp("The most installed bytes in use at once.", valueName: "size"))
-    var inUseLimit = ByteSizeArgument(argument: "2GiB")!
+    @Option(help: ArgumentHelp("The most installed bytes in use at once. (default: 2GiB)", valueName: "size"), transform: ByteSizeArgument.init(parsing:))
+    var inUseLimit = ByteSizeArgument("2GiB")
 
-    @Option(help: ArgumentHelp("Download rate per second.", valueName: "size"))
-    var bandwidth = ByteSizeArgument(argument: "5MB")!
+    @Option(help: ArgumentHelp("Download rate per second. (default: 5MB)", valueName: "size"), transform: ByteSizeArgument.init(parsing:))
+    var bandwidth = ByteSizeArgument("5MB")
 
     @Option(help: ArgumentHelp("Seconds before each download starts.", valueName: "seconds"))
     var latency = 0.15

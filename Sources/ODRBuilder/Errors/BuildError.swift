@@ -1,3 +1,4 @@
+import Foundation
 import ODRFormat
 
 /// An error from building, inspecting or editing a catalog, with a stable code and a message that
@@ -17,6 +18,10 @@ public struct BuildError: Error, CustomStringConvertible, Sendable {
         public static let rulesUnreadable = Code(rawValue: "rules.unreadable")
         /// The rules file is not valid JSON, or not a JSON object.
         public static let rulesMalformed = Code(rawValue: "rules.malformed")
+        /// `odrpack init` would replace an existing rules file (pass `--force`).
+        public static let rulesExists = Code(rawValue: "rules.exists")
+        /// `odrpack init` cannot write the rules file.
+        public static let rulesUnwritable = Code(rawValue: "rules.unwritable")
         /// The rules file contains a key this version does not know.
         public static let unknownKey = Code(rawValue: "rules.unknownKey")
         /// A required key is absent.
@@ -150,16 +155,31 @@ public struct BuildError: Error, CustomStringConvertible, Sendable {
             key: key, value: "'\(name)'")
     }
 
-    public var description: String {
+    /// `[code] ` followed by ``detail``: what tests and logs match.
+    public var description: String { "[\(code.rawValue)] \(detail)" }
+
+    /// Where the error is (file, key, value) and the message, without the code:
+    /// `SampleAssets/odr.json: tags.level1.preservationPriority = 1.5: preservation priorities go ...`.
+    /// The tools print it as `error[<code>]: <detail>`.
+    public var detail: String {
         var location = ""
         if let file { location += file }
         if let key { location += location.isEmpty ? key : ": \(key)" }
         // A value with no file or key names itself (`[publish.toolMissing] rclone: ...`), not ` = rclone`.
         if let value { location += location.isEmpty ? value : " = \(value)" }
-        var text = "[\(code.rawValue)] "
+        var text = ""
         if !location.isEmpty { text += "\(location): " }
         text += message
-        if let cause { text += " (\(cause))" }
+        if let cause { text += " (\(Self.readable(cause)))" }
         return text
+    }
+
+    /// A cause as a sentence: Foundation's file errors by their description ("The file “odr.json”
+    /// couldn’t be opened because there is no such file."), never as an `NSCocoaErrorDomain` dump.
+    static func readable(_ cause: any Error) -> String {
+        if cause is CocoaError || cause is POSIXError { return (cause as NSError).localizedDescription }
+        let nsError = cause as NSError
+        if nsError.domain == NSCocoaErrorDomain || nsError.domain == NSPOSIXErrorDomain { return nsError.localizedDescription }
+        return "\(cause)"
     }
 }

@@ -102,23 +102,14 @@ private struct RulesParser {
     /// A byte count: a non-negative integer, or a string such as `"512 MiB"` or `"2GB"`.
     func byteCount(_ value: JSONValue, key: String) throws(BuildError) -> Int64 {
         let invalid = fail(
-            .invalidValue, "expected a positive byte count such as 536870912 or \"512 MiB\"", key: key, value: value)
+            .invalidValue, "expected a positive byte count: \(ByteSize.acceptedForms)", key: key, value: value)
         switch value {
         case .number(let number):
             guard number > 0, number == number.rounded(), number < 9e18 else { throw invalid }
             return Int64(number)
         case .string(let text):
-            let trimmed = text.trimmingCharacters(in: .whitespaces)
-            let digits = trimmed.prefix { $0.isNumber || $0 == "." }
-            let unit = trimmed.dropFirst(digits.count).trimmingCharacters(in: .whitespaces).lowercased()
-            let multipliers: [String: Double] = [
-                "": 1, "b": 1, "kb": 1e3, "mb": 1e6, "gb": 1e9, "tb": 1e12,
-                "kib": 1024, "mib": 1_048_576, "gib": 1_073_741_824, "tib": 1_099_511_627_776,
-            ]
-            guard let amount = Double(digits), let multiplier = multipliers[unit], amount > 0 else { throw invalid }
-            let bytes = (amount * multiplier).rounded()
-            guard bytes >= 1, bytes < 9e18 else { throw invalid }
-            return Int64(bytes)
+            guard let bytes = ByteSize.parse(text), bytes >= 1 else { throw invalid }
+            return bytes
         default:
             throw invalid
         }

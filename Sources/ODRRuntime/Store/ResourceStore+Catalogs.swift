@@ -10,6 +10,20 @@ import Foundation
 import ODRFormat
 
 extension ResourceStore {
+    /// The base URLs of the catalogs this store follows, most recently checked first: what `odr`
+    /// uses when it is given a store and no catalog URL.
+    ///
+    /// - Throws: `storage-failure` when the database cannot be read.
+    public func followedCatalogURLs() throws(ResourceError) -> [URL] {
+        let rows = try read("list the followed catalogs") { db in
+            try db.fetchAll(sql: "SELECT url FROM catalog ORDER BY checkedAt DESC, url")
+        }
+        return rows.compactMap { row -> URL? in
+            guard let text = try? StoreRow.text(row, "url"), let url = URL(string: text) else { return nil }
+            return CatalogLocation.base(url)
+        }
+    }
+
     /// The catalog at `url` as the last successful check left it, or `nil` if it was never fetched.
     ///
     /// Its ``FollowedCatalog/highestSerial`` and ``FollowedCatalog/keySet`` are the store's trust in

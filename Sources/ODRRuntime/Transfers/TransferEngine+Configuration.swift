@@ -1,3 +1,5 @@
+import ODRFormat
+
 extension TransferEngine {
     /// How the engine queues, connects, retries and buffers.
     public struct Configuration: Sendable {
@@ -50,7 +52,7 @@ extension TransferEngine {
             maximumRedirects: Int = 10,
             bufferLimit: Int = 256 << 10,
             headers: [String: String] = [:],
-            userAgent: String = "swift-odr/1"
+            userAgent: String = ODRVersion.userAgent()
         ) {
             self.maximumConcurrentTransfers = max(1, maximumConcurrentTransfers)
             self.retryPolicy = retryPolicy

@@ -1,3 +1,5 @@
+import ODRFormat
+
 /// How the sizes of generated packs are drawn.
 ///
 /// Written on the command line as `fixed:64MB`, `uniform:10MB:200MB` or `lognormal:64MB:0.8`
@@ -18,16 +20,16 @@ public enum SizeDistribution: Sendable, Equatable, CustomStringConvertible {
         let parts = text.split(separator: ":").map(String.init)
         switch (parts.first?.lowercased(), parts.count) {
         case ("fixed", 2):
-            guard let size = ByteCount.parse(parts[1]) else { return nil }
+            guard let size = ByteSize.parse(parts[1]) else { return nil }
             self = .fixed(size)
         case ("uniform", 3):
-            guard let low = ByteCount.parse(parts[1]), let high = ByteCount.parse(parts[2]), low <= high else { return nil }
+            guard let low = ByteSize.parse(parts[1]), let high = ByteSize.parse(parts[2]), low <= high else { return nil }
             self = .uniform(low, high)
         case ("lognormal", 3):
-            guard let median = ByteCount.parse(parts[1]), let sigma = Double(parts[2]), sigma >= 0 else { return nil }
+            guard let median = ByteSize.parse(parts[1]), let sigma = Double(parts[2]), sigma >= 0 else { return nil }
             self = .logNormal(median: median, sigma: sigma)
         case (_, 1):
-            guard let size = ByteCount.parse(parts[0]) else { return nil }
+            guard let size = ByteSize.parse(parts[0]) else { return nil }
             self = .fixed(size)
         default:
             return nil
