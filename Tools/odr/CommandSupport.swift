@@ -9,9 +9,17 @@ func reportingResourceErrors<T>(_ body: () async throws -> T) async throws -> T 
     do {
         return try await body()
     } catch let error as ResourceError {
-        ToolErrors.print(code: error.code.rawValue, message: error.message)
+        ToolErrors.print(code: error.code.rawValue, message: messageNamingURL(error))
         throw ExitCode(1)
     }
+}
+
+/// The error's message, followed by the URL it is about when the message does not name it
+/// ("Could not connect to the server. ... (http://cdn.example.com/mygame/catalog.json)").
+func messageNamingURL(_ error: ResourceError) -> String {
+    guard let url = error.url else { return error.message }
+    let text = url.isFileURL ? url.path : url.absoluteString
+    return error.message.contains(text) ? error.message : "\(error.message) (\(text))"
 }
 
 /// Writes a value as pretty JSON with sorted keys on stdout.
@@ -57,10 +65,10 @@ func announceFallback(_ snapshot: CatalogSnapshot) {
         FileHandle.standardError.write(Data(line.utf8))
     }
     guard let fallback = snapshot.fallback else { return }
-    var when = "an earlier run"
+    var stored = "stored by an earlier run"
     if let checkedAt = fallback.checkedAt {
-        when = timeText(checkedAt)
+        stored = "last checked online at \(timeText(checkedAt))"
     }
-    let line = "notice: the catalog server cannot be reached [\(fallback.reason.code)]; using the catalog stored by \(when) (version \(snapshot.version)).\n"
+    let line = "notice: the catalog server cannot be reached [\(fallback.reason.code)]: \(messageNamingURL(fallback.reason)); going on with the stored copy of the catalog (version \(snapshot.version)), \(stored).\n"
     FileHandle.standardError.write(Data(line.utf8))
 }

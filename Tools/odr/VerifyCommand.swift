@@ -37,7 +37,11 @@ struct VerifyCommand: AsyncParsableCommand {
             if repair, !problems.isEmpty {
                 let report = try await store.repairDamage()
                 for row in report.removedDamagedRows { print("repaired: removed \(row)") }
-                for id in report.packsMarkedNotInstalled { print("repaired: pack \(id.prefix(12)) removed; fetch its tags again") }
+                let tags = Self.tags(ofPacks: Set(report.packsMarkedNotInstalled), in: store)
+                for id in report.packsMarkedNotInstalled {
+                    let again = tags[id].map { "fetch again: odr fetch \($0.joined(separator: " "))" } ?? "fetch its tags again"
+                    print("repaired: pack \(id.prefix(12)) removed; \(again)")
+                }
                 for name in report.removedPackFolders { print("repaired: removed folder packs/\(name.prefix(64))") }
                 problems = try store.verify()
                 for problem in problems { print("still: \(problem)") }
@@ -49,5 +53,17 @@ struct VerifyCommand: AsyncParsableCommand {
             }
             print("ok: \(installed.count) pack(s), \(byteText(installed.lazy.map(\.installedBytes).clampedSum())) verified")
         }
+    }
+
+    /// The tags of each of `ids` in the current version of the catalogs the store follows, to say
+    /// what to fetch again; a pack no stored manifest lists has none.
+    static func tags(ofPacks ids: Set<String>, in store: ResourceStore) -> [String: [String]] {
+        var result: [String: [String]] = [:]
+        for url in (try? store.followedCatalogURLs()) ?? [] {
+            guard let followed = try? store.followedCatalog(url: url), let version = followed.currentVersion,
+                  let manifest = try? store.manifest(catalogURL: url, version: version) else { continue }
+            for pack in manifest.packs where ids.contains(pack.id) && !pack.tags.isEmpty { result[pack.id] = pack.tags }
+        }
+        return result
     }
 }

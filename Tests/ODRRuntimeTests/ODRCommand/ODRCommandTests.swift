@@ -174,6 +174,8 @@ struct ODRCommandTests {
         let down = try await ODRExecutable.run(["status", "--catalog", baseURL.absoluteString, "--store", storeDirectory.url.path])
         #expect(down.status == 0, "\(down.stderr)")
         #expect(down.stderr.contains("notice: the catalog server cannot be reached [network-unavailable]"), "\(down.stderr)")
+        // It names the server it could not reach, and says the stored copy is used.
+        #expect(down.stderr.contains(baseURL.absoluteString) && down.stderr.contains("going on with the stored copy"), "\(down.stderr)")
         #expect(down.stdout.contains("small"))
     }
 

@@ -236,6 +236,8 @@ struct TamperedStoreTests {
         let repair = try await ODRExecutable.run(["verify", "--store", installed.store.path, "--repair"])
         #expect(repair.status == 0, "\(repair.stdout) \(repair.stderr)")
         #expect(repair.stdout.contains("repaired: pack"), "\(repair.stdout)")
+        // It says what to fetch again, by tag.
+        #expect(repair.stdout.contains("removed; fetch again: odr fetch small"), "\(repair.stdout)")
         let fetch = try await ODRExecutable.run(["fetch"] + common + ["small"])
         #expect(fetch.status == 0, "\(fetch.stderr)")
         let path = try await ODRExecutable.run(["path"] + common + ["small/notes.txt"])
