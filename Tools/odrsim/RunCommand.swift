@@ -56,8 +56,12 @@ struct RunCommand: AsyncParsableCommand {
               with ResourceManager.anticipate: levels the next level (0.9),
               openworld the region the player heads into or fast-travels to
               (0.6), travel the next destination (0.5). Each hinted tag is right
-              with probability --hint-accuracy (default 0.7), otherwise a random
-              wrong tag; a trace replays the hints the game gave instead.
+              with probability --hint-accuracy (default 0.7). A wrong one is,
+              with --wrong-hints neighbour (default), the choice the player did
+              not make: a replay when they go on (or the next level when they
+              replay), another region around the player, another place near
+              the current one; with --wrong-hints random, any other tag. A
+              trace replays the hints the game gave instead.
               Only the hinted policy reads hints. --hint-prefetch
               make-room (default) prefetches as the runtime does, purging only
               packs less likely wanted; free-space never purges for a
@@ -143,8 +147,11 @@ struct RunCommand: AsyncParsableCommand {
     @Option(help: "The seed of every random choice; the same seed gives the same numbers.")
     var seed: UInt64 = 1
 
-    @Option(help: ArgumentHelp("The chance that each tag a workload hints is right (otherwise a random wrong tag).", valueName: "p"))
+    @Option(help: ArgumentHelp("The chance that each tag a workload hints is right (otherwise a wrong tag, see --wrong-hints).", valueName: "p"))
     var hintAccuracy = 0.7
+
+    @Option(help: ArgumentHelp("What a wrong hint names: neighbour (a choice the player could have made) or random (any other tag).", valueName: "model"))
+    var wrongHints = WrongHintsArgument(model: .neighbour)
 
     @Option(help: ArgumentHelp(
         "How the hinted policy prefetches: make-room (purge packs less likely wanted, as the runtime does), free-space (never purge for a prefetch) or off.",
@@ -226,7 +233,8 @@ struct RunCommand: AsyncParsableCommand {
                 if let sharedPackSize { generator.sharedPackSize = sharedPackSize.distribution }
                 return generator.generate(seed: seed)
             }()
-            script = kind.script(catalog: catalog, device: device, days: days, seed: seed, hintAccuracy: hintAccuracy)
+            script = kind.script(catalog: catalog, device: device, days: days, seed: seed, hintAccuracy: hintAccuracy,
+                                   wrongHints: wrongHints.model)
             workloadName = kind.rawValue
         }
         if equalPriorities {
@@ -270,6 +278,22 @@ struct HintPrefetchArgument: ExpressibleByArgument {
     }
 
     var defaultValueDescription: String { rule.rawValue }
+}
+
+/// `--wrong-hints`: neighbour or random.
+struct WrongHintsArgument: ExpressibleByArgument {
+    var model: WrongHints
+
+    init(model: WrongHints) { self.model = model }
+
+    init?(argument: String) {
+        guard let model = WrongHints(rawValue: argument.lowercased()) else { return nil }
+        self.model = model
+    }
+
+    static var allValueStrings: [String] { WrongHints.allCases.map(\.rawValue) }
+
+    var defaultValueDescription: String { model.rawValue }
 }
 
 /// `--workload`: levels, openworld or travel.
