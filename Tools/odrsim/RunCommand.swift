@@ -151,7 +151,7 @@ struct RunCommand: AsyncParsableCommand {
     var hintAccuracy = 0.7
 
     @Option(help: ArgumentHelp("What a wrong hint names: neighbour (a choice the player could have made) or random (any other tag).", valueName: "model"))
-    var wrongHints = WrongHintsArgument(model: .neighbour)
+    var wrongHints: WrongHints = .neighbour
 
     @Option(help: ArgumentHelp(
         "How the hinted policy prefetches: make-room (purge packs less likely wanted, as the runtime does), free-space (never purge for a prefetch) or off.",
@@ -234,7 +234,7 @@ struct RunCommand: AsyncParsableCommand {
                 return generator.generate(seed: seed)
             }()
             script = kind.script(catalog: catalog, device: device, days: days, seed: seed, hintAccuracy: hintAccuracy,
-                                   wrongHints: wrongHints.model)
+                                   wrongHints: wrongHints)
             workloadName = kind.rawValue
         }
         if equalPriorities {
@@ -280,21 +280,8 @@ struct HintPrefetchArgument: ExpressibleByArgument {
     var defaultValueDescription: String { rule.rawValue }
 }
 
-/// `--wrong-hints`: neighbour or random.
-struct WrongHintsArgument: ExpressibleByArgument {
-    var model: WrongHints
-
-    init(model: WrongHints) { self.model = model }
-
-    init?(argument: String) {
-        guard let model = WrongHints(rawValue: argument.lowercased()) else { return nil }
-        self.model = model
-    }
-
-    static var allValueStrings: [String] { WrongHints.allCases.map(\.rawValue) }
-
-    var defaultValueDescription: String { model.rawValue }
-}
+/// `--wrong-hints`: neighbour or random (its raw values; lowercase as written).
+extension WrongHints: ExpressibleByArgument {}
 
 /// `--workload`: levels, openworld or travel.
 struct WorkloadArgument: ExpressibleByArgument {
