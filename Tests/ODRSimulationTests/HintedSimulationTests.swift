@@ -199,8 +199,10 @@ struct HintedSimulationTests {
         let catalog = workload.catalogGenerator(tagCount: 60).generate(seed: 4)
         var device = DeviceSettings(diskCapacity: 6 << 30)
         device.inUseLimit = .max
-        let right = workload.script(catalog: catalog, device: device, days: 5, seed: 4, hintAccuracy: 1)
-        let wrong = workload.script(catalog: catalog, device: device, days: 5, seed: 4, hintAccuracy: 0)
+        // Wrong hints from anywhere: a wrong neighbour may be one a prefetch request holds anyway
+        // (openworld), which costs nothing, and this compares right hints with costly wrong ones.
+        let right = workload.script(catalog: catalog, device: device, days: 5, seed: 4, hintAccuracy: 1, wrongHints: .random)
+        let wrong = workload.script(catalog: catalog, device: device, days: 5, seed: 4, hintAccuracy: 0, wrongHints: .random)
         #expect(right.requests == wrong.requests)
         #expect(right.hints.count == wrong.hints.count)
         #expect(right.hints.allSatisfy { $0.isRight })
@@ -215,7 +217,48 @@ struct HintedSimulationTests {
         #expect(good.unusedPrefetchBytes < bad.unusedPrefetchBytes)
     }
 
-    /// Each hint names the next urgent request's tags, right or a wrong tag, and lives until it begins.
+    /// Under the neighbour model a wrong hint names the choice the player did not make: a region
+    /// around the player's (`openworld`), the place next door (`travel`), a finished level or the next
+    /// new one (`levels`); the requests are those of the random model, whose wrong hints fall anywhere.
+    @Test(arguments: Workload.allCases)
+    func wrongNeighbourHintsNameTheChoiceNotTaken(_ workload: Workload) {
+        let catalog = workload.catalogGenerator(tagCount: 64).generate(seed: 9)
+        let device = DeviceSettings()
+        let neighbour = workload.script(catalog: catalog, device: device, days: 10, seed: 9, hintAccuracy: 0.5, wrongHints: .neighbour)
+        let random = workload.script(catalog: catalog, device: device, days: 10, seed: 9, hintAccuracy: 0.5, wrongHints: .random)
+        #expect(neighbour.requests == random.requests && neighbour.hints.count == random.hints.count)
+        let urgent = neighbour.events.compactMap { event -> [Int]? in
+            guard case .begin(let request) = event.action, neighbour.requests[Int(request)].isUrgent else { return nil }
+            return neighbour.tags(of: Int(request)).map(\.index)
+        }
+        let tagCount = catalog.tags.count, columns = 8
+        var frontier = -1, wrong = 0, farAway = 0
+        for (number, hint) in neighbour.hints.enumerated() {
+            let here = urgent[number][0], right = urgent[number + 1][0]
+            frontier = max(frontier, here)
+            guard !hint.isRight else { continue }
+            wrong += 1
+            let named = neighbour.tags(ofHint: number).map(\.index)[0]
+            #expect(named != right)
+            switch workload {
+            case .levels:
+                // A finished level, or the next new one (once every level is finished, any other).
+                #expect(named < right || named == frontier + 1 || (frontier + 1 >= tagCount && named <= frontier),
+                        "hint \(number): \(named) for \(right) at frontier \(frontier)")
+            case .openworld:
+                #expect(abs(named / columns - here / columns) <= 1 && abs(named % columns - here % columns) <= 1, "hint \(number)")
+            case .travel:
+                #expect(named == (here + 1) % tagCount || named == (here + tagCount - 1) % tagCount, "hint \(number)")
+            }
+            let randomNamed = random.tags(ofHint: number).map(\.index)[0]
+            if abs(randomNamed - here) > 9 { farAway += 1 }
+        }
+        #expect(wrong > 20)
+        // The random model's wrong hints fall anywhere: most are not near the player.
+        #expect(farAway > wrong / 2)
+    }
+
+
     @Test func hintsNameTheNextUrgentRequest() {
         let catalog = Workload.levels.catalogGenerator(tagCount: 40).generate(seed: 2)
         let script = Workload.levels.script(catalog: catalog, device: DeviceSettings(), days: 10, seed: 2, hintAccuracy: 0.7)

@@ -57,8 +57,12 @@ struct RunCommand: AsyncParsableCommand {
               with ResourceManager.anticipate: levels the next level (0.9),
               openworld the region the player heads into or fast-travels to
               (0.6), travel the next destination (0.5). Each hinted tag is right
-              with probability --hint-accuracy (default 0.7), otherwise a random
-              wrong tag; a trace replays the hints the game gave instead.
+              with probability --hint-accuracy (default 0.7). A wrong one is,
+              with --wrong-hints neighbour (default), the choice the player did
+              not make: a replay when they go on (or the next level when they
+              replay), another region around the player, another place near
+              the current one; with --wrong-hints random, any other tag. A
+              trace replays the hints the game gave instead.
               Only the hinted policy reads hints. --hint-prefetch
               make-room (default) prefetches as the runtime does, purging only
               packs less likely wanted; free-space never purges for a
@@ -144,8 +148,11 @@ struct RunCommand: AsyncParsableCommand {
     @Option(help: "The seed of every random choice; the same seed gives the same numbers.")
     var seed: UInt64 = 1
 
-    @Option(help: ArgumentHelp("The chance that each tag a workload hints is right (otherwise a random wrong tag).", valueName: "p"))
+    @Option(help: ArgumentHelp("The chance that each tag a workload hints is right (otherwise a wrong tag, see --wrong-hints).", valueName: "p"))
     var hintAccuracy = 0.7
+
+    @Option(help: ArgumentHelp("What a wrong hint names: neighbour (a choice the player could have made) or random (any other tag).", valueName: "model"))
+    var wrongHints: WrongHints = .neighbour
 
     @Option(help: ArgumentHelp(
         "How the hinted policy prefetches: make-room (purge packs less likely wanted, as the runtime does), free-space (never purge for a prefetch) or off.",
@@ -227,7 +234,8 @@ struct RunCommand: AsyncParsableCommand {
                 if let sharedPackSize { generator.sharedPackSize = sharedPackSize.distribution }
                 return generator.generate(seed: seed)
             }()
-            script = kind.script(catalog: catalog, device: device, days: days, seed: seed, hintAccuracy: hintAccuracy)
+            script = kind.script(catalog: catalog, device: device, days: days, seed: seed, hintAccuracy: hintAccuracy,
+                                   wrongHints: wrongHints)
             workloadName = kind.rawValue
         }
         if equalPriorities {
@@ -272,6 +280,9 @@ struct HintPrefetchArgument: ExpressibleByArgument {
 
     var defaultValueDescription: String { rule.rawValue }
 }
+
+/// `--wrong-hints`: neighbour or random (its raw values; lowercase as written).
+extension WrongHints: ExpressibleByArgument {}
 
 /// `--workload`: levels, openworld or travel.
 struct WorkloadArgument: ExpressibleByArgument {

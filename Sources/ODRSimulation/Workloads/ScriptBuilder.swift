@@ -36,30 +36,47 @@ struct ScriptBuilder {
     /// hint of `likelihood` for the tags of the next urgent request (the next level, the region the
     /// player heads into or fast-travels to, the next destination), which the game withdraws when
     /// that request begins. Each hinted tag is right with probability `accuracy`; otherwise the hint
-    /// names a tag drawn uniformly among the others, so no policy that reads hints is an oracle.
+    /// names what `wrong` makes of it: a plausible alternative the player could have taken
+    /// (``WrongHints/neighbour``, through `alternative`) or a tag drawn uniformly among the others
+    /// (``WrongHints/random``), so no policy that reads hints is an oracle.
     ///
     /// Call it once, after the workload added its requests; it draws only from `random`, so the
-    /// requests are the same with and without hints.
-    mutating func addNextRequestHints(likelihood: Double, accuracy: Double, random: inout SimulationRandom) {
+    /// requests are the same with and without hints, and under either model.
+    ///
+    /// - Parameter alternative: for a wrong hint under the neighbour model, the tag the game names
+    ///   instead of `right` while the player is at `current` (the tags of the urgent request that
+    ///   gives the hint), with `frontier` the highest tag any earlier urgent request asked for; `nil`
+    ///   falls back to a uniform draw.
+    mutating func addNextRequestHints(
+        likelihood: Double, accuracy: Double, wrong: WrongHints = .random, random: inout SimulationRandom,
+        alternative: (_ right: TagIndex, _ current: TagIndex, _ frontier: Int, _ random: inout SimulationRandom) -> TagIndex? = { _, _, _, _ in nil }
+    ) {
         let tagCount = catalog.tags.count
         let urgent = events.enumerated().compactMap { offset, event -> (time: Double, offset: Int, request: Int)? in
             guard case .begin(let request) = event.action, requests[Int(request)].isUrgent else { return nil }
             return (event.time, offset, Int(request))
         }.sorted { ($0.time, $0.offset) < ($1.time, $1.offset) }
+        var frontier = -1
         for (current, next) in zip(urgent, urgent.dropFirst()) {
             let start = tagPool.count
             var isRight = true
             // Copied out: appending to the pool while iterating a slice of it would copy the pool
             // on every append.
             let rightTags = Array(tagPool[requests[next.request].tags])
+            let here = tagPool[requests[current.request].tags].first ?? TagIndex(0)
+            frontier = max(frontier, tagPool[requests[current.request].tags].map(\.index).max() ?? frontier)
             for tag in rightTags {
                 if tagCount < 2 || random.chance(accuracy) {
                     tagPool.append(tag)
+                    continue
+                }
+                isRight = false
+                if wrong == .neighbour, let other = alternative(tag, here, frontier, &random), other != tag, other.index < tagCount {
+                    tagPool.append(other)
                 } else {
                     // Uniform over the other tags: draw among tagCount - 1 and skip the right one.
                     let drawn = Int(random.next() % UInt64(tagCount - 1))
                     tagPool.append(TagIndex(drawn >= tag.index ? drawn + 1 : drawn))
-                    isRight = false
                 }
             }
             // Hint events come after request events at equal times, so a hint begins after the

@@ -51,9 +51,10 @@ public enum Workload: String, CaseIterable, Sendable, Codable {
     ///   - maxRequests: stop adding requests after this many.
     ///   - hintAccuracy: the chance that each tag a hint names is right (see
     ///     ``SimulationScript/hints``); the requests do not depend on it.
+    ///   - wrongHints: what a wrong hint names: a plausible alternative (the default) or any tag.
     public func script(
         catalog: SimulatedCatalog, device: DeviceSettings, days: Double, seed: UInt64, maxRequests: Int = .max,
-        hintAccuracy: Double = 0.7
+        hintAccuracy: Double = 0.7, wrongHints: WrongHints = .neighbour
     ) -> SimulationScript {
         var builder = ScriptBuilder(catalog: catalog)
         var deviceRandom = SimulationRandom(seed: seed, stream: "device")
@@ -70,7 +71,53 @@ public enum Workload: String, CaseIterable, Sendable, Codable {
             TravelWorkload().generate(into: &builder, days: days, maxRequests: maxRequests, random: &random)
         }
         var hintRandom = SimulationRandom(seed: seed, stream: "hints")
-        builder.addNextRequestHints(likelihood: hintLikelihood, accuracy: hintAccuracy, random: &hintRandom)
+        let tagCount = catalog.tags.count
+        let columns = max(1, Int(Double(tagCount).squareRoot().rounded(.up)))
+        let hubs = catalog.hubTags.map(\.index)
+        builder.addNextRequestHints(likelihood: hintLikelihood, accuracy: hintAccuracy, wrong: wrongHints, random: &hintRandom) {
+            right, here, frontier, random in
+            self.alternative(to: right.index, here: here.index, frontier: frontier, tagCount: tagCount, columns: columns,
+                             hubs: hubs, random: &random).map { TagIndex($0) }
+        }
         return builder.build(duration: days * 86_400)
+    }
+
+    /// The tag a wrong hint names instead of `right` under ``WrongHints/neighbour``: the choice the
+    /// player could have made at `here` and did not, drawn as the workload draws that choice; `nil`
+    /// when there is none (a uniform draw then).
+    func alternative(to right: Int, here: Int, frontier: Int, tagCount: Int, columns: Int, hubs: [Int],
+                     random: inout SimulationRandom) -> Int? {
+        func pick(_ candidates: [Int]) -> Int? {
+            let valid = candidates.filter { $0 != right && $0 >= 0 && $0 < tagCount }
+            return valid.isEmpty ? nil : valid[Int(random.next() % UInt64(valid.count))]
+        }
+        switch self {
+        case .levels:
+            // The player went on to a new level: the game hinted a replay, drawn as the workload
+            // draws replays (half of them a finished hub level, the rest any finished level).
+            // The player replayed: the game hinted the next new level.
+            if right > frontier {
+                let workload = LevelsWorkload()
+                let finishedHubs = hubs.filter { $0 < right }
+                if !finishedHubs.isEmpty, random.chance(workload.hubReplayShare), let hub = pick(finishedHubs) { return hub }
+                return pick(Array(0 ..< right))
+            }
+            return pick([frontier + 1]) ?? pick(Array(0 ... max(0, frontier)))
+        case .openworld:
+            // Another region of the eight around the player's.
+            let (row, column) = (here / columns, here % columns)
+            var around: [Int] = []
+            for dy in -1 ... 1 {
+                for dx in -1 ... 1 where dx != 0 || dy != 0 {
+                    let (r, c) = (row + dy, column + dx)
+                    if r >= 0, c >= 0, c < columns { around.append(r * columns + c) }
+                }
+            }
+            return pick(around)
+        case .travel:
+            // The place next door on the other side (the workload's nearby step is one place either
+            // way, wrapping), or the one next door when the user jumped elsewhere.
+            return pick([(here + 1) % tagCount, (here + tagCount - 1) % tagCount])
+        }
     }
 }
