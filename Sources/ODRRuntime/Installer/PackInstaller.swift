@@ -233,9 +233,11 @@ public struct PackInstaller: Sendable {
         journal.reset()
         CrashPoint.afterRename.reached()
         do {
-            // With several origins the log says which served the pack (`odr log`).
+            // The log says what moved and which origins served it (`odr log`): the pack's size is
+            // the line's byte figure, which is not what travelled.
+            let origins = (outcome.servedBy.isEmpty ? [snapshot.catalogURL] : outcome.servedBy).map(\.absoluteString).joined(separator: ", ")
             let reason = isBundled ? "bundled"
-                : outcome.servedBy.isEmpty ? "downloaded" : "downloaded from " + outcome.servedBy.map(\.absoluteString).joined(separator: ", ")
+                : "\(outcome.downloaded) bytes received, \(outcome.reused) reused from the store, \(outcome.resumed) resumed; downloaded from \(origins)"
             try store.recordInstall(pack, entries: entries, chunks: chunkTables, reason: reason)
         } catch {
             ResourceStore.removeTree(destination)
