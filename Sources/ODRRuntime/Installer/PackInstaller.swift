@@ -236,8 +236,10 @@ public struct PackInstaller: Sendable {
             // The log says what moved and which origins served it (`odr log`): the pack's size is
             // the line's byte figure, which is not what travelled.
             let origins = (outcome.servedBy.isEmpty ? [snapshot.catalogURL] : outcome.servedBy).map(\.absoluteString).joined(separator: ", ")
-            let reason = isBundled ? "bundled"
-                : "\(outcome.downloaded) bytes received, \(outcome.reused) reused from the store, \(outcome.resumed) resumed; downloaded from \(origins)"
+            let tags = snapshot.lookup.pack(id: pack.id)?.tags ?? []
+            let tagsText = tags.isEmpty ? "" : "tags \(tags.joined(separator: ", ")): "
+            let reason = isBundled ? tagsText + "bundled"
+                : "\(tagsText)\(outcome.downloaded) bytes received, \(outcome.reused) reused from the store, \(outcome.resumed) resumed; downloaded from \(origins)"
             try store.recordInstall(pack, entries: entries, chunks: chunkTables, reason: reason)
         } catch {
             ResourceStore.removeTree(destination)

@@ -208,7 +208,12 @@ extension ResourceManager {
             }
         } catch {
             releaseReservation(room)
-            if error.code != .cancelled { recheckNetworkAfterFailure() }
+            if error.code != .cancelled {
+                recheckNetworkAfterFailure()
+                let sentence = error.message.prefix { $0 != "." }.prefix(200)
+                try? store.log(.failure, pack.id, bytes: download.received, reason: "install failed: error[\(error.code.rawValue)] \(sentence)",
+                               doing: "log a failed install")
+            }
             throw error
         }
         // The bytes are installed now, so counted as used: no longer promised (in one step with

@@ -165,7 +165,10 @@ extension ResourceManager {
                 guard let ledger = state.ledger, let index = ledger.catalog.pack(id: deletion.packID) else { return true }
                 return !ledger.isInUse(index) && state.downloads[deletion.packID] == nil
             }
-            guard stillFree, let freed = try await store.removeInstalledPack(id: deletion.packID, event: .purge, reason: deletion.reason.rawValue) else { continue }
+            // The log names the tags the pack served, if the current version lists it.
+            let tags = state.withLock { $0.snapshot?.lookup.pack(id: deletion.packID)?.tags ?? [] }
+            let logged = deletion.reason.rawValue + (tags.isEmpty ? "" : " (tags: \(tags.joined(separator: ", ")))")
+            guard stillFree, let freed = try await store.removeInstalledPack(id: deletion.packID, event: .purge, reason: logged) else { continue }
             let coverage = state.withLock { state in
                 // Computed before the pack leaves the installed set: the tags it completed were available.
                 var installed = state.installedIDs
