@@ -223,6 +223,17 @@ extension ResourceManager {
             let free = configuration.diskSpace.freeBytes(at: store.directory)
             // Walked before taking the lock, which requests beginning and ending wait for.
             let staged = configuration.cacheBudget == nil ? [] : store.stagedPacks()
+            // The installed bytes too (a walk of every installed file's inode), with the installs
+            // this manager had finished then: one that finishes before the lock below is taken
+            // moved its bytes out of the reservation but not into this figure, so then it is read again.
+            var (used, installedAtWalk): (Int64, Set<String>) = (0, [])
+            if configuration.cacheBudget != nil {
+                for _ in 0..<3 {
+                    installedAtWalk = state.withLock { $0.installedIDs }
+                    used = try store.installedUsage().bytes
+                    if state.withLock({ $0.installedIDs == installedAtWalk }) { break }
+                }
+            }
             // Read usage, decide and reserve in one step: an install that finishes meanwhile
             // moves its bytes from reserved to used, and must be counted once, not zero times.
             let (budgetNeed, diskNeed, fitNeed) = try state.withLock { state throws(ResourceError) -> (Int64, Int64, Int64) in
@@ -235,7 +246,11 @@ extension ResourceManager {
                     let downloading = state.downloads, installed = state.installedIDs
                     let stagedBytes = staged.filter { downloading[$0.packID] == nil && !installed.contains($0.packID) }
                         .map(\.bytes).clampedSum()
-                    let used = try store.installedUsage().bytes
+                    if state.installedIDs != installedAtWalk {
+                        // An install finished since the walk, which no longer counts in the
+                        // reservation: walked again, under the lock this once (rare).
+                        used = (try? store.installedUsage().bytes) ?? used
+                    }
                     budgetNeed = [used, stagedBytes, state.reservedBytes, installing, Int64(0).clampedSubtracting(budget)].clampedSum()
                 }
                 if let free {
