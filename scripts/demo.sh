@@ -81,7 +81,7 @@ with open(path, "w") as f:
 PY
 "$odrpack" build "$out/assets-v2" --output "$catalog" --no-cache --sign-with "$keys/release.key" >"$out/build-v2.txt"
 head -n 1 "$out/build-v2.txt"
-"$odr" update --catalog "$url" --store "$store" "${trust[@]}"
+"$odr" update --catalog "$url" --store "$store" "${trust[@]}" --dry-run
 "$odr" fetch --catalog "$url" --store "$store" "${trust[@]}" level3 | tee "$out/update.txt"
 grep -q "level3: 1 of .* files changed" "$out/update.txt" || { echo "expected level3 to update by one file"; exit 1; }
 

@@ -7,11 +7,16 @@ import ODRRuntime
 struct LogCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "log",
-        abstract: "List the store's installs, purges, repairs and hinted prefetches with their reasons, newest first.",
+        abstract: "List the store's installs, purges, repairs, failures, catalog changes and hinted prefetches with their reasons, newest first.",
         discussion: """
             Every process that installs or purges packs in the store records it: an install with \
-            its source (downloaded, bundled), a purge with the planner's reason (superseded, \
-            low-preservation-priority, least-recently-used, least-likely-hint, closest-fit), a \
+            its tags, the bytes received over the network, reused from the store and resumed, and \
+            every origin that served it (or bundled); a purge with the bytes it freed, the \
+            planner's reason (superseded, older-version, low-preservation-priority, \
+            least-recently-used, least-likely-hint, closest-fit) and the pack's tags; a failed \
+            install (kind failure) with its error code; a catalog line when the followed version \
+            changes (version A -> B) or a catalog.json is refused (refused: error[code], for a \
+            rollback, an expired or untrusted signature, a damaged manifest); a \
             repair with what opening the store found, an origin switch with the failure that caused \
             it, and a prefetch that an anticipation hint started (kind hint) with how it ended: \
             cancelled when every hint naming it ended, failed, or installed. Needs no catalog and no \

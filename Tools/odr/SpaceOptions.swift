@@ -17,7 +17,13 @@ struct SpaceOptions: ParsableArguments {
             transform: ByteSizeArgument.bytes)
     var watermark: Int64 = ResourceManager.Configuration.defaultFreeSpaceWatermark
 
+    @Option(name: .customLong("keep-versions"), help: ArgumentHelp(
+        "How many earlier catalog versions keep their superseded packs (0 or 1).",
+        discussion: "1 keeps the packs of the newest earlier version, which a process still using it or a rollback needs; older versions' packs are deleted as soon as no request holds them. 0 deletes every superseded pack not in use."))
+    var keepVersions: Int = 1
+
     func validate() throws {
+        guard (0...1).contains(keepVersions) else { throw ValidationError("--keep-versions must be 0 or 1.") }
         if let cacheBudget, cacheBudget <= 0 { throw ValidationError("--cache-budget must be a positive number of bytes.") }
         guard watermark >= 0 else { throw ValidationError("--watermark must be 0 or a positive number of bytes.") }
     }
@@ -35,7 +41,10 @@ extension CatalogOptions {
         configuration.bundledCatalog = install?.bundledCatalog
         configuration.synchronousWrites = !(install?.noSync ?? false)
         configuration.cacheBudget = space?.cacheBudget ?? defaultBudget
-        if let space { configuration.freeSpaceWatermark = space.watermark }
+        if let space {
+            configuration.freeSpaceWatermark = space.watermark
+            configuration.keptPreviousVersions = space.keepVersions
+        }
         configuration.trustedKeys = try trust().keys
         metered?.apply(to: &configuration.downloadPolicy)
         configuration.variants = try variants()

@@ -7,8 +7,14 @@ import ODRRuntime
 struct StatusCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "status",
-        abstract: "Show each tag's size and state, each pack, the store's usage and free space.",
+        abstract: "Summarize the catalog, the store's usage and free space, and the tags installed or downloading.",
         discussion: """
+            By default a summary: the catalog (version, signing key and expiry), the store's usage \
+            with files shared by packs of two versions (hard links) counted once, as du counts \
+            them, the free space, the superseded packs kept and why, then one line per tag \
+            installed or downloading. --packs lists the packs too, --all-tags every tag of the \
+            catalog; --json prints everything.
+
             States: not downloaded, downloading (in progress or resumable), downloaded, in use. \
             A tag's download size counts what fetching it would move: files the store holds are \
             reused, and of a large (chunked) file only the chunks the store does not hold travel. \
@@ -30,6 +36,12 @@ struct StatusCommand: AsyncParsableCommand {
     @Flag(help: "Print JSON instead of text.")
     var json = false
 
+    @Flag(help: "List the packs too: each with its state, the bytes only it holds and those it shares.")
+    var packs = false
+
+    @Flag(name: .customLong("all-tags"), help: "List every tag of the catalog, not only those installed or downloading.")
+    var allTags = false
+
     struct Report: Encodable {
         struct Catalog: Encodable { var url: String; var id: String; var serial: Int; var distribution: String; var version: Int }
         struct Tag: Encodable {
@@ -45,8 +57,19 @@ struct StatusCommand: AsyncParsableCommand {
             var notChosen: Bool
             /// Bytes of the pack in `staging/`: a download in progress or interrupted.
             var stagingBytes: Int64 = 0
+            /// Of an installed pack: the bytes only it holds (what deleting it frees), those other
+            /// installed packs share, and those linked from outside the installed packs.
+            var ownBytes: Int64 = 0
+            var sharedBytes: Int64 = 0
+            var pinnedBytes: Int64 = 0
+            /// Of a superseded pack: the newest version that lists it, and whether it is kept.
+            var newestVersion: Int?
+            var kept: Bool?
         }
         var catalog: Catalog
+        /// `catalog.json`'s expiry, when it has one, and the ids of the keys that signed it.
+        var expires: String?
+        var signedBy: [String]
         var tags: [Tag]
         var packs: [Pack]
         var store: StoreUsage
@@ -83,30 +106,65 @@ struct StatusCommand: AsyncParsableCommand {
                                          tags: [], superseded: true, lastUsedAt: row.lastUsedAt, variant: "", notChosen: false))
             }
             let staged = Dictionary(uniqueKeysWithValues: store.stagedPacks().map { ($0.packID, $0.bytes) })
-            for index in packs.indices { packs[index].stagingBytes = staged[packs[index].id] ?? 0 }
+            let account = try store.diskAccount()
+            let disk = Dictionary(account.packs.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+            let superseded = Dictionary(try store.supersededPacks(keepingVersions: ResourceManager.Configuration.defaultKeptPreviousVersions).map { ($0.id, $0) },
+                                        uniquingKeysWith: { first, _ in first })
+            for index in packs.indices {
+                let id = packs[index].id
+                packs[index].stagingBytes = staged[id] ?? 0
+                if let usage = disk[id] {
+                    (packs[index].ownBytes, packs[index].sharedBytes, packs[index].pinnedBytes) = (usage.ownBytes, usage.sharedBytes, usage.pinnedBytes)
+                }
+                if packs[index].superseded, let old = superseded[id] { (packs[index].newestVersion, packs[index].kept) = (old.newestVersion, old.isKept) }
+            }
             let report = Report(
                 catalog: .init(url: snapshot.catalogURL.absoluteString, id: snapshot.index.id, serial: snapshot.index.serial,
                                distribution: options.distribution, version: snapshot.version),
-                tags: tags, packs: packs, store: try store.usage())
+                expires: snapshot.index.expires, signedBy: (snapshot.index.signatures ?? []).map(\.keyID),
+                tags: tags, packs: packs, store: try store.usage(of: account))
             if json { try printJSON(report) } else { printText(report) }
         }
     }
 
     private func printText(_ report: Report) {
-        print("catalog \(report.catalog.id) serial \(report.catalog.serial), \(report.catalog.distribution) = version \(report.catalog.version)")
-        print("tags:")
+        var signing = report.signedBy.isEmpty ? "unsigned" : "signed by \(report.signedBy.map { String($0.prefix(12)) }.joined(separator: ", "))"
+        if let expires = report.expires { signing += ", expires \(expires)" }
+        print("catalog \(report.catalog.id) serial \(report.catalog.serial), \(report.catalog.distribution) = version \(report.catalog.version) (\(signing))")
+        let usage = report.store
+        var line = "store: \(byteText(usage.installedBytes)) in \(usage.installedPacks) pack(s)"
+        if usage.sharedBytes > 0 { line += " (\(byteText(usage.sharedBytes)) shared by packs of several versions, counted once)" }
+        line += ", \(byteText(usage.stagingBytes)) in staging; \(byteText(usage.freeBytes)) free"
+        print(line)
+        if usage.pinnedBytes > 0 {
+            print("  \(byteText(usage.pinnedBytes)) of installed files are also linked from outside the store's packs: no purge frees them")
+        }
+        let old = report.packs.filter(\.superseded)
+        let kept = old.filter { $0.kept == true }, reclaimed = old.filter { $0.kept != true }
+        if !kept.isEmpty {
+            let versions = Set(kept.compactMap(\.newestVersion)).sorted().map(String.init).joined(separator: ", ")
+            print("kept from version \(versions): \(kept.count) superseded pack(s), \(byteText(kept.lazy.map(\.ownBytes).clampedSum())) of their own, for a process still using that version or a rollback (purged first under pressure)")
+        }
+        if !reclaimed.isEmpty {
+            print("older versions: \(reclaimed.count) superseded pack(s), \(byteText(reclaimed.lazy.map(\.ownBytes).clampedSum())) of their own, deleted at the next fetch once no request holds them")
+        }
+        let tags = report.tags.filter { allTags || $0.state != .notDownloaded }
+        print(allTags ? "tags:" : "tags installed or downloading (\(tags.count) of \(report.tags.count); --all-tags lists every one):")
         // The name column is as wide as the longest name, so no name is cut.
-        let width = report.tags.map(\.name.count).max() ?? 0
-        for tag in report.tags {
+        let width = tags.map(\.name.count).max() ?? 0
+        for tag in tags {
             print("  \(tag.name.padding(toLength: width, withPad: " ", startingAt: 0)) \(tag.state.rawValue.padding(toLength: 15, withPad: " ", startingAt: 0)) \(byteText(tag.installedBytes)) (download \(byteText(tag.downloadBytes)))")
         }
+        guard packs else { return }
         print("packs:")
         for pack in report.packs {
             var tags = pack.superseded ? "superseded" : pack.tags.joined(separator: ",")
+            if pack.superseded, let version = pack.newestVersion { tags += " (version \(version)\(pack.kept == true ? ", kept" : ""))" }
             if !pack.variant.isEmpty { tags += " [\(pack.variant)\(pack.notChosen ? ", not chosen" : "")]" }
             let staged = pack.stagingBytes > 0 ? " (\(byteText(pack.stagingBytes)) staged)" : ""
-            print("  \(pack.id.prefix(12))  \(pack.state.rawValue.padding(toLength: 15, withPad: " ", startingAt: 0)) \(byteText(pack.installedBytes))\(staged)  \(tags)")
+            let shared = pack.sharedBytes > 0 || pack.pinnedBytes > 0
+                ? " (own \(byteText(pack.ownBytes)), shared \(byteText(pack.sharedBytes))\(pack.pinnedBytes > 0 ? ", linked from outside \(byteText(pack.pinnedBytes))" : ""))" : ""
+            print("  \(pack.id.prefix(12))  \(pack.state.rawValue.padding(toLength: 15, withPad: " ", startingAt: 0)) \(byteText(pack.installedBytes))\(shared)\(staged)  \(tags)")
         }
-        print("store: \(byteText(report.store.installedBytes)) in \(report.store.installedPacks) pack(s), \(byteText(report.store.stagingBytes)) in staging; \(byteText(report.store.freeBytes)) free")
     }
 }

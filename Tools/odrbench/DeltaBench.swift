@@ -289,7 +289,7 @@ private struct ResumeLayout {
 }
 
 /// An assets folder of generated files, `files/f00000.bin`, tagged `bench` in one pack.
-private struct GeneratedAssets {
+struct GeneratedAssets {
     var folder: URL
     var packLimitMiB: Int
 

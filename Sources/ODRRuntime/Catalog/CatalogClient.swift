@@ -77,6 +77,30 @@ public struct CatalogClient: Sendable {
     /// metadata files whose pin changed. Other tags are described when a request needs them
     /// (``describe(_:in:)``; docs/STORE.md, "The metadata cache of split catalogs").
     public func refresh() async throws(ResourceError) -> CatalogSnapshot {
+        let before = (try? store.followedCatalog(url: catalogURL))?.flatMap { $0.distribution == distribution ? $0.currentVersion : nil }
+        // The log is a record, not a condition of the check: a failed write loses only the line.
+        func log(_ reason: String) {
+            try? store.log(.catalog, CatalogIndex.fileName, bytes: 0, reason: reason, doing: "log a catalog change")
+        }
+        do throws(ResourceError) {
+            let snapshot = try await refreshUnlogged()
+            if before != snapshot.version {
+                let change = before.map { "version \($0) -> \(snapshot.version)" } ?? "followed: version \(snapshot.version)"
+                log("\(change) (serial \(snapshot.index.serial), distribution \(distribution))")
+            }
+            return snapshot
+        } catch where Self.refusals.contains(error.code) {
+            log("refused: error[\(error.code.rawValue)] \(error.message.prefix(200))")
+            throw error
+        }
+    }
+
+    /// The errors that mean a `catalog.json` (or its manifest) was refused, not that the server
+    /// could not be reached: each gets a `catalog` line in the store's log.
+    static let refusals: Set<ResourceError.Code> = [.catalogRollback, .catalogExpired, .untrustedCatalog, .invalidCatalog, .integrity]
+
+    /// ``refresh()`` without its log lines.
+    private func refreshUnlogged() async throws(ResourceError) -> CatalogSnapshot {
         let followed = try store.followedCatalog(url: catalogURL)
         var request = originRequest(for: CatalogIndex.fileName)
         // A server that refuses connections is not retried: snapshot() falls back to the stored copy at once.

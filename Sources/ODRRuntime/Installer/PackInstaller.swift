@@ -115,6 +115,18 @@ public struct PackInstaller: Sendable {
         return summary
     }
 
+    /// The bytes installing `pack` adds to the disk: its installed size less the files the store
+    /// holds already, which become hard links to them (0 for an installed pack). What the cache
+    /// budget and the free-space check reserve for an install, so that an update of one file of a
+    /// large pack does not need room for a second copy of it.
+    public func newDiskBytes(of pack: PackRecord, in snapshot: CatalogSnapshot) throws(ResourceError) -> Int64 {
+        if try store.pack(id: pack.id)?.isInstalled == true { return 0 }
+        let entries = snapshot.lookup.expectedEntries(inPack: pack.id)
+        guard reusesInstalledFiles, !entries.isEmpty else { return pack.installedBytes }
+        let held = try store.installedFiles(withSHA256: entries.map(\.sha256), excluding: pack.id)
+        return entries.lazy.filter { held[$0.sha256] == nil }.map(\.size).clampedSum()
+    }
+
     /// The archive bytes installing each pack would download now: nothing for an installed pack,
     /// and nothing for entries kept in staging or held by installed files.
     ///
@@ -171,7 +183,7 @@ public struct PackInstaller: Sendable {
             // Installed with other contents than this version lists for the id (a catalog that
             // reuses a pack id for other files): those bytes must not serve this version. Removed
             // as a purge would, unless a request holds them.
-            guard try store.removeInstalledPackLocked(id: pack.id, event: .repair, reason: "installed with other contents than version \(snapshot.version) lists") else {
+            guard try store.removeInstalledPackLocked(id: pack.id, event: .repair, reason: "installed with other contents than version \(snapshot.version) lists") != nil else {
                 throw ResourceError(.integrity, "Pack \(pack.id.prefix(12)) is installed with other contents than version \(snapshot.version) lists, and a request holds it, so it cannot be installed again now. End the requests of the older version, then fetch again.",
                                     url: snapshot.catalogURL)
             }
@@ -221,9 +233,13 @@ public struct PackInstaller: Sendable {
         journal.reset()
         CrashPoint.afterRename.reached()
         do {
-            // With several origins the log says which served the pack (`odr log`).
-            let reason = isBundled ? "bundled"
-                : outcome.servedBy.isEmpty ? "downloaded" : "downloaded from " + outcome.servedBy.map(\.absoluteString).joined(separator: ", ")
+            // The log says what moved and which origins served it (`odr log`): the pack's size is
+            // the line's byte figure, which is not what travelled.
+            let origins = (outcome.servedBy.isEmpty ? [snapshot.catalogURL] : outcome.servedBy).map(\.absoluteString).joined(separator: ", ")
+            let tags = snapshot.lookup.pack(id: pack.id)?.tags ?? []
+            let tagsText = tags.isEmpty ? "" : "tags \(tags.joined(separator: ", ")): "
+            let reason = isBundled ? tagsText + "bundled"
+                : "\(tagsText)\(outcome.downloaded) bytes received, \(outcome.reused) reused from the store, \(outcome.resumed) resumed; downloaded from \(origins)"
             try store.recordInstall(pack, entries: entries, chunks: chunkTables, reason: reason)
         } catch {
             ResourceStore.removeTree(destination)

@@ -60,6 +60,13 @@ extension ResourceManager {
         /// The most bytes of installed packs the store may hold; `nil` for no budget. Before a
         /// download that would exceed it, packs not in use are purged.
         public var cacheBudget: Int64?
+        /// How many earlier catalog versions keep their superseded packs (default 1): those of the
+        /// newest earlier version, which a process still using it or a rollback would need. Older
+        /// versions' packs are deleted as soon as no request holds them (``PurgeReason/olderVersion``);
+        /// 0 deletes every superseded pack not in use. The kept packs still go first under pressure.
+        public var keptPreviousVersions: Int = Configuration.defaultKeptPreviousVersions
+        /// The default of ``keptPreviousVersions``: 1.
+        public static let defaultKeptPreviousVersions = 1
         /// Purge when the file system's free space would fall below this many bytes (default
         /// 256 MiB).
         ///

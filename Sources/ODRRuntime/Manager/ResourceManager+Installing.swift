@@ -181,17 +181,19 @@ extension ResourceManager {
         let ticket = try await admitDownload(of: pack, snapshot: snapshot, download: download)
         defer { ticket?.finish() }
         // Entries are assembled where the pack will live (staging is renamed into packs/), so
-        // the pack's installed size is all the room it takes; no archive copy is kept.
+        // the pack's installed size is all the room it takes; no archive copy is kept. Files the
+        // store holds become hard links and take none: only the rest is reserved.
+        let room = (try? makeInstaller().newDiskBytes(of: pack, in: snapshot)) ?? pack.installedBytes
         if let shield = hintShield(for: download) {
             // Only hints want the pack: it may take room only from what is less likely wanted. A
             // request that joined meanwhile makes room as any request does.
             do throws(ResourceError) {
-                try await makeRoom(installing: pack.installedBytes, reserve: true, sparingHintsFrom: shield)
+                try await makeRoom(installing: room, reserve: true, sparingHintsFrom: shield)
             } catch where hintShield(for: download) == nil && [.cacheBudgetExceeded, .outOfSpace].contains(error.code) {
-                try await makeRoom(installing: pack.installedBytes, reserve: true)
+                try await makeRoom(installing: room, reserve: true)
             }
         } else {
-            try await makeRoom(installing: pack.installedBytes, reserve: true)
+            try await makeRoom(installing: room, reserve: true)
         }
         var installer = makeInstaller()
         installer.maximumConcurrentInstalls = 1
@@ -205,14 +207,19 @@ extension ResourceManager {
                 }
             }
         } catch {
-            releaseReservation(pack.installedBytes)
-            if error.code != .cancelled { recheckNetworkAfterFailure() }
+            releaseReservation(room)
+            if error.code != .cancelled {
+                recheckNetworkAfterFailure()
+                let sentence = error.message.prefix { $0 != "." }.prefix(200)
+                try? store.log(.failure, pack.id, bytes: download.received, reason: "install failed: error[\(error.code.rawValue)] \(sentence)",
+                               doing: "log a failed install")
+            }
             throw error
         }
         // The bytes are installed now, so counted as used: no longer promised (in one step with
         // the install's state, so the disk check below counts them once).
         let coverage = state.withLock { state in
-            state.reservedBytes = max(0, state.reservedBytes - pack.installedBytes)
+            state.reservedBytes = max(0, state.reservedBytes - room)
             state.installedIDs.insert(pack.id)
             if let index = state.ledger?.catalog.pack(id: pack.id), state.snapshot?.version == snapshot.version {
                 state.installed[index.index] = true

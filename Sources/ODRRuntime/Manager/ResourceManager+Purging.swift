@@ -52,7 +52,14 @@ extension ResourceManager {
     /// treated as in use (a hinted prefetch makes room only from less likely packs).
     func purgePlan(bytes: Int64, sparingHintsFrom shield: Double?) throws(ResourceError) -> PurgeProposal {
         lastUse.flush()
-        let installed = try store.packs().filter(\.isInstalled)
+        // Packs share files by hard link: each is weighed by what deleting it frees (its own
+        // files), read from the inodes, and the plan counts each file once.
+        let account = try store.diskAccount()
+        let rows = Dictionary(try store.packs().filter(\.isInstalled).map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+        let installed = account.packs.map { pack in
+            rows[pack.id] ?? InstalledPack(number: 0, id: pack.id, archiveBytes: 0, installedBytes: pack.bytes, installedAt: 0,
+                                           lastUsedAt: 0, isInstalled: true, isSuperseded: true)
+        }
         let (snapshot, inUse, downloading, hinted) = state.withLock { state -> (CatalogSnapshot?, Set<String>, Set<String>, [String: Double]) in
             var inUse = Set<String>()
             if let ledger = state.ledger {
@@ -74,7 +81,7 @@ extension ResourceManager {
             let likelihood = hinted[pack.id] ?? 0
             let shielded = shield.map { likelihood > 0 && likelihood >= $0 } ?? false
             return PurgeCandidate(
-                id: index, bytes: pack.installedBytes, lastUse: pack.lastUsedAt, preservationPriority: priority,
+                id: index, bytes: account.packs[index].ownBytes, lastUse: pack.lastUsedAt, preservationPriority: priority,
                 isSuperseded: record == nil,
                 isInUse: shielded || inUse.contains(pack.id) || downloading.contains(pack.id) || store.isPackInUse(id: pack.id),
                 useCount: pack.useCount,
@@ -87,7 +94,7 @@ extension ResourceManager {
             stagingBytes = [stagingBytes, item.bytes].clampedSum()
         }
         let rest = bytes > stagingBytes ? bytes - stagingBytes : 0
-        let plan = configuration.purgePlanner.plan(candidates.filter { !$0.isInUse }, bytesNeeded: rest, now: configuration.clock.now())
+        let plan = configuration.purgePlanner.plan(candidates, bytesNeeded: rest, now: configuration.clock.now(), account: account.files)
         return PurgeProposal(
             bytesNeeded: bytes,
             deletions: staging + plan.deletions.map { .init(packID: installed[$0.id].id, bytes: $0.bytes, reason: $0.reason) })
@@ -118,8 +125,31 @@ extension ResourceManager {
 
     /// ``purge(bytes:)``, sparing packs as ``purgePlan(bytes:sparingHintsFrom:)`` does.
     func purge(bytes: Int64, sparingHintsFrom shield: Double?) async throws(ResourceError) -> PurgeProposal {
-        let proposal = try purgePlan(bytes: bytes, sparingHintsFrom: shield)
-        var done = PurgeProposal(bytesNeeded: bytes, deletions: [])
+        try await apply(try purgePlan(bytes: bytes, sparingHintsFrom: shield))
+    }
+
+    /// Deletes superseded packs of versions older than the ones kept
+    /// (``Configuration/keptPreviousVersions``), unless a request in some process holds them
+    /// (they go at a later check once none does); the packs of the newest kept earlier versions
+    /// stay, for a process still using them or a rollback.
+    ///
+    /// The manager calls it with every ``checkDiskSpace()``.
+    ///
+    /// - Returns: what was deleted (``PurgeReason/olderVersion``).
+    @discardableResult
+    public func reclaimOlderVersions() async throws(ResourceError) -> PurgeProposal {
+        let older = try store.supersededPacks(keepingVersions: configuration.keptPreviousVersions).filter { !$0.isKept }
+        guard !older.isEmpty else { return PurgeProposal(bytesNeeded: 0, deletions: []) }
+        let downloading = state.withLock { Set($0.downloads.keys) }
+        let deletions = older.filter { !downloading.contains($0.id) && !store.isPackInUse(id: $0.id) }
+            .map { PurgeProposal.Deletion(packID: $0.id, bytes: 0, reason: .olderVersion) }
+        return try await apply(PurgeProposal(bytesNeeded: 0, deletions: deletions))
+    }
+
+    /// Deletes what `proposal` lists, skipping packs a request began to use or a download began
+    /// meanwhile; each deletion carries the bytes it freed.
+    private func apply(_ proposal: PurgeProposal) async throws(ResourceError) -> PurgeProposal {
+        var done = PurgeProposal(bytesNeeded: proposal.bytesNeeded, deletions: [])
         for deletion in proposal.deletions {
             if deletion.reason == .staleStaging {
                 // A download of the pack may have started since the plan was made.
@@ -135,7 +165,10 @@ extension ResourceManager {
                 guard let ledger = state.ledger, let index = ledger.catalog.pack(id: deletion.packID) else { return true }
                 return !ledger.isInUse(index) && state.downloads[deletion.packID] == nil
             }
-            guard stillFree, try await store.removePack(id: deletion.packID, reason: deletion.reason) else { continue }
+            // The log names the tags the pack served, if the current version lists it.
+            let tags = state.withLock { $0.snapshot?.lookup.pack(id: deletion.packID)?.tags ?? [] }
+            let logged = deletion.reason.rawValue + (tags.isEmpty ? "" : " (tags: \(tags.joined(separator: ", ")))")
+            guard stillFree, let freed = try await store.removeInstalledPack(id: deletion.packID, event: .purge, reason: logged) else { continue }
             let coverage = state.withLock { state in
                 // Computed before the pack leaves the installed set: the tags it completed were available.
                 var installed = state.installedIDs
@@ -144,8 +177,10 @@ extension ResourceManager {
                 if let index = state.ledger?.catalog.pack(id: deletion.packID) { state.installed[index.index] = false }
                 return Self.tagCoverage(ofPack: deletion.packID, in: state.snapshot, installed: installed)
             }
-            done.deletions.append(deletion)
-            hub.emit(.packPurged(id: deletion.packID, bytes: deletion.bytes, reason: deletion.reason, tags: coverage.tags), from: self)
+            // What the removal freed, read from the inodes as it went: the plan's figure unless
+            // another pack was installed or purged beside it meanwhile.
+            done.deletions.append(.init(packID: deletion.packID, bytes: freed, reason: deletion.reason))
+            hub.emit(.packPurged(id: deletion.packID, bytes: freed, reason: deletion.reason, tags: coverage.tags), from: self)
             for tag in coverage.complete { hub.emit(.tagPurged(tag: tag), from: self) }
         }
         return done
@@ -162,7 +197,10 @@ extension ResourceManager {
     /// - Returns: what was purged, or `nil` when nothing had to go.
     @discardableResult
     public func checkDiskSpace() async throws(ResourceError) -> PurgeProposal? {
-        try await makeRoom(installing: 0, failWhenShort: false)
+        let reclaimed = try await reclaimOlderVersions()
+        let purged = try await makeRoom(installing: 0, failWhenShort: false)
+        guard !reclaimed.deletions.isEmpty else { return purged }
+        return PurgeProposal(bytesNeeded: purged?.bytesNeeded ?? 0, deletions: reclaimed.deletions + (purged?.deletions ?? []))
     }
 
     /// Purges so that `installing` more installed bytes fit the cache budget, and the free space
@@ -185,6 +223,17 @@ extension ResourceManager {
             let free = configuration.diskSpace.freeBytes(at: store.directory)
             // Walked before taking the lock, which requests beginning and ending wait for.
             let staged = configuration.cacheBudget == nil ? [] : store.stagedPacks()
+            // The installed bytes too (a walk of every installed file's inode), with the installs
+            // this manager had finished then: one that finishes before the lock below is taken
+            // moved its bytes out of the reservation but not into this figure, so then it is read again.
+            var (used, installedAtWalk): (Int64, Set<String>) = (0, [])
+            if configuration.cacheBudget != nil {
+                for _ in 0..<3 {
+                    installedAtWalk = state.withLock { $0.installedIDs }
+                    used = try store.installedUsage().bytes
+                    if state.withLock({ $0.installedIDs == installedAtWalk }) { break }
+                }
+            }
             // Read usage, decide and reserve in one step: an install that finishes meanwhile
             // moves its bytes from reserved to used, and must be counted once, not zero times.
             let (budgetNeed, diskNeed, fitNeed) = try state.withLock { state throws(ResourceError) -> (Int64, Int64, Int64) in
@@ -197,7 +246,11 @@ extension ResourceManager {
                     let downloading = state.downloads, installed = state.installedIDs
                     let stagedBytes = staged.filter { downloading[$0.packID] == nil && !installed.contains($0.packID) }
                         .map(\.bytes).clampedSum()
-                    let used = try store.installedUsage().bytes
+                    if state.installedIDs != installedAtWalk {
+                        // An install finished since the walk, which no longer counts in the
+                        // reservation: walked again, under the lock this once (rare).
+                        used = (try? store.installedUsage().bytes) ?? used
+                    }
                     budgetNeed = [used, stagedBytes, state.reservedBytes, installing, Int64(0).clampedSubtracting(budget)].clampedSum()
                 }
                 if let free {

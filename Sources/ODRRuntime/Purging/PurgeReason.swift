@@ -13,6 +13,10 @@ public struct PurgeReason: RawRepresentable, Hashable, Sendable, CustomStringCon
 
     /// No current catalog version needs the pack.
     public static let superseded = PurgeReason(rawValue: "superseded")
+    /// No current catalog version needs it, and it belongs to a version older than the previous
+    /// ones the store keeps (``ResourceManager/Configuration/keptPreviousVersions``): reclaimed as
+    /// soon as no request holds it, whatever the free space.
+    public static let olderVersion = PurgeReason(rawValue: "older-version")
     /// The current version lists it only for a variant this device does not choose (see
     /// ``VariantPreferences``): a manager with another choice installed it on the same store.
     public static let variantNotChosen = PurgeReason(rawValue: "variant-not-chosen")

@@ -258,7 +258,7 @@ extension ResourceStore {
         let installed = try installedPackIDs()
         for id in Set(try verify().map(\.packID)).sorted() {
             if installed.contains(id) {
-                if try await removeInstalledPack(id: id, event: .repair, reason: "damaged files (verify --repair)") {
+                if try await removeInstalledPack(id: id, event: .repair, reason: "damaged files (verify --repair)") != nil {
                     report.packsMarkedNotInstalled.append(id)
                 }
                 continue

@@ -33,7 +33,6 @@ extension ResourceStore {
     /// hard links), and not at all when it is linked from elsewhere too (a reused installed file).
     /// Sums are clamped (`clampedSum()`) rather than trap.
     public func stagedPacks() -> [StagedPack] {
-        struct Inode: Hashable { var device: UInt64; var number: UInt64 }
         var files: [Inode: (bytes: Int64, links: UInt64, seen: UInt64, pack: String)] = [:]
         var packs: [String: StagedPack] = [:]
         let root = stagingURL.path
@@ -41,18 +40,13 @@ extension ResourceStore {
             let id = String(name.prefix { $0 != "." })
             guard !id.isEmpty else { continue }
             var pack = packs[id] ?? StagedPack(packID: id, bytes: 0, modifiedAt: 0)
-            let top = root + "/" + name
             // Below a folder, every item (links are not followed); a file has none.
-            let paths = [top] + ((try? FileManager.default.subpathsOfDirectory(atPath: top)) ?? []).map { top + "/" + $0 }
-            for path in paths {
-                var info = stat()
-                guard lstat(path, &info) == 0 else { continue }
-                pack.modifiedAt = max(pack.modifiedAt, Double(info.st_mtim.tv_sec))
-                guard info.st_mode & S_IFMT == S_IFREG else { continue }
-                let inode = Inode(device: UInt64(info.st_dev), number: UInt64(info.st_ino))
-                var file = files[inode] ?? (Int64(clamping: info.st_size), UInt64(info.st_nlink), 0, id)
+            Self.walkFiles(under: root + "/" + name) { item in
+                pack.modifiedAt = max(pack.modifiedAt, item.modifiedAt)
+                guard item.isRegularFile else { return }
+                var file = files[item.inode] ?? (item.bytes, item.links, 0, id)
                 file.seen += 1
-                files[inode] = file
+                files[item.inode] = file
             }
             packs[id] = pack
         }

@@ -333,11 +333,14 @@ public final class ResourceStore: Sendable {
     /// - Throws: `invalid-argument` when `id` is not a pack id (nothing is touched).
     @discardableResult
     public func removePack(id: String, reason: PurgeReason) async throws(ResourceError) -> Bool {
-        try await removeInstalledPack(id: id, event: .purge, reason: reason.rawValue)
+        try await removeInstalledPack(id: id, event: .purge, reason: reason.rawValue) != nil
     }
 
     /// ``removePack(id:reason:)``, logging an event of `kind` (a purge, or a repair of a damaged pack).
-    func removeInstalledPack(id: String, event kind: StoreEvent.Kind, reason: String) async throws(ResourceError) -> Bool {
+    ///
+    /// - Returns: the bytes the removal freed (its files no other installed pack or outside link
+    ///   holds, read from their inodes just before), or `nil` when nothing was removed.
+    func removeInstalledPack(id: String, event kind: StoreEvent.Kind, reason: String) async throws(ResourceError) -> Int64? {
         try requireWritable("record a purge")  // before the folder leaves packs/
         let lock = try await FileLock.lock(lockPath(for: id))
         defer { lock.unlock() }
@@ -345,15 +348,15 @@ public final class ResourceStore: Sendable {
     }
 
     /// ``removeInstalledPack(id:event:reason:)`` for a caller that holds the pack's lock.
-    func removeInstalledPackLocked(id: String, event kind: StoreEvent.Kind, reason: String) throws(ResourceError) -> Bool {
-        guard let row = try pack(id: id), row.isInstalled else { return false }
+    func removeInstalledPackLocked(id: String, event kind: StoreEvent.Kind, reason: String) throws(ResourceError) -> Int64? {
+        guard let row = try pack(id: id), row.isInstalled else { return nil }
         // Held exclusively only across the rename and the row update, so a process beginning to
         // use the pack meanwhile waits that long at most, then finds it gone and installs it again.
         leases.unlinger(id)
         // A lease file deleted outside the runtime may still be held by a process that has not yet
         // locked its path anew (see ``PackLeases``): the pack counts as in use a moment longer.
-        if leases.recreateIfMissing(id) || leases.wasRecreatedRecently(id) { return false }
-        guard let lease = try FileLock.tryLock(leases.path(for: id)) else { return false }
+        if leases.recreateIfMissing(id) || leases.wasRecreatedRecently(id) { return nil }
+        guard let lease = try FileLock.tryLock(leases.path(for: id)) else { return nil }
         defer { lease.unlockAndRemove() }
         let folder = try packFolder(id: id)
         let trash = stagingURL.appending(path: "\(id).removed-\(UUID().uuidString)")
@@ -363,10 +366,12 @@ public final class ResourceStore: Sendable {
             }
         }
         let now = clock()
+        // What leaves the disk: the files no other pack (nor anything outside) links to.
+        let freed = Self.ownBytes(ofFolder: folder.path)
         func record() throws(ResourceError) {
             try write("record a purge") { db in
                 try db.execute(sql: "UPDATE pack SET isInstalled = 0 WHERE id = ?", arguments: [id])
-                try Self.log(db, StoreEvent(time: now, kind: kind, packID: id, bytes: row.installedBytes, reason: reason))
+                try Self.log(db, StoreEvent(time: now, kind: kind, packID: id, bytes: freed, reason: reason))
             }
         }
         // The row first, then the folder: a process killed in between leaves a folder without an
@@ -386,7 +391,7 @@ public final class ResourceStore: Sendable {
         try moveOut()
         lease.unlockAndRemove()
         Self.removeTree(trash)
-        return true
+        return freed
     }
 
     /// Whether a request in any process on this store (this one included) holds pack `id` now,
@@ -452,23 +457,29 @@ public final class ResourceStore: Sendable {
 
     // MARK: - Space
 
-    /// The bytes installed packs take, the bytes in `staging/`, and the free space of the store's file system.
+    /// The bytes installed packs take (each physical file once, see ``diskAccount()``), the bytes
+    /// in `staging/`, and the free space of the store's file system.
     ///
     /// Sums only rows it can trust (see ``packs()``), clamped instead of overflowing.
     public func usage() throws(ResourceError) -> StoreUsage {
-        let (installed, count) = try installedUsage()
+        try usage(of: diskAccount())
+    }
+
+    /// ``usage()`` from an account the caller already read.
+    public func usage(of account: StoreDiskAccount) throws(ResourceError) -> StoreUsage {
         var info = statvfs()
         guard statvfs(directory.path, &info) == 0 else { throw StoreFailure.posix("read the free space of '\(directory.path)'") }
         let staging = stagedPacks().lazy.map(\.bytes).clampedSum()
         let (free, overflow) = UInt64(info.f_bavail).multipliedReportingOverflow(by: UInt64(info.f_frsize))
-        return StoreUsage(installedBytes: installed, installedPacks: count, stagingBytes: staging,
-                          freeBytes: overflow ? .max : Int64(clamping: free))
+        return StoreUsage(installedBytes: account.installedBytes, installedPacks: account.packs.count, stagingBytes: staging,
+                          freeBytes: overflow ? .max : Int64(clamping: free), sharedBytes: account.sharedBytes,
+                          pinnedBytes: account.pinnedBytes)
     }
 
-    /// The bytes installed packs take (clamped), and how many they are, from the rows it can trust.
+    /// The bytes installed packs take, each physical file once, and how many they are.
     func installedUsage() throws(ResourceError) -> (bytes: Int64, packs: Int) {
-        let installed = try read("sum installed bytes") { db in try Self.packRows(db, installedOnly: true).packs }
-        return (installed.lazy.map(\.installedBytes).clampedSum(), installed.count)
+        let account = try diskAccount()
+        return (account.installedBytes, account.packs.count)
     }
 
     // MARK: - Helpers

@@ -36,6 +36,14 @@ public struct StoreEvent: Sendable, Hashable, Codable {
         /// `prefetch installed` (`bytes` installed; then whether a request joined it first). The
         /// install itself has its own ``install`` line.
         public static let hint = Kind(rawValue: "hint")
+        /// The followed catalog changed: `reason` says `version A -> B` (or `followed: version B`)
+        /// with its serial, or `refused: error[CODE]` and why a `catalog.json` was refused
+        /// (a rollback, an expired or untrusted signature, a damaged manifest); `packID` is
+        /// `catalog.json`.
+        public static let catalog = Kind(rawValue: "catalog")
+        /// An install of the pack failed: `reason` is `install failed: error[CODE]` and the
+        /// message's first sentence, `bytes` what it had received.
+        public static let failure = Kind(rawValue: "failure")
     }
 
     /// When, in seconds since 1970.

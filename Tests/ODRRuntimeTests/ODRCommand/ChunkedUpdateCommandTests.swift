@@ -56,7 +56,7 @@ struct ChunkedUpdateCommandTests {
             #expect(bigBytes > 0 && textBytes > 0 && expected < wholeFiles / 8, "\(expected) of \(wholeFiles) bytes")
 
             struct Update: Decodable { var currentVersion: Int; var tags: [String]; var downloadBytes: Int64 }
-            let update = try await ODRExecutable.run(["update"] + common + ["--json"])
+            let update = try await ODRExecutable.run(["update"] + common + ["--json", "--dry-run"])
             #expect(update.status == 0, "\(update.stderr)")
             let updateReport = try JSONDecoder().decode(Update.self, from: Data(update.stdout.utf8))
             #expect(updateReport.currentVersion == 2 && updateReport.tags == ["world"])

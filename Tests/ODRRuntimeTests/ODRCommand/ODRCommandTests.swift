@@ -143,7 +143,7 @@ struct ODRCommandTests {
             let range = entries[changed + 1].headerOffset - entries[changed].headerOffset
 
             struct Update: Decodable { var downloadBytes: Int64 }
-            let update = try await ODRExecutable.run(["update"] + common + ["--json"])
+            let update = try await ODRExecutable.run(["update"] + common + ["--json", "--dry-run"])
             #expect(try JSONDecoder().decode(Update.self, from: Data(update.stdout.utf8)).downloadBytes == range)
             struct Status: Decodable { struct Tag: Decodable { var name: String; var downloadBytes: Int64 }; var tags: [Tag] }
             let status = try await ODRExecutable.run(["status"] + common + ["--json"])
@@ -189,19 +189,19 @@ struct ODRCommandTests {
             // Version 2 changes big; the client sees it (odr update) but does not fetch it.
             try fixture.write("big/level.json", Data("{\"tile\": 2}\n".utf8))
             try await fixture.build()
-            struct Update: Decodable { var previousVersion: Int?; var currentVersion: Int; var tags: [String]; var downloadBytes: Int64 }
-            let seen = try JSONDecoder().decode(Update.self, from: Data(try await ODRExecutable.run(["update"] + common + ["--json"]).stdout.utf8))
-            #expect(seen.currentVersion == 2 && seen.tags == ["big", "small"] && seen.downloadBytes > 0)
+            struct Update: Decodable { var previousVersion: Int?; var currentVersion: Int; var held: [String]; var tags: [String]; var downloadBytes: Int64 }
+            let seen = try JSONDecoder().decode(Update.self, from: Data(try await ODRExecutable.run(["update"] + common + ["--json", "--dry-run"]).stdout.utf8))
+            #expect(seen.currentVersion == 2 && seen.held == ["big", "small"] && seen.tags == ["big"] && seen.downloadBytes > 0, "only big changes")
 
             // The publisher rolls live back to version 1: big is fully installed under it again.
             var index = try fixture.index()
             index.distributions["live"] = 1
             index.serial += 1
             try index.encoded().write(to: fixture.catalog.appending(path: "catalog.json"))
-            let back = try JSONDecoder().decode(Update.self, from: Data(try await ODRExecutable.run(["update"] + common + ["--json"]).stdout.utf8))
+            let back = try JSONDecoder().decode(Update.self, from: Data(try await ODRExecutable.run(["update"] + common + ["--json", "--dry-run"]).stdout.utf8))
             #expect(back.previousVersion == 2 && back.currentVersion == 1)
-            #expect(back.tags == ["big", "small"], "big was installed under version 1 and must still count")
-            #expect(back.downloadBytes == 0)
+            #expect(back.held == ["big", "small"], "big was installed under version 1 and must still count")
+            #expect(back.tags.isEmpty && back.downloadBytes == 0, "nothing changes")
         }
     }
 
@@ -212,7 +212,7 @@ struct ODRCommandTests {
         try fixture.write("a/data.bin", deterministicBytes(count: 1000, seed: 2))
         try await fixture.build()
         let storeDirectory = try TemporaryDirectory(prefix: "odr-store")
-        let status = try await ODRExecutable.run(["status", "--catalog", fixture.catalog.path, "--store", storeDirectory.url.path])
+        let status = try await ODRExecutable.run(["status", "--catalog", fixture.catalog.path, "--store", storeDirectory.url.path, "--all-tags"])
         #expect(status.status == 0, "\(status.stderr)")
         let lines = status.stdout.split(separator: "\n")
         let tagsStart = (lines.firstIndex(of: "tags:") ?? 0) + 1, tagsEnd = lines.firstIndex(of: "packs:") ?? lines.endIndex

@@ -55,18 +55,62 @@ struct PurgeCommandTests {
 
         let log = try await ODRExecutable.run(["log", "--store", store, "--json"])
         #expect(log.status == 0, "\(log.stderr)")
-        let entries = try JSONDecoder().decode([LogLine].self, from: Data(log.stdout.utf8))
+        let logged = try JSONDecoder().decode([LogLine].self, from: Data(log.stdout.utf8))
+        // The first fetch followed the catalog: its `catalog` line is the oldest.
+        #expect(logged.last.map { [$0.kind, $0.packID] } == ["catalog", "catalog.json"] && logged.last?.reason.hasPrefix("followed: version 1 (serial ") == true,
+                "\(logged)")
+        let entries = logged.filter { $0.kind != "catalog" }
         #expect(entries.count == 3 + done.packs.count)
         #expect(entries.prefix(done.packs.count).map { [$0.kind, $0.packID, $0.reason] }
-                == done.packs.reversed().map { ["purge", $0.id, $0.reason] }, "newest first, with the planner's reasons")
+                == done.packs.reversed().map { ["purge", $0.id, "\($0.reason) (tags: \($0.tags.joined(separator: ", ")))"] },
+                "newest first, with the planner's reasons and the tags")
         #expect(entries.suffix(3).map(\.packID) == Self.tags.reversed().map { packOfTag[$0]! })
-        #expect(entries.suffix(3).allSatisfy { $0.kind == "install" && $0.reason == "downloaded" })
+        for (line, tag) in zip(entries.suffix(3), Self.tags.reversed()) {
+            #expect(line.kind == "install" && line.reason.hasPrefix("tags \(tag): ") && !line.reason.contains(": 0 bytes received")
+                    && line.reason.contains(" 0 reused from the store") && line.reason.contains("; downloaded from file://"), "\(line)")
+        }
         #expect(zip(entries, entries.dropFirst()).allSatisfy { $0.time >= $1.time })
 
         let logText = try await ODRExecutable.run(["log", "--store", store, "--limit", "1"])
         let only = try #require(done.packs.last)
         #expect(logText.stdout.split(separator: "\n").count == 1)
         #expect(logText.stdout.contains("purge   \(only.id.prefix(12))") && logText.stdout.contains(only.reason), "\(logText.stdout)")
+    }
+
+    /// `odr log` for support: catalog version changes, a refused catalog and a failed install, each
+    /// with its error code.
+    @Test func theLogHasCatalogChangesRefusalsAndFailedInstalls() async throws {
+        let fixture = try await ManagerFixture.onePackPerTag(Self.tags, bytes: 50_000, rules: """
+            { "tags": { "a": { "include": ["a"] }, "b": { "include": ["b"] }, "c": { "include": ["c"] } } }
+            """)
+        let store = fixture.stores.appending("store").path
+        let common = ["--catalog", fixture.game.catalog.path, "--store", store]
+        #expect(try await ODRExecutable.run(["fetch"] + common + ["a"]).status == 0)
+        try fixture.game.write("a/changed.bin", deterministicBytes(count: 1000, seed: 77))
+        try await fixture.game.build()
+        #expect(try await ODRExecutable.run(["fetch"] + common + ["a"]).status == 0)
+        // b's archive is damaged on the server: its install fails.
+        let packB = try #require(try fixture.game.manifest(2).packs.first { $0.tags == ["b"] }?.id)
+        try Data(count: 50_000).write(to: fixture.game.catalog.appending(path: "packs/\(packB).zip"))
+        let failed = try await ODRExecutable.run(["fetch"] + common + ["b"])
+        #expect(failed.status == 1, "\(failed.stdout)")
+        // A catalog.json whose serial went back: refused as a rollback.
+        var index = try fixture.game.index()
+        index.serial -= 1
+        try index.encoded().write(to: fixture.game.catalog.appending(path: "catalog.json"))
+        _ = try await ODRExecutable.run(["status"] + common)
+
+        let log = try await ODRExecutable.run(["log", "--store", store, "--json"])
+        let lines = try JSONDecoder().decode([LogLine].self, from: Data(log.stdout.utf8)).reversed()
+        let catalog = lines.filter { $0.kind == "catalog" }.map(\.reason)
+        #expect(catalog.count == 3, "\(catalog)")
+        #expect(catalog.first?.hasPrefix("followed: version 1 (serial ") == true)
+        #expect(catalog.dropFirst().first?.hasPrefix("version 1 -> 2 (serial ") == true)
+        #expect(catalog.last?.hasPrefix("refused: error[catalog-rollback]") == true, "\(catalog)")
+        let failure = try #require(lines.first { $0.kind == "failure" })
+        #expect(failure.packID == packB && failure.reason.hasPrefix("install failed: error["), "\(failure)")
+        let text = try await ODRExecutable.run(["log", "--store", store])
+        #expect(text.stdout.contains("refused: error[catalog-rollback]") && text.stdout.contains("install failed: error["), "\(text.stdout)")
     }
 
     @Test func badInputIsRefusedWithAMessage() async throws {

@@ -89,7 +89,7 @@ struct StoreConcurrencyTests {
                 // packs/ and the row says not installed.
                 guard let lock = try? FileLock.lockBlocking(store.lockPath(for: id)) else { return }
                 defer { lock.unlock() }
-                purged.withLock { $0 = (try? store.removeInstalledPackLocked(id: id, event: .purge, reason: "test")) ?? false }
+                purged.withLock { $0 = (try? store.removeInstalledPackLocked(id: id, event: .purge, reason: "test")) != nil }
             }
         }
         defer { ResourceStore.repairDidReadInstalledRowsHook.withLock { $0 = nil } }
