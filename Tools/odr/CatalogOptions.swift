@@ -68,6 +68,12 @@ struct CatalogOptions: ParsableArguments {
 
     func validate() throws {
         guard !catalog.isEmpty else { throw ValidationError("--catalog needs a URL or a folder.") }
+        // `gopher://host/` is a URL of a scheme odr does not read, not a relative folder named `gopher:`.
+        if let range = catalog.range(of: "://"), case let scheme = catalog[..<range.lowerBound].lowercased(),
+           !scheme.isEmpty, scheme.allSatisfy({ $0.isLetter || $0.isNumber || "+-.".contains($0) }),
+           !["http", "https", "file"].contains(scheme) {
+            throw ValidationError("--catalog \(catalog): odr reads catalogs over http://, https:// or file://, or from a local folder; '\(scheme)://' is none of them.")
+        }
         guard !store.isEmpty else { throw ValidationError("--store needs a directory.") }
         for mirror in mirrors {
             guard let scheme = URL(string: mirror)?.scheme, ["http", "https"].contains(scheme) else {
