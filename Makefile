@@ -115,8 +115,9 @@ bundle: deps
 # inputs go to $(FUZZ_DIR)/corpus/<target>/, crashes and timeouts to $(FUZZ_DIR)/crashes/<target>/.
 # `make fuzz FUZZ_TARGETS=journal FUZZ_SECONDS=600` runs one target longer. Leak checking is off:
 # Swift keeps enum tags in the spare bits of pointers, which LeakSanitizer cannot follow, so it
-# reports objects held by globals as leaked (the rss limit still catches memory blow-ups). Swift's
-# own crash handler is off too: under ASan it reported its own reads instead of the trap.
+# reports objects held by globals as leaked (the memory limits still catch blow-ups: 512 MiB of
+# resident memory, 256 MiB in one allocation, so an allocation sized by the input is a finding).
+# Swift's own crash handler is off too: under ASan it reported its own reads instead of the trap.
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS ?= pack-stream pack-range central-directory manifest-json manifest-compact split-manifest tag-bin file-table catalog journal tag-rules response-headers dbus-reply
 FUZZ_DIR ?= .build-fuzz
@@ -135,7 +136,7 @@ fuzz: fuzz-build
 	  mkdir -p "$(FUZZ_DIR)/corpus/$$t" "$(FUZZ_DIR)/crashes/$$t" "$(FUZZ_DIR)/logs"; \
 	  log="$(FUZZ_DIR)/logs/$$t.log"; \
 	  echo "fuzz-$$t: $(FUZZ_SECONDS) s (log $$log)"; \
-	  SWIFT_BACKTRACE=enable=no ASAN_OPTIONS=detect_leaks=0 "$$bin/fuzz-$$t" -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 \
+	  SWIFT_BACKTRACE=enable=no ASAN_OPTIONS=detect_leaks=0 "$$bin/fuzz-$$t" -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=512 -malloc_limit_mb=256 \
 	    -detect_leaks=0 -print_final_stats=1 $(FUZZ_FLAGS) \
 	    $$(test -f "Fuzz/Dictionaries/$$t.dict" && echo "-dict=Fuzz/Dictionaries/$$t.dict") \
 	    -artifact_prefix="$(FUZZ_DIR)/crashes/$$t/" "$(FUZZ_DIR)/corpus/$$t" "Fuzz/Corpus/$$t" > "$$log" 2>&1 \

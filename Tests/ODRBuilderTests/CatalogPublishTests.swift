@@ -91,6 +91,59 @@ struct CatalogPublishTests {
         try Self.expectCurrent(destination.url, fixture)
     }
 
+    /// A pack or manifest of the catalog folder that is a symbolic link (to a file outside, or to
+    /// the right bytes elsewhere) is refused, not copied as a link or followed; nothing goes up.
+    @Test(arguments: ["pack", "manifest", "packs folder"])
+    func aLinkInTheCatalogFolderIsRefusedAndNothingIsPublished(_ place: String) async throws {
+        let fixture = try await Self.built(bigBytes: 20_000)
+        let outside = try TemporaryDirectory(prefix: "odr-publish-outside")
+        let destination = try TemporaryDirectory(prefix: "odr-publish-links")
+        let manager = FileManager.default
+        let packs = fixture.catalog.appending(path: "packs")
+        let moved: URL
+        switch place {
+        case "pack":
+            let pack = try #require(try manager.contentsOfDirectory(atPath: packs.path).first)
+            moved = outside.appending(pack)
+            try manager.moveItem(at: packs.appending(path: pack), to: moved)
+            try manager.createSymbolicLink(at: packs.appending(path: pack), withDestinationURL: moved)
+        case "manifest":
+            moved = outside.appending("1.json")
+            let manifest = fixture.catalog.appending(path: "versions/1.json")
+            try manager.moveItem(at: manifest, to: moved)
+            try manager.createSymbolicLink(at: manifest, withDestinationURL: moved)
+        default:
+            moved = outside.appending("packs")
+            try manager.moveItem(at: packs, to: moved)
+            try manager.createSymbolicLink(at: packs, withDestinationURL: moved)
+        }
+        let error = #expect(throws: BuildError.self) { try Self.publisher(fixture, to: .folder(destination.url)).publish() }
+        #expect(error?.code == .publishSource, "\(String(describing: error))")
+        #expect(error?.message.contains("symbolic link") == true)
+        #expect(Self.files(in: destination.url).isEmpty)
+        // Nothing in the destination is a link either.
+        #expect((try? manager.contentsOfDirectory(atPath: destination.url.path))?.isEmpty ?? true)
+    }
+
+    /// A pack whose bytes are not its id (same size) is refused with the id while it is copied:
+    /// its id was assumed to be its hash, and the damaged pack was published.
+    @Test func aPackWhoseBytesAreNotItsIdIsRefusedWithItsId() async throws {
+        let fixture = try await Self.built(bigBytes: 20_000)
+        let destination = try TemporaryDirectory(prefix: "odr-publish-hash")
+        let packs = fixture.catalog.appending(path: "packs")
+        let pack = try #require(try FileManager.default.contentsOfDirectory(atPath: packs.path).sorted().first)
+        var bytes = try Data(contentsOf: packs.appending(path: pack))
+        bytes[bytes.count / 2] ^= 0xFF
+        try bytes.write(to: packs.appending(path: pack))
+        let error = #expect(throws: BuildError.self) { try Self.publisher(fixture, to: .folder(destination.url)).publish() }
+        #expect(error?.code == .publishSource)
+        let id = String(pack.dropLast(".zip".count))
+        #expect(error?.message.contains("pack \(id)") == true, "\(String(describing: error))")
+        // Not there, and no catalog.json naming it.
+        #expect(!Self.files(in: destination.url).contains("packs/\(pack)"))
+        #expect(!Self.files(in: destination.url).contains("catalog.json"))
+    }
+
     @Test func aDryRunPlansEverythingAndWritesNothing() async throws {
         let fixture = try await Self.built(bigBytes: 100_000)
         let destination = try TemporaryDirectory(prefix: "odr-publish-dry")

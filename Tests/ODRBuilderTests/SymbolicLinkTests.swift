@@ -43,3 +43,36 @@ struct SymbolicLinkTests {
         }
     }
 }
+
+/// Names a catalog cannot hold get a message that says why, not an internal error.
+struct UnusualNameTests {
+    /// Two files whose names differ in bytes but not after Unicode normalization (`é` precomposed,
+    /// and `e` + U+0301): before, the pack writer failed on "ascending name order".
+    @Test func namesEqualAfterNormalizationAreRefusedNamingBoth() async throws {
+        let fixture = try BuildFixture()
+        try fixture.write("odr.json", #"{"tags": {"ui": ["ui"]}}"#)
+        try fixture.write("ui/caf\u{E9}.txt", "one")
+        try fixture.write("ui/cafe\u{301}.txt", "two")
+        let error = await #expect(throws: BuildError.self) { try await fixture.build() }
+        #expect(error?.code == .assetsUnreadable)
+        #expect(error?.message.contains("Unicode normalization") == true, "\(String(describing: error))")
+    }
+
+    /// A name whose bytes are not UTF-8: before, "No such file or directory".
+    @Test func aNameThatIsNotUTF8IsRefusedSayingSo() async throws {
+        let fixture = try BuildFixture()
+        try fixture.write("odr.json", #"{"tags": {"ui": ["ui"]}}"#)
+        try fixture.write("ui/ok.txt", "ok")
+        let folder = fixture.assets.appending(path: "ui").path
+        // The raw bytes b"bad-\xff.txt", which no Swift String can spell.
+        var path: [UInt8] = Array(folder.utf8) + Array("/bad-".utf8) + [0xFF] + Array(".txt".utf8) + [0]
+        let file = path.withUnsafeMutableBufferPointer { buffer in
+            buffer.baseAddress!.withMemoryRebound(to: CChar.self, capacity: buffer.count) { open($0, O_WRONLY | O_CREAT | O_EXCL, 0o644) }
+        }
+        #expect(file >= 0)
+        close(file)
+        let error = await #expect(throws: BuildError.self) { try await fixture.build() }
+        #expect(error?.code == .assetsUnreadable)
+        #expect(error?.message.contains("not valid UTF-8") == true, "\(String(describing: error))")
+    }
+}

@@ -76,7 +76,13 @@ struct CatalogOptions: ParsableArguments {
 
     func validate() throws {
         guard catalogArgument?.isEmpty != true else { throw ValidationError("--catalog needs a URL or a folder.") }
-        _ = try StoredCatalogChoice.resolve(argument: catalogArgument, store: store)
+        let catalog = try StoredCatalogChoice.resolve(argument: catalogArgument, store: store)
+        // `gopher://host/` is a URL of a scheme odr does not read, not a relative folder named `gopher:`.
+        if let range = catalog.range(of: "://"), case let scheme = catalog[..<range.lowerBound].lowercased(),
+           !scheme.isEmpty, scheme.allSatisfy({ $0.isLetter || $0.isNumber || "+-.".contains($0) }),
+           !["http", "https", "file"].contains(scheme) {
+            throw ValidationError("--catalog \(catalog): odr reads catalogs over http://, https:// or file://, or from a local folder; '\(scheme)://' is none of them.")
+        }
         for mirror in mirrors {
             guard let scheme = URL(string: mirror)?.scheme, ["http", "https"].contains(scheme) else {
                 throw ValidationError("--mirror \(mirror): give an http:// or https:// URL of the catalog's folder on the other origin.")

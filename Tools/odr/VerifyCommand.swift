@@ -11,7 +11,8 @@ struct VerifyCommand: AsyncParsableCommand {
         discussion: """
             With --repair, packs with a problem are removed (marked not installed, their folders \
             deleted, unless a request holds them), so that the next fetch of their tags installs \
-            them again; damaged database rows are deleted. Exit 0 when the store then verifies.
+            them again; damaged database rows are deleted, and damaged trust records of catalogs \
+            forgotten (the next check starts from the app's keys). Exit 0 when the store then verifies.
 
             Examples:
               odr verify --store ./store

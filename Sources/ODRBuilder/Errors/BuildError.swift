@@ -115,6 +115,9 @@ public struct BuildError: Error, CustomStringConvertible, Sendable {
         public static let publishDestination = Code(rawValue: "publish.destination")
         /// A file read back from the destination differs from the one uploaded (size or SHA-256).
         public static let publishReadBack = Code(rawValue: "publish.readBack")
+        /// A file the catalog names is a symbolic link or not a regular file (publish copies only
+        /// the catalog folder's own regular files), or its bytes differ from its id or pin.
+        public static let publishSource = Code(rawValue: "publish.source")
         /// The public URL serves an older `catalog.json`, or a pack it names does not answer.
         public static let publishStaleEdge = Code(rawValue: "publish.staleEdge")
     }

@@ -17,6 +17,11 @@ import ODRFormat
 /// On remotes, packs and manifests are uploaded with `Cache-Control: public, max-age=31536000,
 /// immutable` and `catalog.json` with a short max-age (``Options/catalogMaxAge``).
 ///
+/// Only the catalog folder's own regular files go up: a file the catalog names that is a symbolic
+/// link (or behind one, or not a regular file) is refused with `publish.source`, never followed,
+/// and every file is hashed as it is copied (before it is handed to rclone), so a pack whose bytes
+/// are not its id, or a metadata file that is not its pin, is refused rather than published.
+///
 /// ```swift
 /// let publisher = CatalogPublisher(catalog: CatalogDirectory(root: catalogFolder),
 ///                                  destination: .parse("r2:game-cdn/live"))
@@ -207,23 +212,99 @@ public struct CatalogPublisher: Sendable {
 
     // MARK: Local files
 
-    private func localSize(of relative: String) throws(BuildError) -> Int64 {
+    /// Opens the catalog's file `relative` for reading, after checking the name (a path inside the
+    /// catalog) and that neither it nor a folder on the way is a symbolic link: publish copies the
+    /// catalog folder's own regular files only, never what a link points to.
+    ///
+    /// - Returns: the open descriptor (the caller closes it) and the file's size.
+    private func openLocal(_ relative: String) throws(BuildError) -> (descriptor: Int32, size: Int64) {
         let path = catalog.url(of: relative).path
-        do {
-            let attributes = try FileManager.default.attributesOfItem(atPath: path)
-            guard let size = (attributes[.size] as? NSNumber)?.int64Value else { throw CocoaError(.fileReadUnknown) }
-            return size
-        } catch {
-            throw BuildError(.missingFile, "the catalog names this file but the catalog folder lacks it; rebuild or run odrpack verify before publishing",
-                             file: path, cause: error)
+        if let problem = RelativePath.problem(inCatalogPath: relative) {
+            throw BuildError(.catalogMalformed, "the catalog names the file '\(relative.prefix(200))': \(problem); rebuild the catalog", file: path)
         }
+        var folder = catalog.root.path
+        for component in relative.split(separator: "/").dropLast() {
+            folder += "/" + component
+            var info = stat()
+            if lstat(folder, &info) == 0, info.st_mode & S_IFMT != S_IFDIR {
+                throw BuildError(.publishSource, "is a symbolic link or not a folder; publish copies only the catalog folder's own files. Replace it with a real folder, then run again",
+                                 file: folder)
+            }
+        }
+        let descriptor = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            let code = errno
+            if code == ELOOP {
+                throw BuildError(.publishSource, "is a symbolic link; publish copies only the catalog folder's own regular files. Replace the link with the file it points to (cp --remove-destination), then run again",
+                                 file: path)
+            }
+            if code == ENOENT || code == ENOTDIR {
+                throw BuildError(.missingFile, "the catalog names this file but the catalog folder lacks it; rebuild or run odrpack verify before publishing",
+                                 file: path)
+            }
+            throw BuildError(.catalogIO, "cannot open the file to publish it (\(String(cString: strerror(code))))", file: path)
+        }
+        var info = stat()
+        guard fstat(descriptor, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
+            close(descriptor)
+            throw BuildError(.publishSource, "is not a regular file; publish copies only the catalog folder's own regular files", file: path)
+        }
+        return (descriptor, Int64(info.st_size))
+    }
+
+    private func localSize(of relative: String) throws(BuildError) -> Int64 {
+        let (descriptor, size) = try openLocal(relative)
+        close(descriptor)
+        return size
     }
 
     private func localHash(of relative: String) throws(BuildError) -> String {
-        let url = catalog.url(of: relative)
-        do { return try ContentHash.sha256Hex(ofFileAt: url) } catch {
-            throw BuildError(.catalogIO, "cannot read the file to publish it", file: url.path, cause: error)
+        try copyLocal(relative, to: nil)
+    }
+
+    /// Reads the catalog's file `relative` whole (see ``openLocal(_:)``), writing each piece to
+    /// `output` when given; returns the SHA-256 of what it read.
+    private func copyLocal(_ relative: String, to output: Int32?) throws(BuildError) -> String {
+        let (descriptor, _) = try openLocal(relative)
+        defer { close(descriptor) }
+        var hash = StreamingSHA256()
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            if count < 0, errno == EINTR { continue }
+            guard count >= 0 else {
+                throw BuildError(.catalogIO, "cannot read the file to publish it (\(String(cString: strerror(errno))))", file: catalog.url(of: relative).path)
+            }
+            if count == 0 { break }
+            // The errno of a failed write, if one failed.
+            let failure: Int32? = buffer.withUnsafeBytes { raw in
+                let piece = UnsafeRawBufferPointer(rebasing: raw[..<count])
+                hash.update(piece)
+                guard let output else { return nil }
+                var written = 0
+                while written < count {
+                    let n = write(output, piece.baseAddress! + written, count - written)
+                    if n < 0, errno == EINTR { continue }
+                    guard n > 0 else { return n < 0 ? errno : ENOSPC }
+                    written += n
+                }
+                return nil
+            }
+            if let failure {
+                throw BuildError(.publishDestination, "cannot write into the destination folder (\(String(cString: strerror(failure)))); check that it is writable and has room, then run again",
+                                 file: relative)
+            }
         }
+        return hash.finalize()
+    }
+
+    /// Refuses `object` when `digest`, the SHA-256 of the bytes copied, is not the one the catalog
+    /// gives it (a pack's id, a metadata file's pin, the hash read when the plan was made).
+    private func check(_ object: Object, digest: String) throws(BuildError) {
+        guard digest != object.sha256 else { return }
+        let what = object.kind == .pack ? "pack \(object.sha256)" : "\(object.path), expected SHA-256 \(object.sha256.prefix(16))…,"
+        throw BuildError(.publishSource, "\(what) has SHA-256 \(digest) in the catalog folder: its bytes are not the ones the catalog names (damaged, replaced, or changed while publishing). Nothing of it was published; rebuild or run odrpack verify, then run again",
+                         file: catalog.url(of: object.path).path)
     }
 
     // MARK: Destination
@@ -270,12 +351,23 @@ public struct CatalogPublisher: Sendable {
             let temporary = target.deletingLastPathComponent().appending(path: ".\(target.lastPathComponent).publish-\(getpid())")
             do {
                 try FileManager.default.createDirectory(at: target.deletingLastPathComponent(), withIntermediateDirectories: true)
-                try? FileManager.default.removeItem(at: temporary)
-                try FileManager.default.copyItem(at: source, to: temporary)
             } catch {
-                try? FileManager.default.removeItem(at: temporary)
                 throw BuildError(.publishDestination, "cannot write into the destination folder (\(Self.reason(error))); check that it exists, is a folder and is writable, then run again",
                                  file: target.path, cause: error)
+            }
+            unlink(temporary.path)
+            let output = open(temporary.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
+            guard output >= 0 else {
+                throw BuildError(.publishDestination, "cannot write into the destination folder (\(String(cString: strerror(errno)))); check that it exists, is a folder and is writable, then run again",
+                                 file: target.path)
+            }
+            do throws(BuildError) {
+                defer { close(output) }
+                // Hashed as it is copied: what goes up is exactly what was checked.
+                try check(object, digest: try copyLocal(object.path, to: output))
+            } catch {
+                unlink(temporary.path)
+                throw error
             }
             guard Glibc.rename(temporary.path, target.path) == 0 else {
                 let reason = String(cString: strerror(errno))
@@ -284,6 +376,8 @@ public struct CatalogPublisher: Sendable {
                                  file: target.path)
             }
         case .rclone(let remote):
+            // rclone reads the file itself: hashed (and checked a regular file) just before.
+            try check(object, digest: try localHash(of: object.path))
             _ = try runRclone(["copyto", source.path, Self.join(remote, relative), "--header-upload", "Cache-Control: \(cacheControl)"])
         }
     }

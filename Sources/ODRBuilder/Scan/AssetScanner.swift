@@ -67,6 +67,15 @@ public struct AssetScanner: Sendable {
         let rootID = stat(root.path, &rootInfo) == 0 ? FolderID(device: UInt64(rootInfo.st_dev), inode: UInt64(rootInfo.st_ino)) : nil
         try walk(relative: "", ancestors: rootID.map { [$0] } ?? [], into: &found)
         found.files.sort { $0.path.utf8.lexicographicallyPrecedes($1.path.utf8) }
+        // Swift compares strings by canonical equivalence: `é` precomposed and `e` + U+0301 are
+        // two files on disk but one catalog path, which no client could tell apart.
+        var seen: [String: String] = [:]
+        for file in found.files {
+            if let twin = seen.updateValue(file.path, forKey: file.path) {
+                throw BuildError(.assetsUnreadable, "'\(twin)' and '\(file.path)' are different bytes but the same name after Unicode normalization (NFC), so a catalog cannot hold both; rename one of them",
+                                 file: file.url.path)
+            }
+        }
         var warnings: [BuildWarning] = []
         if !found.skipped.isEmpty {
             warnings.append(BuildWarning(
@@ -99,6 +108,12 @@ public struct AssetScanner: Sendable {
             var info = stat()
             guard lstat(url.path, &info) == 0 else {
                 let code = errno
+                // The folder listed it, but its name does not lead back to it: a name whose bytes
+                // are not UTF-8 (Foundation lists it decoded with replacement characters).
+                if code == ENOENT {
+                    throw BuildError(.assetsUnreadable, "the folder holds a file whose name is not valid UTF-8 (shown here as '\(name)'); catalog paths are UTF-8, so rename it",
+                                     file: directory.path)
+                }
                 throw BuildError(
                     .assetsUnreadable, "cannot read the file's metadata: \(String(cString: strerror(code)))",
                     file: url.path)

@@ -16,6 +16,23 @@ public enum SplitMetadata {
     public static let maximumFileBytes: Int64 = 64 << 20
     /// The most bytes a metadata file may inflate to: 256 MiB.
     public static let maximumInflatedBytes = 256 << 20
+    /// The most bytes of metadata files (as served) a client holds at once to describe tags: the
+    /// bins and tables of one request, 64 MiB, checked from their pins before any is fetched. A
+    /// catalog of 100,000 files has a few MB of them; sixteen tables of 48 MiB each, each within
+    /// ``maximumFileBytes``, are not a catalog but an attempt to exhaust memory.
+    public static let maximumHeldBytes: Int64 = 64 << 20
+
+    /// Checks that metadata files with pins `pins` fit ``maximumHeldBytes`` together with `held`
+    /// bytes already held.
+    ///
+    /// - Throws: ``FormatError`` `size-mismatch`, field `maximumHeldBytes`, naming the limit.
+    public static func checkBudget(_ pins: some Sequence<MetadataPin>, holding held: Int64 = 0) throws(FormatError) {
+        let total = ([held] + pins.map(\.size)).clampedSum()
+        guard total <= maximumHeldBytes else {
+            throw FormatError(.sizeMismatch, "The metadata files these tags need add up to \(total) bytes as served, over the \(maximumHeldBytes)-byte budget a client holds at once (SplitMetadata.maximumHeldBytes). Rebuild the catalog.", field: "maximumHeldBytes")
+        }
+    }
+
     /// The most a metadata file may grow when inflated (beyond the first 1 MiB): every file record
     /// holds 32 bytes of SHA-256 that deflate cannot shrink, so even 2 KiB paths stay far below it.
     public static let maximumInflationRatio = 128

@@ -42,6 +42,10 @@ public struct TagBin: Sendable, Equatable {
 
     static let magic: [UInt8] = Array("ODRB".utf8)
     static let layout: UInt8 = 1
+    /// The fewest bytes a pack takes in a bin (two SHA-256s and eight one-byte numbers and lists),
+    /// and a tag (a one-byte name length, a priority and three one-byte numbers): what bounds a
+    /// count before anything is allocated for it.
+    static let minimumPackBytes = 72, minimumTagBytes = 12
 
     /// The bin's compact bytes before compression; equal bins have equal bytes.
     public func compactBytes() throws(FormatError) -> Data {
@@ -104,7 +108,7 @@ public struct TagBin: Sendable, Equatable {
             try reader.expect(magic: magic, layout: layout)
             let index = Int(try reader.unsigned()), binCount = Int(try reader.unsigned())
             var packs: [BinPack] = []
-            for _ in 0..<(try reader.length()) {
+            for _ in 0..<(try reader.length(minimumBytes: minimumPackBytes)) {
                 var pack = PackRecord(id: try reader.sha256(), tags: try reader.strings(), archiveBytes: try reader.unsigned(),
                                       installedBytes: try reader.unsigned(), entryCount: Int(try reader.unsigned()))
                 let axes = try reader.strings(), values = try reader.strings()
@@ -114,7 +118,7 @@ public struct TagBin: Sendable, Equatable {
                                      fileCount: Int(try reader.unsigned())))
             }
             var tags: [TagRecord] = []
-            for _ in 0..<(try reader.length()) {
+            for _ in 0..<(try reader.length(minimumBytes: minimumTagBytes)) {
                 let name = try reader.string()
                 let priority = Double(bitPattern: try reader.littleEndian(width: 8))
                 var ids: [String] = []
@@ -193,6 +197,11 @@ public struct PackFileTable: Sendable, Equatable {
     /// The layout of a table with any chunked file: each file record ends with its chunk table.
     /// A table without chunks keeps layout 1, byte for byte.
     static let chunkedLayout: UInt8 = 2
+    /// The fewest bytes a file record takes (a one-byte path length, the entry flag, a SHA-256,
+    /// three one-byte numbers and the method; one more for the chunk count of layout 2), and a
+    /// chunk (two one-byte numbers and a SHA-256): what bounds a count before anything is
+    /// allocated for it.
+    static let minimumFileBytes = 38, minimumChunkBytes = 34
 
     /// Whether any file of the table is chunked (and the table has layout 2).
     public var isChunked: Bool { files.contains { !$0.chunks.isEmpty } }
@@ -253,7 +262,12 @@ public struct PackFileTable: Sendable, Equatable {
             let chunked = try reader.expect(magic: magic, layouts: [layout, chunkedLayout]) == chunkedLayout
             let pack = try reader.sha256()
             var files: [FileRecord] = []
-            let count = try reader.length()
+            let count = try reader.length(minimumBytes: minimumFileBytes + (chunked ? 1 : 0))
+            // The bin says how many files the table holds: a table claiming more stops here,
+            // before anything is allocated or decoded for them.
+            if let expected, count != expected.fileCount {
+                throw FormatError(.invalidValue, "\(file) lists \(count) files, but the bin says pack \(expected.pack.id) has \(expected.fileCount). Fetch it again; if it persists, rebuild the catalog.", field: file)
+            }
             files.reserveCapacity(count)
             for _ in 0..<count {
                 let path = try reader.string()
@@ -273,15 +287,18 @@ public struct PackFileTable: Sendable, Equatable {
                 }
                 var chunks: [FileChunk] = []
                 if chunked {
-                    let chunkCount = try reader.length()
+                    let chunkCount = try reader.length(minimumBytes: minimumChunkBytes)
                     guard chunkCount <= FileChunk.maximumCount else { throw CompactReader.corrupt }
                     chunks.reserveCapacity(chunkCount)
                     for _ in 0..<chunkCount {
                         chunks.append(FileChunk(size: try reader.unsigned(), storedSize: try reader.unsigned(), sha256: try reader.sha256()))
                     }
                 }
-                files.append(FileRecord(path: path, pack: pack, entry: entry, sha256: sha256, storedSize: storedSize, size: size,
-                                        headerOffset: headerOffset, method: method, variant: variant, chunks: chunks))
+                let record = FileRecord(path: path, pack: pack, entry: entry, sha256: sha256, storedSize: storedSize, size: size,
+                                        headerOffset: headerOffset, method: method, variant: variant, chunks: chunks)
+                // Decoding stops at the first bad record rather than building the rest.
+                try check(record, after: files.last, file: file)
+                files.append(record)
             }
             return PackFileTable(pack: pack, files: files)
         }
@@ -289,22 +306,25 @@ public struct PackFileTable: Sendable, Equatable {
         return table
     }
 
+    /// The checks one record gets on its own: its path and entry, its place after `previous`, its chunks.
+    static func check(_ record: FileRecord, after previous: FileRecord?, file: String) throws(FormatError) {
+        if let problem = RelativePath.problem(in: record.path) { throw FormatError(.invalidPath, "\(file) lists the path '\(record.path.prefix(80))': \(problem).", field: file) }
+        if let problem = RelativePath.problem(in: record.entry) { throw FormatError(.invalidPath, "\(file) lists the entry '\(record.entry.prefix(80))': \(problem).", field: file) }
+        if let previous, record.path <= previous.path {
+            throw FormatError(.duplicate, "\(file) lists its paths out of order or twice ('\(record.path.prefix(80))'). Fetch it again; if it persists, rebuild the catalog.", field: file)
+        }
+        do {
+            try FileChunk.validate(record.chunks, size: record.size, storedSize: record.storedSize, method: record.method,
+                                   path: String(record.path.prefix(80)), field: file)
+        } catch {
+            throw FormatError(error.code, "\(file): \(error.message) Fetch it again; if it persists, rebuild the catalog.", field: error.field)
+        }
+    }
+
+    /// The checks of the table as a whole, after ``check(_:after:file:)`` passed every record.
     func validate(file: String, expected: BinPack?) throws(FormatError) {
         func fail(_ code: FormatError.Code, _ message: String) -> FormatError {
             FormatError(code, "\(file) \(message). Fetch it again; if it persists, rebuild the catalog.", field: file)
-        }
-        var previous: String?
-        for record in files {
-            if let problem = RelativePath.problem(in: record.path) { throw FormatError(.invalidPath, "\(file) lists the path '\(record.path.prefix(80))': \(problem).", field: file) }
-            if let problem = RelativePath.problem(in: record.entry) { throw FormatError(.invalidPath, "\(file) lists the entry '\(record.entry.prefix(80))': \(problem).", field: file) }
-            if let previous, record.path <= previous { throw fail(.duplicate, "lists its paths out of order or twice ('\(record.path.prefix(80))')") }
-            previous = record.path
-            do {
-                try FileChunk.validate(record.chunks, size: record.size, storedSize: record.storedSize, method: record.method,
-                                       path: String(record.path.prefix(80)), field: file)
-            } catch {
-                throw FormatError(error.code, "\(file): \(error.message) Fetch it again; if it persists, rebuild the catalog.", field: error.field)
-            }
         }
         guard let expected else { return }
         guard pack == expected.pack.id else {
@@ -380,11 +400,12 @@ extension CompactReader {
         return value
     }
 
-    /// An unsigned varint count of items or bytes that follow: never more than the bytes left,
-    /// since each takes at least one.
-    mutating func length() throws(FormatError) -> Int {
+    /// An unsigned varint count of items or bytes that follow: never more than the bytes left could
+    /// hold, since each takes at least `minimumBytes` (1 for bytes). Checked before anything is
+    /// allocated for the items.
+    mutating func length(minimumBytes: Int = 1) throws(FormatError) -> Int {
         let value = try unsigned()
-        guard value <= Int64(bytes.count - offset) else { throw CompactReader.corrupt }
+        guard value <= Int64((bytes.count - offset) / max(1, minimumBytes)) else { throw CompactReader.corrupt }
         return Int(value)
     }
 

@@ -17,21 +17,62 @@ import Foundation
 /// a table of every distinct string of the tags and packs (pack ids and tag names repeat throughout
 /// them), then the fields before `files` in declaration order with strings as table indices, then
 /// the files as fixed-width records that are read only when asked for (see `CompactFileTable`).
-/// Integers are LEB128 varints (signed ones zigzag-encoded); priorities are IEEE 754 doubles,
-/// little-endian. The checksum is what lets the decoder skip validation: damaged bytes are refused,
-/// not decoded into wrong sizes.
+/// Integers are LEB128 varints (signed ones zigzag-encoded) in their one shortest encoding;
+/// priorities are IEEE 754 doubles, little-endian. The checksum is what lets the decoder skip
+/// validation: damaged bytes are refused, not decoded into wrong sizes.
+///
+/// Layouts 5 and 6 are layouts 3 and 4 with the SHA-256 of what the compact form stands for (the
+/// manifest's JSON, 32 raw bytes) first after the checksum: a store keeps the form in a file named
+/// by that digest, and a file put in another's place (the valid compact form of another manifest)
+/// is refused rather than read as this one (see ``init(compactFileAt:source:)``).
 extension VersionManifest {
     static let compactMagic: [UInt8] = Array("ODRM".utf8)
     static let compactLayout: UInt8 = 3
     /// The layout of a compact manifest with chunked files: layout 3 plus the chunk section (see
     /// `CompactFileTable`). A manifest without chunks keeps layout 3, byte for byte.
     static let compactChunkedLayout: UInt8 = 4
+    /// Layouts 3 and 4 with the source digest: this much higher.
+    static let compactSourceLayoutOffset: UInt8 = 2
 
     /// The manifest in the compact binary form.
     ///
+    /// - Parameter source: the lowercase hex SHA-256 of what the form stands for (the manifest's
+    ///   JSON as stored), recorded in it; ``init(compactFileAt:source:)`` refuses the form for any
+    ///   other source.
     /// - Throws: ``FormatError`` `invalid-value` or `dangling-reference` when a file's digest is not
     ///   a SHA-256 in lowercase hex, or its pack is not listed: only a valid manifest has this form.
-    public func compactEncoded() throws(FormatError) -> Data {
+    public func compactEncoded(source: String? = nil) throws(FormatError) -> Data {
+        let plain = try compactEncodedWithoutSource()
+        guard let source else { return plain }
+        return try Self.compact(plain, recordingSource: source)
+    }
+
+    /// Compact bytes (of layout 3 or 4, from ``compactEncoded(source:)`` without a source) with
+    /// `source` recorded in them, without encoding the manifest again.
+    ///
+    /// - Throws: ``FormatError`` `invalid-value` when `source` is not a SHA-256 in lowercase hex;
+    ///   `corrupt-data` when `compact` is not compact bytes without a source.
+    public static func compact(_ compact: Data, recordingSource source: String) throws(FormatError) -> Data {
+        guard let digest = HexDigest.bytes(ofSHA256: source) else {
+            throw FormatError(.invalidValue, "'\(source.prefix(80))' is not a SHA-256 in lowercase hex.", field: "source")
+        }
+        let header = compactMagic.count + 1 + 8
+        guard compact.count >= header, compact.starts(with: compactMagic),
+              [compactLayout, compactChunkedLayout].contains(compact[compact.startIndex + compactMagic.count]) else {
+            throw FormatError(.corruptData, "These are not compact manifest bytes without a source.")
+        }
+        var payload = ByteWriter()
+        payload.append(digest)
+        payload.append(compact.dropFirst(header))
+        var output = ByteWriter()
+        output.append(compactMagic)
+        output.bytes.append(compact[compact.startIndex + compactMagic.count] + compactSourceLayoutOffset)
+        output.u64(payload.bytes.withUnsafeBytes { WordChecksum.of($0) })
+        output.append(payload.bytes)
+        return Data(output.bytes)
+    }
+
+    private func compactEncodedWithoutSource() throws(FormatError) -> Data {
         var strings = CompactStringTable()
         var body = ByteWriter()
         body.varint(formatVersion)
@@ -88,11 +129,13 @@ extension VersionManifest {
     /// files stay in `data` and are read when asked for (``ManifestIndex`` reads one file or one
     /// pack's files; ``files`` builds every record the first time it is read).
     ///
+    /// - Parameter source: when given, the bytes must record this SHA-256 as what they stand for
+    ///   (see ``compactEncoded(source:)``).
     /// - Throws: ``FormatError`` `corrupt-data` when the bytes are not a compact manifest of this
-    ///   layout, or are cut short.
-    public init(compact data: Data) throws(FormatError) {
+    ///   layout, are cut short, or stand for another source than `source`.
+    public init(compact data: Data, source: String? = nil) throws(FormatError) {
         self = try data.withUnsafeBytes { raw in
-            Result { () throws(FormatError) in try Self.decodeCompact(raw, data: data) }
+            Result { () throws(FormatError) in try Self.decodeCompact(raw, data: data, source: source) }
         }.get()
     }
 
@@ -101,28 +144,36 @@ extension VersionManifest {
     ///
     /// The file must be replaced by renaming, never rewritten or truncated in place while mapped.
     ///
+    /// - Parameter source: as for ``init(compact:source:)``: what a file named by a digest must
+    ///   stand for, so that another manifest's file put in its place is refused.
     /// - Throws: ``FormatError`` `io` when the file cannot be opened or mapped; `corrupt-data` as
-    ///   ``init(compact:)``.
-    public init(compactFileAt url: URL) throws(FormatError) {
+    ///   ``init(compact:source:)``.
+    public init(compactFileAt url: URL, source: String? = nil) throws(FormatError) {
         let data: Data
         do {
             data = try ReadableFile(url).mapped()
         } catch {
             throw (error as? FormatError) ?? FormatError(.io, "Could not read the compact manifest at '\(url.path)'.")
         }
-        try self.init(compact: data)
+        try self.init(compact: data, source: source)
     }
 
-    private static func decodeCompact(_ raw: UnsafeRawBufferPointer, data: Data) throws(FormatError) -> VersionManifest {
+    private static func decodeCompact(_ raw: UnsafeRawBufferPointer, data: Data, source: String?) throws(FormatError) -> VersionManifest {
         var reader = CompactReader(bytes: raw)
+        let layouts = [compactLayout, compactChunkedLayout]
         guard raw.starts(with: compactMagic), raw.count > compactMagic.count,
-              raw[compactMagic.count] == compactLayout || raw[compactMagic.count] == compactChunkedLayout else {
+              layouts.contains(raw[compactMagic.count]) || layouts.contains(raw[compactMagic.count] &- compactSourceLayoutOffset) else {
             throw FormatError(.corruptData, "This is not a compact manifest of layout \(compactLayout) or \(compactChunkedLayout); decode the manifest's JSON instead.")
         }
-        let chunked = raw[compactMagic.count] == compactChunkedLayout
+        let hasSource = !layouts.contains(raw[compactMagic.count])
+        let chunked = raw[compactMagic.count] == compactChunkedLayout + (hasSource ? compactSourceLayoutOffset : 0)
         reader.offset = compactMagic.count + 1
         let expected = try reader.littleEndian(width: 8)
         guard WordChecksum.of(UnsafeRawBufferPointer(rebasing: raw[reader.offset...])) == expected else { throw CompactReader.corrupt }
+        let recorded = hasSource ? try reader.sha256() : nil
+        if let source, recorded != source {
+            throw FormatError(.corruptData, "This compact manifest stands for \(recorded.map { "manifest \($0.prefix(12))" } ?? "no recorded manifest"), not \(source.prefix(12)): it was put in another's place; decode the manifest's JSON instead.")
+        }
         let stringCount = try reader.count()
         var strings: [String] = []
         strings.reserveCapacity(stringCount)
@@ -144,7 +195,8 @@ extension VersionManifest {
         let catalogID = try string()
         let version = try reader.int()
         var tags: [TagRecord] = []
-        let tagCount = try reader.count()
+        // A tag takes at least a name index, a priority, a pack list, and two sizes.
+        let tagCount = try reader.count(minimumBytes: 12)
         tags.reserveCapacity(tagCount)
         for _ in 0..<tagCount {
             let name = try string()
@@ -157,7 +209,8 @@ extension VersionManifest {
         var variantAxes: [VariantAxis] = []
         for _ in 0..<(try reader.count()) { variantAxes.append(VariantAxis(name: try string(), values: try stringList())) }
         var packs: [PackRecord] = []
-        let packCount = try reader.count()
+        // A pack takes at least an id, a tag list, three numbers and two variant lists.
+        let packCount = try reader.count(minimumBytes: 7)
         packs.reserveCapacity(packCount)
         for _ in 0..<packCount {
             var pack = PackRecord(id: try string(), tags: try stringList(), archiveBytes: try reader.int64(),
@@ -230,14 +283,20 @@ struct CompactReader {
         return bytes[offset]
     }
 
+    /// An unsigned LEB128 varint in its one encoding: at most 10 bytes, the tenth holding only the
+    /// 64th bit, and no trailing zero group (`0x80 0x00` for 0). An overlong or wider encoding is
+    /// `corrupt-data`, never a number with its high bits dropped.
     mutating func varint() throws(FormatError) -> UInt64 {
         var value: UInt64 = 0
         var shift: UInt64 = 0
         while true {
             let next = try byte()
-            guard shift < 64 else { throw Self.corrupt }
+            guard shift < 63 || (shift == 63 && next <= 1) else { throw Self.corrupt }
             value |= UInt64(next & 0x7F) << shift
-            if next & 0x80 == 0 { return value }
+            if next & 0x80 == 0 {
+                guard next != 0 || shift == 0 else { throw Self.corrupt }
+                return value
+            }
             shift += 7
         }
     }
@@ -253,10 +312,11 @@ struct CompactReader {
         return int
     }
 
-    /// A count of items or bytes that follow: never more than the bytes left, since each takes at least one.
-    mutating func count() throws(FormatError) -> Int {
+    /// A count of items or bytes that follow: never more than the bytes left could hold, since each
+    /// takes at least `minimumBytes` of them. Checked before anything is allocated for the items.
+    mutating func count(minimumBytes: Int = 1) throws(FormatError) -> Int {
         let value = try int()
-        guard value >= 0, value <= bytes.count - offset else { throw Self.corrupt }
+        guard value >= 0, value <= (bytes.count - offset) / max(1, minimumBytes) else { throw Self.corrupt }
         return value
     }
 

@@ -186,7 +186,14 @@ public struct CatalogClient: Sendable {
     ///   fetched before it stay cached, so the next attempt fetches only what is missing);
     ///   `invalid-catalog` for metadata that is not valid; transfer errors.
     public func describe(_ tags: Set<String>, in snapshot: CatalogSnapshot) async throws(ResourceError) -> CatalogSnapshot {
-        guard let split = snapshot.split, tags.contains(where: { snapshot.lookup.tag(named: $0) == nil }) else { return snapshot }
+        guard tags.contains(where: { snapshot.lookup.tag(named: $0) == nil }) else { return snapshot }
+        var split = snapshot.split
+        // A stored part of a split version whose cached split manifest was damaged (and dropped):
+        // fetched again now, rather than calling a tag outside the part unknown.
+        if split == nil, try store.hasMetadataFiles(catalogURL: catalogURL, version: snapshot.version) {
+            split = try await refetchSplitManifest(version: snapshot.version, index: snapshot.index)
+        }
+        guard let split else { return snapshot }
         for _ in 0..<Self.scopeAttempts {
             let stored = try store.manifest(catalogURL: catalogURL, version: snapshot.version)
             let known = Set(snapshot.manifest.tags.map(\.name))
@@ -349,6 +356,35 @@ public struct CatalogClient: Sendable {
     /// - Parameter previous: a part of this version stored before: its tags stay in the part.
     private func fetchManifest(version: Int, index: CatalogIndex, previous: VersionManifest?) async throws(ResourceError)
         -> (VersionManifest, [String], SplitManifest?, carried: Set<String>) {
+        let (data, published) = try await fetchPublished(version: version, index: index)
+        switch published {
+        case .full(let manifest): return (manifest, [], nil, [])
+        case .split(let split):
+            let current = try currentPart()
+            let carrying = current.split.flatMap { split in current.part.map { (manifest: split, part: $0) } }
+            let scope = try await self.scope(of: split, tags: try initialScope(of: split, current: current), previous: previous,
+                                             carrying: carrying)
+            // Kept with the bins and tables: describing more tags later, offline too, starts from it.
+            let head = ResourceStore.splitManifestPath(of: data)
+            store.cacheMetadata(data, path: head)
+            return (scope.manifest, scope.files.map(\.path) + [head], split, scope.carriedPacks)
+        }
+    }
+
+    /// The split manifest of stored version `version` when the store's cached copy of it was
+    /// damaged or removed (and dropped): fetched again, checked against the catalog's pin, and
+    /// cached under the name the stored version records, so the version is whole again.
+    private func refetchSplitManifest(version: Int, index: CatalogIndex) async throws(ResourceError) -> SplitManifest? {
+        let (data, published) = try await fetchPublished(version: version, index: index)
+        guard case .split(let split) = published else { return nil }
+        store.cacheMetadata(data, path: ResourceStore.splitManifestPath(of: data))
+        try? store.log(.repair, ResourceStore.splitManifestPath(of: data), bytes: Int64(data.count),
+                       reason: "the cached split manifest of version \(version) was damaged or missing; fetched again", doing: "log a repair")
+        return split
+    }
+
+    /// The manifest of `version` as published, checked against the catalog's pin, and its bytes.
+    private func fetchPublished(version: Int, index: CatalogIndex) async throws(ResourceError) -> (Data, PublishedManifest) {
         let entry = index.version(version)
         let path = entry?.manifest ?? VersionManifest.manifestPath(forVersion: version)
         // Checked here too, whatever index it came from: only a path inside the catalog becomes a URL.
@@ -386,18 +422,7 @@ public struct CatalogClient: Sendable {
             throw ResourceError(.invalidCatalog, "\(path) belongs to catalog '\(published.catalogID)' version \(published.version), not '\(index.id)' version \(version).",
                                 url: catalogURL)
         }
-        switch published {
-        case .full(let manifest): return (manifest, [], nil, [])
-        case .split(let split):
-            let current = try currentPart()
-            let carrying = current.split.flatMap { split in current.part.map { (manifest: split, part: $0) } }
-            let scope = try await self.scope(of: split, tags: try initialScope(of: split, current: current), previous: previous,
-                                             carrying: carrying)
-            // Kept with the bins and tables: describing more tags later, offline too, starts from it.
-            let head = ResourceStore.splitManifestPath(of: data)
-            store.cacheMetadata(data, path: head)
-            return (scope.manifest, scope.files.map(\.path) + [head], split, scope.carriedPacks)
-        }
+        return (data, published)
     }
 
     /// The store's current version of this catalog as stored: its manifest (for a split version,
@@ -435,10 +460,11 @@ public struct CatalogClient: Sendable {
                        carrying earlier: (manifest: SplitManifest, part: VersionManifest)? = nil) async throws(ResourceError) -> MetadataScope {
         let carried = SplitMetadata.carriedTags(of: split, from: earlier)
         let all = ((previous?.tags.map(\.name) ?? []) + tags).filter { carried[$0] == nil }
-        let bins = try await metadataFiles(SplitMetadata.binFiles(forTags: all, of: split).map { ($0.path, $0.pin) })
+        let bins = try await metadataFiles(SplitMetadata.binFiles(forTags: all, of: split).map { ($0.path, $0.pin) }, version: split.version)
         do {
             let tables = try SplitMetadata.tableFiles(forTags: all, of: split, fetch: Self.lookUp(in: bins))
-            let files = bins.merging(try await metadataFiles(tables.map { ($0.path, $0.pin) })) { first, _ in first }
+            let held = Int64(bins.values.reduce(0) { $0 + $1.count })
+            let files = bins.merging(try await metadataFiles(tables.map { ($0.path, $0.pin) }, holding: held, version: split.version)) { first, _ in first }
             return try SplitMetadata.scoped(split, tags: tags, keepingOrderOf: previous, carrying: earlier, fetch: Self.lookUp(in: files))
         } catch let error as ResourceError {
             throw error
@@ -467,8 +493,14 @@ public struct CatalogClient: Sendable {
     /// downloaded, ``metadataDownloads`` at a time. After a failure no other download starts, but
     /// those under way finish and are kept, so the next attempt fetches only what is missing.
     ///
-    /// - Throws: the first download's error.
-    private func metadataFiles(_ wanted: [(path: String, pin: MetadataPin)]) async throws(ResourceError) -> [String: Data] {
+    /// - Parameter held: the bytes of metadata files already held for the same request: with
+    ///   these, the pins must fit ``SplitMetadata/maximumHeldBytes`` before anything is fetched.
+    /// - Throws: `invalid-catalog` (cause `size-mismatch`, field `maximumHeldBytes`) over the
+    ///   budget; the first download's error.
+    private func metadataFiles(_ wanted: [(path: String, pin: MetadataPin)], holding held: Int64 = 0,
+                               version: Int) async throws(ResourceError) -> [String: Data] {
+        let pins = Dictionary(wanted.map { ($0.path, $0.pin) }, uniquingKeysWith: { first, _ in first }).values
+        do { try SplitMetadata.checkBudget(pins, holding: held) } catch { throw invalidMetadata(error, version: version) }
         var result: [String: Data] = [:]
         var missing: [(path: String, pin: MetadataPin)] = []
         for file in wanted where result[file.path] == nil {

@@ -63,10 +63,8 @@ final class ChunkedEntryWriter: @unchecked Sendable {
         self.journal = journal
         self.syncFiles = syncFiles
         self.source = source
-        guard mkdir(url.deletingLastPathComponent().path, 0o755) == 0 || errno == EEXIST else {
-            throw StoreFailure.posix("create '\(url.deletingLastPathComponent().path)'")
-        }
-        descriptor = open(url.path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o644)
+        try StoreFiles.makeFolder(url.deletingLastPathComponent().path)
+        descriptor = StoreFiles.openFile(url.path, O_RDWR | O_CREAT)
         guard descriptor >= 0 else { throw StoreFailure.posix("open '\(url.path)'") }
         try keepRecordedChunks()
     }
@@ -182,11 +180,7 @@ final class ChunkedEntryWriter: @unchecked Sendable {
         fchmod(descriptor, 0o444)
         close()
         let target = folder.appending(path: entry.name)
-        do {
-            try FileManager.default.createDirectory(at: target.deletingLastPathComponent(), withIntermediateDirectories: true)
-        } catch {
-            throw ResourceError(.storageFailure, "Could not create the folder of '\(entry.name)' in staging.", cause: StoreFailure(description: "\(error)"))
-        }
+        try StoreFiles.makeFolders(above: entry.name, below: folder.path)
         guard rename(url.path, target.path) == 0 else { throw StoreFailure.posix("move '\(entry.name)' into staging") }
     }
 
@@ -228,6 +222,7 @@ final class ChunkedEntryWriter: @unchecked Sendable {
         fileHash.update(bytes)
         done += 1
         try journal.recordChunksDone(done, of: entry.name)
+        if done == chunks.count / 2 { CrashPoint.chunks.reached() }
     }
 
     /// Reads `count` bytes of `file` from `offset` into ``buffer``; `false` when it is shorter.

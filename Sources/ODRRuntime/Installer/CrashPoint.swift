@@ -16,9 +16,11 @@ import Foundation
 /// Points: `download` (half of a pack's bytes arrived, and at least ``downloadMinimumBytes``, so the
 /// partial download is resumable), `unpack` (every entry extracted and verified
 /// in `staging/`, before the rename), `after-rename` (the pack is in `packs/`, its row not committed),
-/// `mid-purge` (a purge recorded, its folder still in `packs/`).
+/// `mid-purge` (a purge recorded, its folder still in `packs/`), `chunks` (half of a chunked
+/// entry's chunks assembled and recorded in the journal).
 enum CrashPoint: String {
     case download
+    case chunks
     case unpack
     case afterRename = "after-rename"
     case midPurge = "mid-purge"

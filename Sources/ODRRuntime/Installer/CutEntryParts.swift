@@ -126,8 +126,8 @@ final class CutEntryPartWriter {
         if table[index].descriptor < 0 {
             let path = parts.path(of: table[index].entry)
             if table[index].held == 0 {
-                guard mkdir(parts.folder.path, 0o755) == 0 || errno == EEXIST else { return false }
-                table[index].descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o644)
+                guard (try? StoreFiles.makeFolder(parts.folder.path)) != nil else { return false }
+                table[index].descriptor = StoreFiles.openFile(path, O_WRONLY | O_CREAT | O_TRUNC)
             } else {
                 table[index].descriptor = open(path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC)
             }

@@ -258,11 +258,7 @@ public struct PackInstaller: Sendable {
         // Refused bytes send the next attempt to another origin, once per other origin.
         var integrityFailovers = 0
         while true {
-            do {
-                try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-            } catch {
-                throw ResourceError(.storageFailure, "Could not create '\(folder.path)'.", cause: StoreFailure(description: "\(error)"))
-            }
+            try StoreFiles.makeFolder(folder.path)
             let staged = StagedEntries.look(in: folder, entries: entries, journal: journal, parts: parts, hashing: true,
                                             flush: store.synchronousWrites)
             var complete = staged.complete
@@ -383,12 +379,7 @@ public struct PackInstaller: Sendable {
     /// and checks it; `false` (and nothing left behind) when it is not the entry's content.
     private func reuse(_ file: URL, as entry: PackEntryExpectation, in folder: URL) throws(ResourceError) -> Bool {
         let target = folder.appending(path: entry.name)
-        do {
-            try FileManager.default.createDirectory(at: target.deletingLastPathComponent(), withIntermediateDirectories: true)
-        } catch {
-            throw ResourceError(.storageFailure, "Could not create the folder of '\(entry.name)' in staging.",
-                                cause: StoreFailure(description: "\(error)"))
-        }
+        try StoreFiles.makeFolders(above: entry.name, below: folder.path)
         unlink(target.path)
         if link(file.path, target.path) != 0 {
             // The source pack was purged meanwhile: fetch the entry instead.
@@ -449,12 +440,7 @@ public struct PackInstaller: Sendable {
     private func linkSharedFiles(of pack: PackRecord, in lookup: ManifestIndex, at folder: URL) throws(ResourceError) {
         for file in lookup.files(inPack: pack.id) where file.path != file.entry {
             let target = folder.appending(path: file.path)
-            do {
-                try FileManager.default.createDirectory(at: target.deletingLastPathComponent(), withIntermediateDirectories: true)
-            } catch {
-                throw ResourceError(.storageFailure, "Could not create the folder of '\(file.path)' in staging.",
-                                    cause: StoreFailure(description: "\(error)"))
-            }
+            try StoreFiles.makeFolders(above: file.path, below: folder.path)
             let entry = folder.appending(path: file.entry)
             guard link(entry.path, target.path) != 0 else { continue }
             guard errno == EEXIST else { throw StoreFailure.posix("link '\(file.path)' to '\(file.entry)'") }

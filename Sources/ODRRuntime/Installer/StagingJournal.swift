@@ -169,7 +169,7 @@ package final class StagingJournal: Sendable {
     }
 
     private func append(_ line: String) throws(ResourceError) {
-        let descriptor = open(url.path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o644)
+        let descriptor = StoreFiles.openFile(url.path, O_WRONLY | O_APPEND | O_CREAT)
         guard descriptor >= 0 else { throw StoreFailure.posix("open '\(url.path)'") }
         defer { close(descriptor) }
         let bytes = Array(line.utf8)

@@ -57,7 +57,7 @@ final class FileLock {
     /// Whether another descriptor holds a lock on `path` now; a missing file is not held. Takes
     /// nothing: the probe's own exclusive attempt is released at once.
     static func isHeld(_ path: String) -> Bool {
-        let descriptor = open(path, O_RDWR | O_CLOEXEC)
+        let descriptor = StoreFiles.openFile(path, O_RDWR)
         guard descriptor >= 0 else { return false }
         defer { close(descriptor) }
         var result: Int32
@@ -116,7 +116,7 @@ final class FileLock {
     /// Whether the open `descriptor` is the file at `path` (same device and inode).
     private static func isFile(_ descriptor: Int32, at path: String) -> Bool {
         var held = stat(), current = stat()
-        return fstat(descriptor, &held) == 0 && stat(path, &current) == 0
+        return fstat(descriptor, &held) == 0 && lstat(path, &current) == 0
             && held.st_ino == current.st_ino && held.st_dev == current.st_dev
     }
 
@@ -136,7 +136,7 @@ final class FileLock {
 
     private static func acquire(_ path: String, blocking: Bool, shared: Bool = false) throws(ResourceError) -> FileLock? {
         while true {
-            let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+            let descriptor = StoreFiles.openFile(path, O_RDWR | O_CREAT)
             guard descriptor >= 0 else { throw StoreFailure.posix("open the lock file '\(path)'") }
             var result: Int32
             repeat {

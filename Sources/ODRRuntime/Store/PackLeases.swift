@@ -205,7 +205,7 @@ final class PackLeases: Sendable {
     /// Creates pack `id`'s lease file unless it exists (an install does, so that a missing one
     /// later means it was deleted outside the runtime); best effort.
     func touch(_ id: String) {
-        let descriptor = open(path(for: id), O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
+        let descriptor = StoreFiles.openFile(path(for: id), O_WRONLY | O_CREAT)
         if descriptor >= 0 { close(descriptor) }
     }
 
@@ -215,8 +215,10 @@ final class PackLeases: Sendable {
     /// - Returns: whether the file was missing.
     func recreateIfMissing(_ id: String) -> Bool {
         let path = path(for: id)
-        guard access(path, F_OK) != 0, errno == ENOENT else { return false }
-        let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        // A link planted in its place is no lease file: removed, it counts as missing.
+        StoreFiles.removeLink(path)
+        guard !StoreFiles.exists(path) else { return false }
+        let descriptor = StoreFiles.openFile(path, O_WRONLY | O_CREAT | O_EXCL)
         guard descriptor >= 0 else { return true }
         defer { close(descriptor) }
         let note = Array(Self.recreatedNote.utf8)
@@ -228,8 +230,7 @@ final class PackLeases: Sendable {
     /// than ``recreatedTrustSeconds`` ago: until then, a holder of the deleted file may not have
     /// locked it yet, so the pack counts as in use.
     func wasRecreatedRecently(_ id: String) -> Bool {
-        var info = stat()
-        guard stat(path(for: id), &info) == 0, info.st_size > 0 else { return false }
+        guard let info = StoreFiles.status(path(for: id)), info.st_mode & S_IFMT == S_IFREG, info.st_size > 0 else { return false }
         let modified = Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9
         return Date().timeIntervalSince1970 - modified < Self.recreatedTrustSeconds
     }

@@ -120,9 +120,16 @@ extension ResourceStore {
             try db.fetchOne(sql: "SELECT jsonSHA256 FROM manifestFile WHERE catalogURL = ? AND version = ?", arguments: arguments)?
                 .value(at: 0).text()
         }
-        if let digest, HexDigest.isSHA256(digest),
-           let manifest = try? VersionManifest(compactFileAt: compactFileURL(digest: digest, in: manifests)) {
-            return manifest
+        if let digest, HexDigest.isSHA256(digest) {
+            // Checked against the digest it is stored under: a file put in its place (another
+            // manifest's compact form) is refused and written again from the JSON below.
+            let url = compactFileURL(digest: digest, in: manifests)
+            if let manifest = try? VersionManifest(compactFileAt: url, source: digest) { return manifest }
+            if StoreFiles.exists(url.path) {
+                let event = StoreEvent(time: Date().timeIntervalSince1970, kind: .repair, packID: "manifests/\(digest).odrm", bytes: 0,
+                                       reason: "compact manifest damaged or not the stored manifest's; written again from its JSON")
+                try? database.write { db in try log(db, event) }
+            }
         }
         let json = try database.read { db in
             try db.fetchOne(sql: "SELECT json FROM manifest WHERE catalogURL = ? AND version = ?", arguments: arguments)?.value(at: 0).blob()
@@ -150,11 +157,14 @@ extension ResourceStore {
     static func compactFileURL(digest: String, in manifests: URL) -> URL { manifests.appending(path: "\(digest).odrm") }
 
     /// Writes the compact form of `manifest` (whose JSON is `json`) by renaming a complete file
-    /// into place, so a mapped file is never changed under its reader; returns the JSON's SHA-256.
-    /// `compact`, when given, is the compact form already encoded.
+    /// into place, so a mapped file is never changed under its reader; returns the JSON's SHA-256,
+    /// which the file records as what it stands for. `compact`, when given, is the compact form
+    /// already encoded (without a source).
     static func writeCompactFile(of manifest: VersionManifest, json: Data, compact: Data? = nil, in manifests: URL) throws -> String {
         let digest = ContentHash.sha256Hex(of: json)
-        try (compact ?? manifest.compactEncoded()).write(to: compactFileURL(digest: digest, in: manifests), options: .atomic)
+        let bytes = try compact.map { compact throws(FormatError) in try VersionManifest.compact(compact, recordingSource: digest) }
+            ?? manifest.compactEncoded(source: digest)
+        try bytes.write(to: compactFileURL(digest: digest, in: manifests), options: .atomic)
         return digest
     }
 

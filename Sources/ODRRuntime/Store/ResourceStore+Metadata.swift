@@ -58,11 +58,12 @@ extension ResourceStore {
             let digest = String(name.dropLast(Self.splitManifestSuffix.count))
             guard HexDigest.isSHA256(digest) else { continue }
             let url = Self.metadataURL(in: directory).appending(path: name)
-            var info = stat()
-            guard stat(url.path, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_size <= Int64(CatalogTrust.defaultMaximumManifestBytes),
+            guard let info = StoreFiles.status(url.path), info.st_mode & S_IFMT == S_IFREG, info.st_size <= Int64(CatalogTrust.defaultMaximumManifestBytes),
                   let data = try? Data(contentsOf: url), ContentHash.sha256Hex(of: data) == digest,
                   case .split(let split)? = try? PublishedManifest.decode(from: data), split.version == version else {
                 Self.removeTree(url)
+                try? log(.repair, "\(SplitMetadata.folder)/\(name)", bytes: 0,
+                         reason: "cached split manifest damaged or replaced; removed, fetched again when needed", doing: "log a repair")
                 continue
             }
             return split
@@ -84,10 +85,10 @@ extension ResourceStore {
         guard let name = Self.metadataFileName(path) else { return nil }
         let url = Self.metadataURL(in: directory).appending(path: name)
         // The size first, so a huge file put there is never read.
-        var info = stat()
-        guard stat(url.path, &info) == 0 else { return nil }
+        guard let info = StoreFiles.status(url.path) else { return nil }
         guard info.st_mode & S_IFMT == S_IFREG, Int64(info.st_size) == pin.size, let data = try? Data(contentsOf: url), (try? pin.check(data, file: path)) != nil else {
             Self.removeTree(url)
+            try? log(.repair, path, bytes: 0, reason: "cached metadata file damaged or replaced; removed and fetched again", doing: "log a repair")
             return nil
         }
         return data
@@ -98,7 +99,7 @@ extension ResourceStore {
     func cacheMetadata(_ data: Data, path: String) {
         guard let name = Self.metadataFileName(path) else { return }
         let folder = Self.metadataURL(in: directory)
-        try? FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        guard (try? StoreFiles.makeFolder(folder.path)) != nil else { return }
         try? data.write(to: folder.appending(path: name), options: .atomic)
     }
 
@@ -122,6 +123,11 @@ extension ResourceStore {
     /// check failed or was interrupted, or not a metadata file at all. Another process may be
     /// between fetching a file and storing its version; removing it only costs fetching it again.
     static func removeUnreferencedMetadataFiles(in folder: URL, database: SQLitePool) -> [String] {
+        // A link planted in the folder's place is removed, never listed: what it points to is not the store's.
+        guard StoreFiles.isFolder(folder.path) else {
+            StoreFiles.removeLink(folder.path)
+            return []
+        }
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder.path), !names.isEmpty,
               let referenced = try? referencedMetadataFiles(database) else { return [] }
         var removed: [String] = []

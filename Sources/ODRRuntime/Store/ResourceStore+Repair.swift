@@ -65,10 +65,12 @@ extension ResourceStore {
             guard let held = try lock(id) else { continue }
             defer { held.unlock() }
             // A pack being assembled: its verified entries, and the journal that places a cut one.
-            let assembling = itemNames.contains("\(id).d") && isFolder(staging.appending(path: "\(id).d").path)
+            let assembling = itemNames.contains("\(id).d") && StoreFiles.isFolder(staging.appending(path: "\(id).d").path)
             // Worth keeping only for a pack a stored catalog version still lists and the store lacks;
             // otherwise no install would ever pick it up again.
-            let resumable = assembling && (name == "\(id).d" || name == "\(id).journal") && stillWanted(id, database: database)
+            // Its chunked entries' work files (`<id>.chunked`) too: their chunks are checked
+            // against the journal and their digests when the next install picks them up.
+            let resumable = assembling && ["\(id).d", "\(id).journal", "\(id).chunked"].contains(name) && stillWanted(id, database: database)
             if resumable {
                 if name.hasSuffix(".d") { report.keptPartialDownloads.append(id) }
                 continue
@@ -247,10 +249,9 @@ extension ResourceStore {
         report.removedDamagedRows = try Self.resetDamagedRows(database: database, locks: Self.locksURL(in: directory), clock: clock)
         let forgotten: [String] = try write("forget damaged trust records") { db in
             var forgotten: [String] = []
-            for row in try db.fetchAll(sql: "SELECT rowid AS rowNumber, catalogID, highestSerial, keySetJSON FROM catalogTrust") {
-                guard (try? Self.catalogTrust(from: row)) == nil else { continue }
-                try db.execute(sql: "DELETE FROM catalogTrust WHERE rowid = ?", arguments: [try row.value("rowNumber").integer()])
-                forgotten.append("trust record of catalog '\((try? StoreRow.text(row, "catalogID")) ?? "?")' (damaged)")
+            for damaged in try Self.damagedTrustRecords(db) {
+                try db.execute(sql: "DELETE FROM catalogTrust WHERE rowid = ?", arguments: [damaged.rowNumber])
+                forgotten.append("trust record of catalog '\(damaged.catalogID)' (damaged)")
             }
             return forgotten
         }
@@ -278,6 +279,21 @@ extension ResourceStore {
             report.removedPackFolders.append(id)
         }
         return report
+    }
+
+    /// The `catalogTrust` rows that are damaged (``catalogTrust(from:)`` refuses them): every check
+    /// of their catalog fails with `storage-failure` until `odr verify --repair` forgets them, so
+    /// ``verify()`` reports them.
+    static func damagedTrustRecords(_ db: SQLiteDatabase) throws -> [(rowNumber: Int64, catalogID: String, problem: String)] {
+        try db.fetchAll(sql: "SELECT rowid AS rowNumber, catalogID, highestSerial, keySetJSON FROM catalogTrust").compactMap {
+            row throws -> (rowNumber: Int64, catalogID: String, problem: String)? in
+            do throws(DamagedRow) {
+                _ = try catalogTrust(from: row)
+                return nil
+            } catch {
+                return (try row.value("rowNumber").integer() ?? 0, (try? StoreRow.text(row, "catalogID")) ?? "?", error.problem)
+            }
+        }
     }
 
     /// Whether a stored catalog version lists pack `id` and the store does not hold it installed.

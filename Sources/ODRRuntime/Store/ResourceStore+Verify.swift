@@ -31,6 +31,11 @@ extension ResourceStore {
         let installed = try packs().filter(\.isInstalled)
         // Rows changed outside the runtime are trusted for nothing; ``repairDamage()`` removes them.
         problems += try read("list packs") { db in try Self.packRows(db).damaged }.map(\.storeProblem)
+        // A damaged trust record blocks every check of its catalog (`storage-failure`, which sends
+        // the user here): reported, so `--repair` runs and forgets it.
+        problems += try read("read trust records") { db in try Self.damagedTrustRecords(db) }.map {
+            StoreProblem(packID: "", message: "damaged trust record of catalog '\($0.catalogID.prefix(80))' (\($0.problem)): every check of the catalog fails until `odr verify --repair` forgets it")
+        }
         let ids = Set(installed.map(\.id))
         for name in ((try? FileManager.default.contentsOfDirectory(atPath: packsURL.path)) ?? []).sorted() where !ids.contains(name) {
             guard try isOrphanFolder(name) else { continue }

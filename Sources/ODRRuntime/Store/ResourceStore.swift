@@ -91,9 +91,11 @@ public final class ResourceStore: Sendable {
         self.directory = directory.standardizedFileURL
         self.synchronousWrites = synchronousWrites
         self.clock = clock
-        for folder in [self.directory, Self.packsURL(in: self.directory), Self.stagingURL(in: self.directory),
+        try Self.createFolder(self.directory)
+        // The store's own folders are never links: one planted in their place is replaced.
+        for folder in [Self.packsURL(in: self.directory), Self.stagingURL(in: self.directory),
                        Self.locksURL(in: self.directory), Self.manifestsURL(in: self.directory)] {
-            try Self.createFolder(folder)
+            try StoreFiles.makeFolder(folder.path)
         }
         leases = PackLeases.shared(locks: Self.locksURL(in: self.directory))
         let packsPath = Self.packsURL(in: self.directory).path
@@ -135,6 +137,10 @@ public final class ResourceStore: Sendable {
     /// - Returns: the pool, and why it is read-only, if it is.
     private static func openDatabase(at directory: URL) throws(ResourceError) -> (SQLitePool, ReadOnlyCause?) {
         let path = directory.appending(path: databaseName).path
+        // SQLite follows links to the database, its journal and WAL: one planted there would have
+        // the store write outside itself. (`SQLITE_OPEN_NOFOLLOW` is no help: it refuses a store
+        // anywhere below a linked folder, such as a home directory that is a link.)
+        for suffix in ["", "-wal", "-shm", "-journal"] { StoreFiles.removeLink(path + suffix) }
         do {
             let database = try SQLitePool(path: path)
             // Asked on the writer connection, which migrates: a reader connection that had read the
@@ -505,7 +511,16 @@ public final class ResourceStore: Sendable {
     }
 
     /// Deletes a file or a folder tree; best effort (what remains is removed at the next open).
+    /// Never through a symbolic link: a link (planted in place of a staging folder, say) is
+    /// removed itself, since the path of a folder's URL ends with `/`, and a path ending with `/`
+    /// would follow a link at its last component and empty the folder it points to.
     static func removeTree(_ url: URL) {
-        try? FileManager.default.removeItem(at: url)
+        var path = url.path
+        while path.count > 1, path.hasSuffix("/") { path.removeLast() }
+        if let info = StoreFiles.status(path), info.st_mode & S_IFMT != S_IFDIR {
+            unlink(path)
+            return
+        }
+        try? FileManager.default.removeItem(atPath: path)
     }
 }

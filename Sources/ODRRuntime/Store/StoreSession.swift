@@ -38,14 +38,14 @@ final class StoreSession: Sendable {
         self.locks = locks
         self.writesMarker = writesMarker
         let path = locks.appending(path: "session.lock").path
-        lockDescriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        lockDescriptor = StoreFiles.openFile(path, O_RDWR | O_CREAT)
         guard lockDescriptor >= 0 else { throw StoreFailure.posix("open the lock file '\(path)'") }
         guard Self.flockRetrying(lockDescriptor, LOCK_SH) == 0 else {
             close(lockDescriptor)
             throw StoreFailure.posix("lock '\(path)'")
         }
         let marker = Self.markerPath(in: locks)
-        openedAfterCleanClose = access(marker, F_OK) == 0
+        openedAfterCleanClose = StoreFiles.status(marker).map { $0.st_mode & S_IFMT == S_IFREG } ?? false
         if openedAfterCleanClose, unlink(marker) != 0, errno != ENOENT {
             close(lockDescriptor)
             throw StoreFailure.posix("remove '\(marker)'")
@@ -65,7 +65,7 @@ final class StoreSession: Sendable {
             if Self.flockRetrying(lockDescriptor, LOCK_EX | LOCK_NB) == 0 { alone = true; break }
         }
         guard alone else { return }
-        let marker = open(Self.markerPath(in: locks), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        let marker = StoreFiles.openFile(Self.markerPath(in: locks), O_WRONLY | O_CREAT | O_TRUNC)
         if marker >= 0 { close(marker) }
     }
 

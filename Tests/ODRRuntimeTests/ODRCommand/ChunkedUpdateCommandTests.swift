@@ -25,6 +25,49 @@ struct ChunkedUpdateCommandTests {
         return missing.reduce(0) { $0 + table[$1].storedSize }
     }
 
+    /// A chunked assembly resumes in a later run: `odr fetch` killed when half of a file's chunks
+    /// are assembled (`ODR_CRASH_AT=chunks`), the next `odr fetch` fetches only the chunks after
+    /// them. Before, opening the store deleted `staging/<id>.chunked` and the next run fetched
+    /// every changed chunk again.
+    @Test func aChunkedAssemblyKilledHalfwayResumesInTheNextRun() async throws {
+        let fixture = try CatalogFixture(rules: #"""
+            { "catalogID": "chunks", "tags": { "world": { "include": ["world"] } }, "limits": { "chunkThreshold": "256 KiB" } }
+            """#)
+        let original = deterministicBytes(count: 2 << 20, seed: 41)
+        try fixture.write(ChunkedInstallTests.big, original)
+        try await fixture.build(chunkSizes: Self.chunkSizes())
+        let crashed = try TemporaryDirectory(prefix: "odr-store"), control = try TemporaryDirectory(prefix: "odr-store")
+        try await withTestServer(root: fixture.catalog) { server in
+            func fetch(_ store: TemporaryDirectory, crashing: Bool = false) async throws -> (ODRExecutable.Outcome, Int64) {
+                await server.waitUntilIdle()
+                server.clearRequests()
+                let outcome = try await ODRExecutable.run(["fetch", "--catalog", server.baseURL.absoluteString, "--store", store.url.path, "world"],
+                                                          environment: crashing ? ["ODR_CRASH_AT": "chunks"] : [:])
+                await server.waitUntilIdle()
+                return (outcome, Int64(ChunkedInstallTests.packRequests(server).reduce(0) { $0 + $1.bytesSent }))
+            }
+            for store in [crashed, control] { #expect(try await fetch(store).0.status == 0) }
+            // Changes spread over the whole file: a few hundred bytes every 128 KiB.
+            var changed = original
+            for offset in stride(from: 60_000, to: changed.count - 1000, by: 128 << 10) {
+                changed = ChunkedInstallTests.edit(changed, at: offset, deterministicBytes(count: 300, seed: UInt64(offset)), overwrite: true)
+            }
+            try fixture.write(ChunkedInstallTests.big, changed)
+            try await fixture.build(chunkSizes: Self.chunkSizes())
+
+            let (full, fullBytes) = try await fetch(control)
+            #expect(full.status == 0, "\(full.stderr)")
+            let (killed, _) = try await fetch(crashed, crashing: true)
+            #expect(killed.killedBySignal && killed.status == SIGKILL, "\(killed.stderr)")
+            let (resumed, resumedBytes) = try await fetch(crashed)
+            #expect(resumed.status == 0, "\(resumed.stderr)")
+            // About half of what the uninterrupted update fetched: the chunks after the kill.
+            #expect(resumedBytes <= fullBytes * 3 / 4, "fetched \(resumedBytes) bytes again; the whole update fetches \(fullBytes)")
+            let path = try await ODRExecutable.run(["path", "--catalog", server.baseURL.absoluteString, "--store", crashed.url.path, ChunkedInstallTests.big])
+            #expect(try Data(contentsOf: URL(filePath: path.stdout.trimmingCharacters(in: .whitespacesAndNewlines))) == changed)
+        }
+    }
+
     @Test func statusAndUpdateCountOnlyTheChangedChunksOfALargeFile() async throws {
         let fixture = try CatalogFixture(rules: #"""
             { "catalogID": "chunks", "tags": { "world": { "include": ["world"] } }, "limits": { "chunkThreshold": "256 KiB" } }

@@ -108,6 +108,17 @@ struct ODRCommandTests {
         }
     }
 
+    /// A `--catalog` URL of another scheme is a usage error naming the schemes odr reads; before,
+    /// `gopher://host/` was taken for a relative folder and a store was filled from nothing.
+    @Test(arguments: ["gopher://example.com/game/", "ftp://example.com/game/", "FTP://example.com/"])
+    func aCatalogURLOfAnotherSchemeIsAUsageError(_ url: String) async throws {
+        let storeDirectory = try TemporaryDirectory(prefix: "odr-store")
+        let outcome = try await ODRExecutable.run(["fetch", "--catalog", url, "--store", storeDirectory.url.path, "small"])
+        #expect(outcome.status == 64, "\(outcome.stderr)")
+        #expect(outcome.stderr.contains("http://, https:// or file://"), "\(outcome.stderr)")
+        #expect(storeDirectory.allFiles().isEmpty)
+    }
+
     @Test func fetchReportsErrorsWithTheirCodeAndStatusShowsStates() async throws {
         let fixture = try CatalogFixture.game(bigBytes: 1000)
         try await fixture.build()

@@ -199,6 +199,28 @@ struct TamperedStoreTests {
         #expect(try store.verify().isEmpty)
     }
 
+    /// The advice of that `storage-failure` is true: `odr verify` reports the damaged trust
+    /// record and `odr verify --repair` forgets it, after which the catalog checks again. Before,
+    /// verify never read trust rows, so `--repair` found nothing to do and the store stayed stuck.
+    @Test func odrVerifyRepairForgetsADamagedTrustRecord() async throws {
+        let fixture = try CatalogFixture.game(bigBytes: 1000)
+        try await fixture.build()
+        let installed = try await Installed.make(tags: ["small"], fixture: fixture)
+        try installed.tamper("UPDATE catalogTrust SET keySetJSON = 7")
+        let common = ["--catalog", fixture.catalog.path, "--store", installed.store.path]
+        let stuck = try await ODRExecutable.run(["update"] + common)
+        #expect(stuck.status == 1 && stuck.stderr.contains("error[storage-failure]") && stuck.stderr.contains("odr verify --repair"), "\(stuck.stderr)")
+
+        let verify = try await ODRExecutable.run(["verify", "--store", installed.store.path])
+        #expect(verify.status == 1)
+        #expect(verify.stdout.contains("mismatch: damaged trust record of catalog"), "\(verify.stdout)")
+        let repair = try await ODRExecutable.run(["verify", "--store", installed.store.path, "--repair"])
+        #expect(repair.status == 0, "\(repair.stdout) \(repair.stderr)")
+        #expect(repair.stdout.contains("repaired: removed trust record of catalog"), "\(repair.stdout)")
+        let again = try await ODRExecutable.run(["update"] + common)
+        #expect(again.status == 0, "\(again.stderr)")
+    }
+
     /// A trust record whose key set is not a blob (an integer, text) is damaged, not read as "no
     /// key set": that would forget a key rotation and accept the rotated-away keys again.
     @Test(arguments: ["7", "'{\"version\":1}'"])
