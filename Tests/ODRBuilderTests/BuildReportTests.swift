@@ -4,12 +4,28 @@ import ODRFormat
 import Testing
 
 struct BuildReportTests {
+    @Test func buildAndReportCountATagsFilesAlike() async throws {
+        let fixture = try BuildFixture()
+        try fixture.write("odr.json", #"{"tags": {"a": ["A"], "b": ["B"]}, "untagged": "base"}"#)
+        try fixture.write("A/one.txt", "one")
+        try fixture.write("A/same.txt", "identical content")
+        try fixture.write("B/copy.txt", "identical content")
+        try fixture.write("B/two.txt", "two")
+        try fixture.write("loose.txt", "loose")
+        let built = try await fixture.build()
+        let fromManifest = BuildReport(manifest: try fixture.manifest(1), distribution: "live")
+        let counts = Dictionary(uniqueKeysWithValues: built.tags.map { ($0.name, $0.files) })
+        // The shared content's pack holds A/same.txt and B/copy.txt: installing a puts both on disk.
+        #expect(counts == ["a": 3, "b": 3, "base": 1])
+        #expect(fromManifest.tags.map(\.files) == built.tags.map(\.files))
+    }
+
     @Test func reportCountsBytesPerTagSharedPacksAndWarnings() async throws {
         let fixture = try BuildFixture()
         try fixture.write("odr.json", """
             {"tags": {"a": ["A", "Shared"], "b": ["B", "Shared"], "ghost": ["Nowhere"]},
              "initialInstall": ["a"], "prefetchOrder": ["b"],
-             "limits": {"initialInstallAndPrefetch": 10}, "untagged": "warn"}
+             "limits": {"initialInstallAndPrefetch": 10, "minimumPackSize": 0}, "untagged": "warn"}
             """)
         try fixture.write("A/a.txt", String(repeating: "a", count: 1000))
         try fixture.write("B/b.txt", "b")

@@ -17,7 +17,7 @@ struct CatalogBuilderPropertyTests {
             "\"\(tag.name)\": {\"include\": [\(tag.include.map { "\"\($0.source)\"" }.joined(separator: ","))], "
                 + "\"exclude\": [\(tag.exclude.map { "\"\($0.source)\"" }.joined(separator: ","))]}"
         }.joined(separator: ", ")
-        rules += "}, \"untagged\": \"\(tree.rules.untagged.rawValue)\", \"limits\": {\"packSize\": \(tree.rules.limits.packSize)}}"
+        rules += "}, \"untagged\": \"\(tree.rules.untagged.rawValue)\", \"limits\": {\"packSize\": \(tree.rules.limits.packSize), \"minimumPackSize\": 0}}"
         try fixture.write("odr.json", rules)
 
         try await fixture.build(cached: false) { $0.allowOversize = true }

@@ -147,6 +147,8 @@ struct CatalogReportTests {
         #expect(stored.message.contains("media/late-text.bin") && !stored.message.contains("plain.txt"))
         let poor = try #require(report.summary.warnings.first { $0.code == .deflatedPoorly })
         #expect(poor.message.contains("media/late-noise.bin") && !poor.message.contains("plain.txt"))
+        // It names the rule to change: the tag holding the file.
+        #expect(poor.message.contains(#"add "compression": "store" to the rule of tag "media""#), "\(poor.message)")
         #expect(report.html().contains("data-code=\"storedCompressible\""))
     }
 

@@ -23,6 +23,28 @@ struct CatalogSigningTests {
         return fixture
     }
 
+    @Test func inspectShowsSigningKeysAndExpiryAndWarnsInTheLastWeek() async throws {
+        let key = SigningKey.generate()
+        let fixture = try await signedCatalog(key: key)
+        let fresh = try CatalogInspection(catalog: fixture.catalog, now: Self.signedAt)
+        #expect(fresh.signing.keyIDs == [key.publicKey.id])
+        #expect(fresh.signing.secondsToExpiry.map { abs($0 - 30 * 86_400) <= 1 } == true, "\(String(describing: fresh.signing.secondsToExpiry))")
+        #expect(fresh.rendered().contains("signing: signed by 1 key(s): \(key.publicKey.id.prefix(16)); expires "))
+        #expect(fresh.signing.warning == nil && !fresh.rendered().contains("warning:"))
+        let late = try CatalogInspection(catalog: fixture.catalog, now: Self.signedAt.addingTimeInterval(25 * 86_400))
+        #expect(late.rendered().contains("warning: catalog.json expires in 5 day(s), under 7 days"))
+        let expired = try CatalogInspection(catalog: fixture.catalog, now: Self.signedAt.addingTimeInterval(32 * 86_400))
+        #expect(expired.signing.warning?.contains("expired 2 day(s) ago") == true)
+
+        let unsigned = try BuildFixture()
+        try unsigned.write("odr.json", #"{"tags": {"a": ["A"]}}"#)
+        try unsigned.write("A/one.txt", "one")
+        try await unsigned.build()
+        let inspection = try CatalogInspection(catalog: unsigned.catalog)
+        #expect(inspection.signing.keyIDs.isEmpty)
+        #expect(inspection.rendered().contains("signing: unsigned; no expiry"))
+    }
+
     @Test func aSignedBuildPinsEveryManifestExpiresAndVerifies() async throws {
         let key = SigningKey.generate()
         let fixture = try await signedCatalog(key: key)

@@ -68,6 +68,9 @@ struct ChunkedBuildTests {
         #expect(chunking.chunks == byPath["big/archive.pak"]!.chunks.count + byPath["big/world.json"]!.chunks.count)
         #expect(chunking.changedChunks == chunking.chunks)
         #expect(report.rendered().contains("chunked files: 2"))
+        // A first build has no previous version: no "changed since" line.
+        #expect(chunking.againstPrevious == false)
+        #expect(!report.rendered().contains("changed since"))
         #expect(try CatalogInspection(catalog: fixture.catalog).rendered().contains("chunked files (format 4): 2"))
     }
 
@@ -141,6 +144,7 @@ struct ChunkedBuildTests {
         #expect(entry.bytesToMove > 0 && entry.bytesToMove <= 65536)
         #expect(diff.rendered().contains("big/archive.pak: 1 of \(file.chunks.count) chunks changed"))
         #expect(report.chunking?.changedChunks == 1)
+        #expect(report.rendered().contains("1 chunk(s) changed since the previous version"))
         #expect(report.chunking?.bytesToMove == entry.bytesToMove)
         // The headline counts the chunks too: far less than the pack's plan without them, which
         // would fetch the whole changed entry.

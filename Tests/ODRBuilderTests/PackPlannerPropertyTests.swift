@@ -10,8 +10,10 @@ struct PackPlannerPropertyTests {
 
     @Test(arguments: seeds)
     func planningInvariantsHold(seed: UInt64) throws {
-        let tree = try RandomAssetTree(seed: seed)
+        var tree = try RandomAssetTree(seed: seed)
         let assets = tree.hashedAssets
+        // One pack per distinct tag set (merging small packs is PackMergingTests').
+        tree.rules.limits.minimumPackSize = 0
         let plan = try PackPlanner(rules: tree.rules, allowOversize: true).plan(assets)
         let shaByPath = Dictionary(uniqueKeysWithValues: assets.map { ($0.path, $0.sha256) })
 

@@ -36,6 +36,16 @@ struct TagRulesTests {
         #expect(rules.definedTagNames == ["base", "level1", "tutorial"])
     }
 
+    @Test func anExplicitBaseKeepsTheImplicitPriority() throws {
+        let explicit = try TagRules.parse(Data(#"{"tags": {"base": ["Shared"], "a": ["A"]}, "untagged": "base"}"#.utf8))
+        #expect(explicit.preservationPriority(of: "base") == 1)
+        #expect(explicit.preservationPriority(of: "a") == TagRules.defaultPreservationPriority)
+        let object = try TagRules.parse(Data(#"{"tags": {"base": {"include": ["Shared"]}}}"#.utf8))
+        #expect(object.preservationPriority(of: "base") == 1)
+        let named = try TagRules.parse(Data(#"{"tags": {"base": {"include": ["Shared"], "preservationPriority": 0.3}}}"#.utf8))
+        #expect(named.preservationPriority(of: "base") == 0.3)
+    }
+
     struct Case: Sendable, CustomStringConvertible {
         var json: String
         var code: BuildError.Code

@@ -260,9 +260,14 @@ public struct CatalogBuilder: Sendable {
                 .budgetExceeded,
                 "initial install + prefetch tags need \(budgetBytes) bytes, over the \(rules.limits.initialInstallAndPrefetch)-byte budget (limits.initialInstallAndPrefetch)"))
         }
-        var filesPerTag: [String: Int] = [:]
-        for tags in plan.pathTags.values { for tag in tags { filesPerTag[tag, default: 0] += 1 } }
+        // A tag's files are the paths its packs hold, as `odrpack report` counts them from the manifest.
+        var pathsInPack: [String: Set<String>] = [:]
+        for file in manifest.files { pathsInPack[file.pack, default: []].insert(file.path) }
+        let filesPerTag = Dictionary(uniqueKeysWithValues: manifest.tags.map { tag in
+            (tag.name, tag.packs.reduce(into: Set<String>()) { $0.formUnion(pathsInPack[$1] ?? []) }.count)
+        })
         let variantDownloads = Self.variantDownloads(of: manifest)
+        let overFetched = Dictionary(plan.tags.map { ($0.name, $0.overFetchedBytes) }) { first, _ in first }
         return BuildReport(
             catalogID: manifest.catalogID, version: manifest.version, publishedNewVersion: published,
             distribution: options.distribution, files: manifest.files.count, hashedFiles: hashing.hashedFiles,
@@ -278,7 +283,7 @@ public struct CatalogBuilder: Sendable {
                 BuildReport.Tag(
                     name: tag.name, preservationPriority: tag.preservationPriority, packs: tag.packs,
                     downloadBytes: tag.downloadBytes, installedBytes: tag.installedBytes, files: filesPerTag[tag.name] ?? 0,
-                    variants: variantDownloads[tag.name] ?? [])
+                    overFetchedBytes: overFetched[tag.name] ?? 0, variants: variantDownloads[tag.name] ?? [])
             },
             variantAxes: manifest.variantAxes,
             sharedPacks: written.filter { $0.record.tags.count > 1 }.map(\.record.id),

@@ -16,6 +16,33 @@ public struct CatalogInspection: Codable, Sendable, Equatable {
     public var manifest: VersionManifest
     /// For a split version (format 3): how its metadata is spread over files.
     public var splitMetadata: SplitSummary?
+    /// Whether `catalog.json` is signed, by which keys, and when it expires.
+    public var signing: Signing
+
+    /// The signing state of `catalog.json`.
+    public struct Signing: Codable, Sendable, Equatable {
+        /// The ids of the keys whose signatures it carries (empty: unsigned).
+        public var keyIDs: [String]
+        /// When clients stop accepting it (`YYYY-MM-DDTHH:MM:SSZ`), if it says.
+        public var expires: String?
+        /// Seconds from the inspection to `expires` (negative once expired); `nil` without one.
+        public var secondsToExpiry: Int64?
+
+        /// Expiry closer than this is warned about: a week to sign again before clients refuse it.
+        public static let warningSeconds: Int64 = 7 * 24 * 3600
+
+        /// The warning `odrpack inspect` prints, if any.
+        public var warning: String? {
+            guard let seconds = secondsToExpiry, seconds < Self.warningSeconds else { return nil }
+            return seconds < 0
+                ? "warning: catalog.json expired \(Self.days(-seconds)) ago; clients refuse it until it is signed again (odrpack sign)"
+                : "warning: catalog.json expires in \(Self.days(seconds)), under 7 days; sign it again (odrpack sign) before clients refuse it"
+        }
+
+        static func days(_ seconds: Int64) -> String {
+            seconds >= 86_400 ? "\(seconds / 86_400) day(s)" : "\(seconds / 3600) hour(s)"
+        }
+    }
 
     /// How a split version's metadata is spread over files.
     public struct SplitSummary: Codable, Sendable, Equatable {
@@ -27,7 +54,8 @@ public struct CatalogInspection: Codable, Sendable, Equatable {
 
     /// Reads the index and the manifest of `version` (by default the `live` distribution's version,
     /// or the latest one when there is no `live`).
-    public init(catalog: CatalogDirectory, version: Int? = nil) throws(BuildError) {
+    /// - Parameter now: the time expiry is measured from.
+    public init(catalog: CatalogDirectory, version: Int? = nil, now: Date = Date()) throws(BuildError) {
         let index = try catalog.loadIndex()
         let chosen = version ?? index.distributions["live"] ?? index.versions.map(\.number).max()
         guard let chosen else {
@@ -37,6 +65,9 @@ public struct CatalogInspection: Codable, Sendable, Equatable {
         serial = index.serial
         distributions = index.distributions
         versions = index.versions.map(\.number)
+        signing = Signing(
+            keyIDs: (index.signatures ?? []).map(\.keyID), expires: index.expires,
+            secondsToExpiry: index.expires.flatMap(CatalogExpiry.date(from:)).map { Int64($0.timeIntervalSince(now).rounded(.down)) })
         let loaded = try catalog.loadVersion(chosen, in: index)
         manifest = loaded.manifest
         if let parts = loaded.split {
@@ -53,6 +84,11 @@ public struct CatalogInspection: Codable, Sendable, Equatable {
         let pointers = distributions.sorted { $0.key < $1.key }.map { "\($0.key) -> \($0.value)" }
         lines.append("distributions: " + (pointers.isEmpty ? "none" : pointers.joined(separator: ", ")))
         lines.append("versions: " + versions.map(String.init).joined(separator: ", "))
+        let keys = signing.keyIDs.map { String($0.prefix(16)) }.joined(separator: ", ")
+        lines.append(
+            (signing.keyIDs.isEmpty ? "signing: unsigned" : "signing: signed by \(signing.keyIDs.count) key(s): \(keys)")
+                + (signing.expires.map { "; expires \($0)" } ?? "; no expiry"))
+        if let warning = signing.warning { lines.append(warning) }
         // Clamped: a manifest built by hand can declare sizes whose sum does not fit (validation
         // refuses it when decoding, but a CatalogInspection can be made from any manifest).
         let totalDownload = manifest.packs.lazy.map(\.archiveBytes).clampedSum()

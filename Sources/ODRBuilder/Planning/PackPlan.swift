@@ -18,6 +18,9 @@ public struct PackPlan: Sendable, Equatable {
         public var source: URL
         /// Every logical path with this content, sorted.
         public var paths: [String]
+        /// How the entry is compressed when a rule says so (`"compression"`); `nil` lets the pack
+        /// writer choose from a sample of the content.
+        public var method: CompressionMethod?
     }
 
     /// One pack: a tag set and variant (or one part of a large one) and its entries, sorted by name.
@@ -43,6 +46,16 @@ public struct PackPlan: Sendable, Equatable {
         public var name: String
         /// Its default preservation priority.
         public var preservationPriority: Double
+        /// Uncompressed bytes of other tags' files in the packs it needs: what merging small packs
+        /// costs it (0 with exact packing).
+        public var overFetchedBytes: Int64 = 0
+
+        /// Creates a tag.
+        public init(name: String, preservationPriority: Double, overFetchedBytes: Int64 = 0) {
+            self.name = name
+            self.preservationPriority = preservationPriority
+            self.overFetchedBytes = overFetchedBytes
+        }
     }
 
     /// The packs, sorted by tag set, then variant (common first), then part.

@@ -124,29 +124,41 @@ public struct PackPlanner: Sendable {
             var availability: String
         }
         var byGroup: [Group: [PackPlan.Entry]] = [:]
+        let compressionOf = Dictionary(rules.tags.compactMap { rule in rule.compression.map { (rule.name, $0) } }) { first, _ in first }
         for content in contents.values {
             let entry = PackPlan.Entry(
                 name: content.asset.path, sha256: content.asset.sha256, size: content.asset.size,
-                source: content.asset.file.url, paths: content.paths.sorted())
+                source: content.asset.file.url, paths: content.paths.sorted(),
+                method: try Self.method(of: content.paths.sorted(), pathTags: pathTags, compressionOf: compressionOf))
             byGroup[Group(tags: content.tags.sorted(), variant: content.variant, availability: content.availability), default: []].append(entry)
         }
 
-        var packs: [PackPlan.Pack] = []
-        let groups = byGroup.keys.sorted {
+        let ordered = byGroup.keys.sorted {
             $0.tags != $1.tags
                 ? $0.tags.lexicographicallyPrecedes($1.tags)
                 : $0.variant != $1.variant
                     ? $0.variant.variantDescription < $1.variant.variantDescription
                     : $0.availability < $1.availability
         }
+        let (groups, overFetched) = merge(ordered.map {
+            PackGroup(tags: $0.tags, variant: $0.variant, availability: $0.availability, entries: byGroup[$0] ?? [])
+        })
+        var packs: [PackPlan.Pack] = []
         for group in groups {
-            let entries = byGroup[group] ?? []
-            let parts = try split(entries, tags: group.tags, variant: group.variant, warnings: &warnings)
+            let parts = try split(group.entries, tags: group.tags, variant: group.variant, warnings: &warnings)
             for (index, part) in parts.enumerated() {
                 packs.append(PackPlan.Pack(
                     tags: group.tags, variant: group.variant, part: index + 1, partCount: parts.count,
                     entries: part.sorted { $0.name < $1.name }))
             }
+        }
+        // Sorted by tag set, then variant, then first entry (merged packs can share a tag set).
+        packs.sort {
+            $0.tags != $1.tags
+                ? $0.tags.lexicographicallyPrecedes($1.tags)
+                : $0.variant != $1.variant
+                    ? $0.variant.variantDescription < $1.variant.variantDescription
+                    : ($0.entries.first?.name ?? "") < ($1.entries.first?.name ?? "")
         }
 
         let tagNames = rules.definedTagNames
@@ -156,9 +168,35 @@ public struct PackPlanner: Sendable {
         }
         return PackPlan(
             packs: packs, variantAxes: rules.variants.map(\.manifestAxis),
-            tags: tagNames.map { PackPlan.Tag(name: $0, preservationPriority: rules.preservationPriority(of: $0)) },
+            tags: tagNames.map {
+                PackPlan.Tag(name: $0, preservationPriority: rules.preservationPriority(of: $0), overFetchedBytes: overFetched[$0] ?? 0)
+            },
             pathTags: pathTags, duplicateFiles: duplicateFiles, bytesSavedByDeduplication: savedBytes,
             warnings: warnings)
+    }
+
+    /// The compression the rules ask for the content at `paths`: that of the tags with a
+    /// `"compression"` that hold any of them, `nil` when none does.
+    ///
+    /// - Throws: `BuildError` `rules.invalidValue` naming both rules when they ask for different methods.
+    static func method(
+        of paths: [String], pathTags: [String: [String]], compressionOf: [String: CompressionMethod]
+    ) throws(BuildError) -> CompressionMethod? {
+        guard !compressionOf.isEmpty else { return nil }
+        var chosen: (tag: String, method: CompressionMethod)?
+        for path in paths {
+            for tag in pathTags[path] ?? [] {
+                guard let method = compressionOf[tag] else { continue }
+                if let earlier = chosen, earlier.method != method {
+                    throw BuildError(
+                        .invalidValue,
+                        "the tags '\(earlier.tag)' and '\(tag)' both hold this file and ask for different compression; give it one (remove one \"compression\" or exclude the file from one tag)",
+                        file: path, key: "tags.\(tag).compression", value: "\"\(method == .stored ? "store" : "deflate")\"")
+                }
+                chosen = chosen ?? (tag, method)
+            }
+        }
+        return chosen?.method
     }
 
     /// Splits one tag set's (and variant's) entries into parts no larger than the pack size limit, balanced by size.

@@ -16,8 +16,8 @@ extension BuildReport {
             lines.append("split metadata: \(splitMetadata.written) metadata file(s) written, \(splitMetadata.reused) unchanged and reused")
         }
         if let chunking {
-            lines.append("chunked files: \(chunking.files) (\(ByteCount.format(chunking.bytes)) in \(chunking.chunks) chunks); "
-                         + "\(chunking.changedChunks) chunk(s) changed since the previous version, \(ByteCount.format(chunking.bytesToMove)) to move")
+            lines.append("chunked files: \(chunking.files) (\(ByteCount.format(chunking.bytes)) in \(chunking.chunks) chunks)"
+                         + (chunking.againstPrevious == false ? "" : "; \(chunking.changedChunks) chunk(s) changed since the previous version, \(ByteCount.format(chunking.bytesToMove)) to move"))
         }
         lines.append("")
         lines.append("packs (\(packs.count), \(writtenPacks) written, \(packs.count - writtenPacks) reused):")
@@ -41,7 +41,8 @@ extension BuildReport {
             let name = tag.name.padding(toLength: width, withPad: " ", startingAt: 0)
             lines.append(
                 "  \(name)  \(ByteCount.format(tag.downloadBytes)) in \(tag.packs.count) pack(s), "
-                    + "\(ByteCount.format(tag.installedBytes)) installed, \(tag.files) files, priority \(tag.preservationPriority)")
+                    + "\(ByteCount.format(tag.installedBytes)) installed, \(tag.files) files, priority \(tag.preservationPriority)"
+                    + (tag.overFetchedBytes > 0 ? ", \(ByteCount.format(tag.overFetchedBytes)) of other tags' files (merged packs)" : ""))
             for choice in tag.variants {
                 let label = "\(choice.axis)=\(choice.value)".padding(toLength: choiceWidth, withPad: " ", startingAt: 0)
                 lines.append(

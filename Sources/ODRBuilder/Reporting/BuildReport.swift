@@ -60,8 +60,14 @@ public struct BuildReport: Codable, Sendable, Equatable {
         public var downloadBytes: Int64
         /// Bytes those packs take once installed.
         public var installedBytes: Int64
-        /// Logical paths the tag's rules matched.
+        /// Logical paths its packs hold: what installing the tag alone puts on disk, including
+        /// paths of other tags that share content with its files or sit in a merged pack (as
+        /// `odrpack report` counts them).
         public var files: Int
+        /// Uncompressed bytes of other tags' files in the packs the tag needs, because small packs
+        /// were merged (`limits.minimumPackSize`, `limits.overFetch`); 0 with exact packing. The
+        /// tag's requests are its ``packs``.
+        public var overFetchedBytes: Int64 = 0
         /// With variant axes, what the tag costs a device preferring each value of each axis, axes
         /// and values in declared order; empty without axes, and for a tag whose packs are all
         /// common (it costs every device the same). ``packs``, ``downloadBytes`` and

@@ -38,11 +38,18 @@ extension CatalogReport {
             .filter { $0.method == .deflate && $0.size >= 64 << 10 && Double($0.storedSize) > Double($0.size) * compressesPoorlyRatio }
             .sorted { ($1.size, $0.path) < ($0.size, $1.path) }
         if !poor.isEmpty {
+            // The tags holding them, most files first: the rules to give "compression": "store".
+            let tagsOfPack = Dictionary(manifest.packs.map { ($0.id, $0.tags) }) { first, _ in first }
+            var filesPerTag: [String: Int] = [:]
+            for file in poor { for tag in tagsOfPack[file.pack] ?? [] { filesPerTag[tag, default: 0] += 1 } }
+            let tags = filesPerTag.sorted { ($1.value, $0.key) < ($0.value, $1.key) }.map(\.key)
+            let rules = tags.prefix(3).map { "\"\($0)\"" }.joined(separator: ", ") + (tags.count > 3 ? ", ..." : "")
             warnings.append(BuildWarning(
                 .deflatedPoorly,
                 "\(poor.count) file(s) deflated save under 10% (installing them inflates for little gain; "
                     + "already-compressed formats belong stored): " + describe(Array(poor.prefix(listLimit)))
-                    + (poor.count > listLimit ? ", ..." : "")))
+                    + (poor.count > listLimit ? ", ..." : "")
+                    + "; add \"compression\": \"store\" to the rule of \(tags.count == 1 ? "tag" : "tags") \(rules) in odr.json to store them"))
         }
         return warnings
     }

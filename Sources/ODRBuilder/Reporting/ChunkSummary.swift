@@ -13,6 +13,9 @@ public struct ChunkSummary: Codable, Sendable, Equatable {
     public var changedChunks: Int
     /// And their stored bytes: what a client holding that version fetches for the chunked files.
     public var bytesToMove: Int64
+    /// Whether there was a version to compare with; `false` on a first build, where every chunk
+    /// counts as changed and the text report says nothing of changes.
+    public var againstPrevious: Bool?
 
     /// Summarizes `manifest`'s chunked files, against the chunks of `previous` when given (else
     /// every chunk counts as changed).
@@ -24,6 +27,7 @@ public struct ChunkSummary: Codable, Sendable, Equatable {
         bytes = 0
         changedChunks = 0
         bytesToMove = 0
+        againstPrevious = previous != nil
         for file in manifest.files where !file.chunks.isEmpty && seen.insert(file.pack + "/" + file.entry).inserted {
             files += 1
             chunks += file.chunks.count

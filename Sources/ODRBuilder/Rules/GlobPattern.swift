@@ -14,8 +14,9 @@
 public struct GlobPattern: Sendable, Hashable, CustomStringConvertible {
     /// The pattern as written.
     public let source: String
-    private let segments: [Segment]
-    private let foldersOnly: Bool
+    let segments: [Segment]
+    /// Whether the pattern ends with `/` and so matches folders only.
+    let foldersOnly: Bool
 
     /// Why a pattern cannot be compiled.
     public struct SyntaxError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -235,5 +236,47 @@ public struct GlobPattern: Sendable, Hashable, CustomStringConvertible {
             text = text.dropFirst()
         }
         return text.isEmpty
+    }
+}
+
+extension GlobPattern {
+    /// Where a pattern sits in ``TagRules/Matcher``'s index: the literal path components it starts
+    /// with, and what follows them.
+    struct IndexKey: Equatable {
+        /// What follows the literal components.
+        enum Rest: Equatable {
+            /// Nothing: the whole pattern is a literal path (`Levels/Level1/map.json`).
+            case none
+            /// A `**` segment.
+            case anyDepth
+            /// A segment with a wildcard, starting with these literal characters (`lev` for `lev*.json`).
+            case segment(prefix: [Character])
+        }
+        /// The leading segments without wildcards, unescaped.
+        var components: [String]
+        var rest: Rest
+    }
+
+    /// The pattern's literal components and what follows them; every path it matches (or whose
+    /// folder it matches) starts with those components, then a component that starts with the
+    /// rest's literal characters.
+    var indexKey: IndexKey {
+        var components: [String] = []
+        for segment in segments {
+            switch segment {
+            case .anyDepth:
+                return IndexKey(components: components, rest: .anyDepth)
+            case .tokens(let tokens):
+                var literal: [Character] = []
+                for token in tokens {
+                    guard case .literal(let character) = token else {
+                        return IndexKey(components: components, rest: .segment(prefix: literal))
+                    }
+                    literal.append(character)
+                }
+                components.append(String(literal))
+            }
+        }
+        return IndexKey(components: components, rest: .none)
     }
 }

@@ -115,6 +115,31 @@ private struct RulesParser {
         }
     }
 
+    /// A byte count, or 0 (or "0") to turn a feature off.
+    func byteCountOrZero(_ value: JSONValue, key: String) throws(BuildError) -> Int64 {
+        let off: Bool = switch value {
+        case .number(let number): number == 0
+        case .string(let text): text.trimmingCharacters(in: .whitespaces) == "0"
+        default: false
+        }
+        return off ? 0 : try byteCount(value, key: key)
+    }
+
+    /// The over-fetch bound: a share of each tag's bytes (`"3%"`, 0 to 100%), or a byte count
+    /// (`"2 MiB"`, 0 for exact packing).
+    func overFetch(_ value: JSONValue, key: String) throws(BuildError) -> TagRules.Limits.OverFetch {
+        if case .string(let text) = value, text.trimmingCharacters(in: .whitespaces).hasSuffix("%") {
+            let number = text.trimmingCharacters(in: .whitespaces).dropLast().trimmingCharacters(in: .whitespaces)
+            guard let percent = Double(number), percent.isFinite, (0...100).contains(percent) else {
+                throw fail(
+                    .invalidValue, "expected a share of each tag's bytes from \"0%\" to \"100%\", such as \"3%\"",
+                    key: key, value: value)
+            }
+            return .fraction(percent / 100)
+        }
+        return .bytes(try byteCountOrZero(value, key: key))
+    }
+
     /// Chunk sizes: `{"min": ..., "average": ..., "max": ...}`, byte counts each; one left out keeps
     /// its standard value (64 KiB, 256 KiB, 1 MiB). FastCDC needs min < average < max, within the
     /// ranges its reference implementation accepts, and the format caps a chunk at 16 MiB.
@@ -205,20 +230,25 @@ private struct RulesParser {
             rules.untagged = policy
         }
         if let value = root["limits"] {
-            let limits = try object(value, key: "limits", allowed: ["packSize", "initialInstallAndPrefetch", "chunkThreshold", "chunkSizes"])
+            let limits = try object(value, key: "limits", allowed: ["packSize", "initialInstallAndPrefetch", "chunkThreshold", "chunkSizes", "minimumPackSize", "overFetch"])
             if let size = limits["packSize"] { rules.limits.packSize = try byteCount(size, key: "limits.packSize") }
             if let budget = limits["initialInstallAndPrefetch"] {
                 rules.limits.initialInstallAndPrefetch = try byteCount(budget, key: "limits.initialInstallAndPrefetch")
             }
             if let threshold = limits["chunkThreshold"] {
-                // 0 (or "0") turns chunking off; anything else is a byte count like the other limits.
-                let off: Bool = switch threshold {
-                case .number(let number): number == 0
-                case .string(let text): text.trimmingCharacters(in: .whitespaces) == "0"
-                default: false
-                }
-                rules.limits.chunkThreshold = off ? 0 : try byteCount(threshold, key: "limits.chunkThreshold")
+                rules.limits.chunkThreshold = try byteCountOrZero(threshold, key: "limits.chunkThreshold")
             }
+            if let minimum = limits["minimumPackSize"] {
+                let size = try byteCountOrZero(minimum, key: "limits.minimumPackSize")
+                guard size <= rules.limits.packSize else {
+                    throw fail(
+                        .invalidValue,
+                        "the minimum pack size is over limits.packSize (\(rules.limits.packSize) bytes), so no merge could ever reach it; lower it, or set 0 for one pack per tag set",
+                        key: "limits.minimumPackSize", value: minimum)
+                }
+                rules.limits.minimumPackSize = size
+            }
+            if let bound = limits["overFetch"] { rules.limits.overFetch = try overFetch(bound, key: "limits.overFetch") }
             if let sizes = limits["chunkSizes"] { rules.limits.chunkSizes = try chunkSizes(sizes, key: "limits.chunkSizes") }
         }
         let defined = Set(rules.definedTagNames)
@@ -339,11 +369,13 @@ private struct RulesParser {
             guard !include.isEmpty else {
                 throw fail(.invalidValue, "a tag needs at least one pattern", key: key, value: value)
             }
-            return TagRules.TagRule(name: name, include: include)
+            return TagRules.TagRule(
+                name: name, include: include,
+                preservationPriority: name == TagRules.baseTag ? 1 : TagRules.defaultPreservationPriority)
         default:
             break
         }
-        let members = try object(value, key: key, allowed: ["include", "exclude", "preservationPriority", "comment"])
+        let members = try object(value, key: key, allowed: ["include", "exclude", "preservationPriority", "compression", "comment"])
         guard let includeValue = members["include"] else {
             throw fail(.missingKey, "a tag rule needs \"include\" patterns", key: "\(key).include", value: nil)
         }
@@ -351,8 +383,22 @@ private struct RulesParser {
         guard !include.isEmpty else {
             throw fail(.invalidValue, "a tag needs at least one pattern", key: "\(key).include", value: includeValue)
         }
-        var rule = TagRules.TagRule(name: name, include: include)
+        // An explicit base keeps the priority the implicit one has unless it names its own.
+        var rule = TagRules.TagRule(
+            name: name, include: include,
+            preservationPriority: name == TagRules.baseTag ? 1 : TagRules.defaultPreservationPriority)
         if let excludeValue = members["exclude"] { rule.exclude = try globs(excludeValue, key: "\(key).exclude") }
+        if let compressionValue = members["compression"] {
+            let compressionKey = "\(key).compression"
+            switch try string(compressionValue, key: compressionKey) {
+            case "store": rule.compression = .stored
+            case "deflate": rule.compression = .deflate
+            default:
+                throw fail(
+                    .invalidValue, "expected \"store\" (keep the bytes as they are) or \"deflate\"",
+                    key: compressionKey, value: compressionValue)
+            }
+        }
         if let priorityValue = members["preservationPriority"] {
             let priorityKey = "\(key).preservationPriority"
             guard case .number(let priority) = priorityValue else {

@@ -39,8 +39,39 @@ public struct TagRules: Sendable, Equatable {
         /// The minimum, average and maximum chunk sizes (`limits.chunkSizes`); `nil` keeps the
         /// build's ``PackWriter/Options/chunkSizes`` (``FastCDC/Parameters/standard`` unless set).
         public var chunkSizes: FastCDC.Parameters?
+        /// Packs under this many uncompressed bytes merge with a pack that shares a tag, so a tag
+        /// needs fewer requests; 0 keeps one pack per distinct tag set. See `docs/ODRPACK.md`,
+        /// "Merging small packs".
+        public var minimumPackSize: Int64 = 1024 * 1024
+        /// How many bytes a tag may download that it does not need, because merged packs hold
+        /// other tags' files; `.fraction(0)` or `.bytes(0)` keeps one pack per distinct tag set.
+        public var overFetch: OverFetch = .fraction(0.03)
+
+        /// A bound on the bytes a tag downloads beyond its own files.
+        public enum OverFetch: Sendable, Equatable {
+            /// A share of the tag's own bytes (`"3%"` is `0.03`).
+            case fraction(Double)
+            /// A number of bytes for every tag.
+            case bytes(Int64)
+
+            /// The bytes a tag that needs `needed` bytes may over-fetch.
+            public func budget(forNeeded needed: Int64) -> Int64 {
+                switch self {
+                case .fraction(let share): Int64((Double(needed) * share).rounded(.down))
+                case .bytes(let bytes): bytes
+                }
+            }
+
+            /// Whether the bound is zero: exact packing.
+            public var isZero: Bool { self == .fraction(0) || self == .bytes(0) }
+        }
+
+        /// Whether the build merges small packs (both the minimum size and the bound are set).
+        public var mergesPacks: Bool { minimumPackSize > 0 && !overFetch.isZero }
+
         /// Creates the default limits (512 MiB packs, 2 GiB initial install plus prefetch, chunks
-        /// for files of 8 MiB and more, of the standard sizes).
+        /// for files of 8 MiB and more, of the standard sizes, packs under 1 MiB merged while no tag
+        /// downloads more than 3% beyond its own bytes).
         public init() {}
     }
 
@@ -54,6 +85,9 @@ public struct TagRules: Sendable, Equatable {
         public var exclude: [GlobPattern]
         /// The tag's default preservation priority, 0 (purge first) ... 1 (keep longest).
         public var preservationPriority: Double
+        /// How files the tag's patterns match are compressed (`"compression": "store"` or
+        /// `"deflate"`); `nil` lets the pack writer choose from a sample of each file.
+        public var compression: CompressionMethod?
 
         /// Creates a rule.
         public init(
@@ -118,54 +152,20 @@ public struct TagRules: Sendable, Equatable {
 
     /// The tags that need the file at `path`, sorted; empty for an untagged file.
     ///
+    /// This tries every pattern of every rule, and is the reference ``Matcher`` is tested against.
     /// With variant axes, builds tag a file by its logical path (`Textures/tree.png` for
     /// `Textures/tree@2x.png`), so every variant of a path has the same tags.
     ///
-    /// To tag many paths, make a ``Matcher`` once with ``matcher()``: it checks only the rules
+    /// To tag many paths, make a ``Matcher`` once with ``matcher()``: it checks only the patterns
     /// that can match each path.
     public func tags(forPath path: String) -> [String] {
         tags.filter { $0.matches(path) }.map(\.name)
     }
 
-    /// An index of the rules by the first path component their patterns name, for tagging many
-    /// paths: with thousands of tags (one folder each), each path is checked against a handful of
-    /// rules instead of all of them.
+    /// The rules compiled into an index, for tagging many paths: matching a path costs about its
+    /// depth and the patterns that share its literal prefix, not the number of patterns. See
+    /// ``Matcher``.
     public func matcher() -> Matcher { Matcher(rules: tags) }
-
-    /// The tag rules indexed by first path component; gives the same answers as
-    /// ``TagRules/tags(forPath:)``.
-    public struct Matcher: Sendable {
-        private let rules: [TagRule]
-        /// Rules (by position in `rules`) whose every include pattern starts with a fixed component.
-        private let byFirstComponent: [String: [Int]]
-        /// Rules with an include pattern that may start anywhere; checked for every path.
-        private let anywhere: [Int]
-
-        init(rules: [TagRule]) {
-            self.rules = rules
-            var byFirstComponent: [String: [Int]] = [:]
-            var anywhere: [Int] = []
-            for (index, rule) in rules.enumerated() {
-                let firsts = rule.include.map(\.firstComponent)
-                if firsts.contains(nil) {
-                    anywhere.append(index)
-                } else {
-                    for first in Set(firsts.compactMap { $0 }) { byFirstComponent[first, default: []].append(index) }
-                }
-            }
-            self.byFirstComponent = byFirstComponent
-            self.anywhere = anywhere
-        }
-
-        /// The tags that need the file at `path`, sorted; empty for an untagged file.
-        public func tags(forPath path: String) -> [String] {
-            let first = path.prefix { $0 != "/" }
-            var candidates = anywhere
-            if let keyed = byFirstComponent[String(first)] { candidates += keyed }
-            candidates.sort()
-            return candidates.compactMap { rules[$0].matches(path) ? rules[$0].name : nil }
-        }
-    }
 
     /// Every tag name a build can produce: the rules' tags, plus `base` when untagged files go there.
     public var definedTagNames: [String] {

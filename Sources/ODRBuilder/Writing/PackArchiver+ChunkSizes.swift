@@ -10,7 +10,11 @@ extension PackArchiver {
     /// cut as the current sizes cut them.
     func reusableSource(for entries: [PackPlan.Entry], among candidates: [WrittenPackSource]) throws(BuildError) -> WrittenPackSource? {
         for candidate in candidates {
-            if try cutsAsNow(entries, of: candidate) { return candidate }
+            // An entry a rule compresses one way must have been written that way.
+            let methodsAsNow = entries.allSatisfy { entry in
+                entry.method.map { candidate.entries[entry.name]?.method == $0 } ?? true
+            }
+            if methodsAsNow, try cutsAsNow(entries, of: candidate) { return candidate }
         }
         return nil
     }

@@ -85,7 +85,8 @@ public struct PackArchiver: Sendable {
         do {
             let writer = try PackWriter(creating: temporary, options: options)
             for entry in pack.entries {
-                let written = try writer.addEntry(named: entry.name, contentsOf: entry.source, knownChunks: knownChunkTables[entry.sha256])
+                let written = try writer.addEntry(
+                    named: entry.name, contentsOf: entry.source, knownChunks: knownChunkTables[entry.sha256], method: entry.method)
                 guard written.sha256 == entry.sha256 else {
                     throw BuildError(
                         .assetsUnreadable, "the file changed while it was being packed; build again once it is stable",

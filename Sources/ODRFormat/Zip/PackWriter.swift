@@ -92,10 +92,14 @@ public final class PackWriter {
     ///     ``Options/chunkSizes`` (sizes and digests; stored sizes are recomputed), so the writer
     ///     cuts there instead of chunking and hashing the chunks again. Used only when the entry is
     ///     chunked and the sizes add up to its size; the caller checks the entry's SHA-256.
-    public func addEntry(named name: String, contentsOf source: URL, knownChunks: [FileChunk]? = nil) throws -> PackEntry {
+    ///   - method: `.stored` or `.deflate` whatever the content (a rule of the builder's); `nil`
+    ///     lets the writer choose from a sample, as for every other entry.
+    public func addEntry(
+        named name: String, contentsOf source: URL, knownChunks: [FileChunk]? = nil, method: CompressionMethod? = nil
+    ) throws -> PackEntry {
         let input = try ReadableFile(source)
         let size = try input.size()
-        return try add(name: name, size: size, knownChunks: knownChunks, source: .file(source)) { offset, buffer in
+        return try add(name: name, size: size, knownChunks: knownChunks, method: method, source: .file(source)) { offset, buffer in
             try input.read(into: &buffer, at: offset)
         }
     }
@@ -178,7 +182,10 @@ public final class PackWriter {
         }
     }
 
-    private func add(name: String, size: Int64, knownChunks: [FileChunk]? = nil, source: EntrySource, read: ChunkReader) throws -> PackEntry {
+    private func add(
+        name: String, size: Int64, knownChunks: [FileChunk]? = nil, method: CompressionMethod? = nil, source: EntrySource,
+        read: ChunkReader
+    ) throws -> PackEntry {
         try requireOpen()
         if let problem = RelativePath.problem(in: name) {
             throw FormatError(.unsafeEntryName, "The entry name '\(name)' is not allowed: \(problem).", field: name)
@@ -190,7 +197,7 @@ public final class PackWriter {
                 field: name)
         }
         do {
-            let entry = try write(name: name, size: size, knownChunks: knownChunks, source: source, read: read)
+            let entry = try write(name: name, size: size, knownChunks: knownChunks, forced: method, source: source, read: read)
             central.append(entry)
             return entry
         } catch {
@@ -199,7 +206,9 @@ public final class PackWriter {
         }
     }
 
-    private func write(name: String, size: Int64, knownChunks: [FileChunk]?, source: EntrySource, read: ChunkReader) throws -> PackEntry {
+    private func write(
+        name: String, size: Int64, knownChunks: [FileChunk]?, forced: CompressionMethod?, source: EntrySource, read: ChunkReader
+    ) throws -> PackEntry {
         let headerOffset = file.position
         var chunking: Chunking?
         if options.chunkThreshold > 0, size >= options.chunkThreshold {
@@ -209,7 +218,7 @@ public final class PackWriter {
                 chunking = .cut(options.chunkSizes)
             }
         }
-        let method = try chooseMethod(size: size, read: read)
+        let method = if let forced, size > 0 { forced } else { try chooseMethod(size: size, read: read) }
         let zip64 = size >= options.zip64Threshold
         let nameBytes = Array(name.utf8)
         try file.append(localHeader(name: nameBytes, method: method, crc: 0, storedSize: 0, size: size, zip64: zip64))
@@ -226,7 +235,7 @@ public final class PackWriter {
         }
         var finalMethod = method
         var storedSize = file.position - dataStart
-        if method == .deflate, Double(storedSize) > Double(size) * (1 - options.minimumSavings) {
+        if method == .deflate, forced == nil, Double(storedSize) > Double(size) * (1 - options.minimumSavings) {
             // The sample promised savings the whole entry did not deliver: store it after all.
             try file.truncate(to: dataStart)
             (crc, sha, chunks) = try copyData(method: .stored, size: size, chunking: chunks.isEmpty ? nil : .known(chunks), read: read, name: name)
