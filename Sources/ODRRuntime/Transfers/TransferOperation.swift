@@ -178,12 +178,12 @@ final class TransferOperation: TransferHandle, HintOrderedTransfer {
                 return (.full, state.deliveryWaiter)
             }
             // Coalesce small callback chunks so the sink sees fewer, larger writes.
-            if case .data(var tail) = state.events.last, tail.count < Self.coalescingLimit {
+            if case .data(var tail) = state.events.last, tail.count < coalescingLimit {
                 state.events.removeLast()
                 tail.append(contentsOf: bytes)
                 state.events.append(.data(tail))
             } else {
-                var chunk = Data(capacity: max(bytes.count, Self.coalescingLimit))
+                var chunk = Data(capacity: max(bytes.count, coalescingLimit))
                 chunk.append(contentsOf: bytes)
                 state.events.append(.data(chunk))
             }
@@ -208,7 +208,11 @@ final class TransferOperation: TransferHandle, HintOrderedTransfer {
         waiter?.resume()
     }
 
-    private static let coalescingLimit = 256 * 1024
+    /// The most bytes coalesced into one write for the sink: a quarter of the buffer, so that the
+    /// network goes on filling the other three while the sink writes one. When one write could take
+    /// the whole buffer (256 KiB writes in a 256 KiB buffer), curl paused at every write and the
+    /// network and the sink took turns instead of overlapping: installs were 30% slower (issue 44).
+    private var coalescingLimit: Int { bufferLimit / 4 }
 
     /// Queues a non-data event for the delivery task.
     func deliver(_ event: DeliveryEvent) {

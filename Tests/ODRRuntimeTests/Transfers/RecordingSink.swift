@@ -10,6 +10,8 @@ import ODRFormat
 final class RecordingSink: TransferSink {
     struct State {
         var bytes = Data()
+        /// The most bytes one ``write(_:)`` was handed.
+        var largestWrite = 0
         var heads: [TransferResponseHead] = []
         var finished = false
         var failure: ResourceError?
@@ -33,6 +35,7 @@ final class RecordingSink: TransferSink {
     }
 
     var bytes: Data { state.withLock { $0.bytes } }
+    var largestWrite: Int { state.withLock { $0.largestWrite } }
     var heads: [TransferResponseHead] { state.withLock { $0.heads } }
     var finished: Bool { state.withLock { $0.finished } }
     var failure: ResourceError? { state.withLock { $0.failure } }
@@ -106,7 +109,10 @@ final class RecordingSink: TransferSink {
             if open { continuation.resume() }
         }
         if let writeDelay { try await Task.sleep(for: writeDelay) }
-        state.withLock { $0.bytes.append(bytes) }
+        state.withLock { state in
+            state.bytes.append(bytes)
+            state.largestWrite = max(state.largestWrite, bytes.count)
+        }
     }
 
     func finish() async throws {
