@@ -31,7 +31,6 @@ package final class WritableFile {
         guard descriptor >= 0 else {
             throw FormatError.posix("create '\(path)'", errno: errno, field: nil)
         }
-        buffer.reserveCapacity(bufferLimit)
     }
 
     /// Takes over `descriptor`, a file the caller opened for writing (named `path` in errors).
@@ -64,7 +63,6 @@ package final class WritableFile {
         let end = lseek(descriptor, 0, SEEK_END)
         guard end >= 0 else { throw FormatError.posix("seek in '\(path)'", errno: errno, field: nil) }
         position = Int64(end)
-        buffer.reserveCapacity(bufferLimit)
     }
 
     func append(_ bytes: UnsafeRawBufferPointer) throws {
@@ -72,6 +70,9 @@ package final class WritableFile {
         if bytes.count >= bufferLimit {
             try writeAll(bytes)
         } else {
+            // Reserved at the first buffered append, not at open: a file written through
+            // (``appendThrough(_:)``) never needs the megabyte.
+            if buffer.capacity == 0 { buffer.reserveCapacity(bufferLimit) }
             buffer.append(contentsOf: bytes)
         }
         position += Int64(bytes.count)
@@ -109,6 +110,24 @@ package final class WritableFile {
         if sync, fsync(descriptor) != 0 { throw FormatError.posix("sync '\(path)'", errno: errno, field: nil) }
         Glibc.close(descriptor)
         descriptor = -1
+    }
+
+    /// Flushes and hands the open descriptor to the caller, who must close it; the file object is
+    /// closed from then on. For ``FileSyncQueue``, which flushes it to stable storage and closes it
+    /// on another thread.
+    func detachDescriptor() throws -> Int32 {
+        try flush()
+        defer { descriptor = -1 }
+        return descriptor
+    }
+
+    /// Writes `bytes` at the end of the file now, without copying them into the buffer (flushing
+    /// what the buffer holds first): for a caller that hands every piece to the file system as it
+    /// arrives.
+    func appendThrough(_ bytes: UnsafeRawBufferPointer) throws {
+        try flush()
+        try writeAll(bytes)
+        position += Int64(bytes.count)
     }
 
     private func writeAll(_ bytes: UnsafeRawBufferPointer) throws {

@@ -26,17 +26,33 @@ import Foundation
 public final class DirectoryExtractor: PackRangeSink {
     /// The directory entries are written below.
     public let destination: URL
-    /// Whether each file is flushed to stable storage before it counts as extracted.
+    /// Whether each file is flushed to stable storage (on a thread of its own; ``finishWrites()``
+    /// waits for it).
     public let syncFiles: Bool
-    /// Entry names written and verified so far.
+    /// Whether entry data goes to the file system as it arrives rather than through a buffer.
+    public let writesThrough: Bool
+    /// Entry names written and verified so far (on stable storage once ``finishWrites()`` returned,
+    /// when ``syncFiles``).
     public private(set) var extracted: [String] = []
     private var current: (name: String, file: WritableFile)?
     private var createdDirectories: [String] = []
+    /// Syncs and closes completed files while the next ones are written.
+    private let syncs: FileSyncQueue?
 
     /// Creates the destination directory if needed.
-    public init(destination: URL, syncFiles: Bool = false) throws {
+    ///
+    /// - Parameters:
+    ///   - syncFiles: flush each completed file to stable storage. The flush runs on another thread
+    ///     while the next entries are written; call ``finishWrites()`` before counting the files as
+    ///     durable.
+    ///   - writesThrough: hand each piece of entry data to the file system as it arrives (a process
+    ///     killed at any point keeps what was received, for ``resumeEntry(_:heldBytes:)``), without
+    ///     copying it into a buffer first.
+    public init(destination: URL, syncFiles: Bool = false, writesThrough: Bool = false) throws {
         self.destination = destination
         self.syncFiles = syncFiles
+        self.writesThrough = writesThrough
+        syncs = syncFiles ? FileSyncQueue() : nil
         do {
             try FileManager.default.createDirectory(at: destination, withIntermediateDirectories: true)
         } catch {
@@ -79,17 +95,31 @@ public final class DirectoryExtractor: PackRangeSink {
         guard let current else {
             throw FormatError(.invalidOperation, "Entry data arrived before its entry began.", field: nil)
         }
-        try current.file.append(bytes)
+        if writesThrough { try current.file.appendThrough(bytes) } else { try current.file.append(bytes) }
     }
 
     public func endEntry(_ entry: PackEntryExpectation) throws {
         guard let current, current.name == entry.name else {
             throw FormatError(.invalidOperation, "Entry '\(entry.name)' ended without beginning.", field: entry.name)
         }
-        try current.file.close(sync: syncFiles)
-        chmod(current.file.path, 0o444)
-        extracted.append(entry.name)
         self.current = nil
+        let descriptor = try current.file.detachDescriptor()
+        fchmod(descriptor, 0o444)
+        if let syncs {
+            syncs.submit(descriptor, path: current.file.path)
+        } else {
+            close(descriptor)
+        }
+        extracted.append(entry.name)
+    }
+
+    /// Waits until every completed file is on stable storage (when ``syncFiles``; otherwise
+    /// returns at once).
+    ///
+    /// - Throws: an `io` error naming the first file whose flush failed: the extracted files must
+    ///   then not count as installed.
+    public func finishWrites() throws {
+        try syncs?.finish()
     }
 
     /// Closes the partial entry's file, keeping it and every completed file, so that a later attempt
@@ -120,6 +150,7 @@ public final class DirectoryExtractor: PackRangeSink {
     /// Removes every file and directory this extractor created, including a partial entry.
     public func removeExtracted() {
         removeCurrentEntry()
+        try? syncs?.finish()
         for name in extracted { unlink(destination.path + "/" + name) }
         extracted.removeAll()
         for directory in createdDirectories.reversed() { rmdir(directory) }

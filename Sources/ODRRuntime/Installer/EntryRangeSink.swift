@@ -99,13 +99,12 @@ final class EntryRangeSink: TransferSink, @unchecked Sendable {
     }
 
     func write(_ bytes: Data) async throws {
-        guard let reader, let extractor else { throw ResourceError(.storageFailure, "Pack bytes arrived before the response began.", url: source) }
+        guard let reader, extractor != nil else { throw ResourceError(.storageFailure, "Pack bytes arrived before the response began.", url: source) }
         // Kept before they are unpacked: a process killed from here on still has them.
         partWriter?.append(bytes, at: range.lowerBound + consumed)
-        try wrap {
-            try reader.consume(bytes)
-            try extractor.base.flushCurrentEntry()
-        }
+        // The extractor writes through: what was received is in the file system before the next
+        // bytes are taken, so a killed process keeps it for a resume.
+        try wrap { try reader.consume(bytes) }
         consumed += Int64(bytes.count)
         if consumed > reported {
             received(consumed - reported)
@@ -142,7 +141,12 @@ final class EntryRangeSink: TransferSink, @unchecked Sendable {
 
     func finish() async throws {
         guard let reader else { throw ResourceError(.storageFailure, "The pack download ended before it began.", url: source) }
-        try wrap { try reader.finish() }
+        try wrap {
+            try reader.finish()
+            // The completed files were flushed to stable storage on another thread while the
+            // next ones arrived; they count only once every flush is done.
+            try extractor?.base.finishWrites()
+        }
         isVerified = true
     }
 
@@ -178,7 +182,7 @@ final class JournalingExtractor: PackRangeSink {
     private var written: [String] = []
 
     init(folder: URL, syncFiles: Bool, journal: StagingJournal, parts: CutEntryPartWriter?) throws {
-        base = try DirectoryExtractor(destination: folder, syncFiles: syncFiles)
+        base = try DirectoryExtractor(destination: folder, syncFiles: syncFiles, writesThrough: true)
         self.journal = journal
         self.parts = parts
     }
