@@ -16,10 +16,14 @@ public struct CatalogFixture: Sendable {
     public var assets: URL { directory.appending("assets") }
     public var catalog: URL { directory.appending("catalog") }
 
-    /// The default rules: tags `small`, `big` and `both`, whose folders share `shared/`.
+    /// The default rules: tags `small` and `big`, whose folders share `shared/`. Packing is
+    /// exact (`limits.minimumPackSize` 0: one pack per distinct tag set), so that `shared/` is a pack
+    /// of its own that both tags download, as the runtime's tests expect; merging small packs has
+    /// tests of its own (PackMergingTests).
     public static let defaultRules = """
         {
           "catalogID": "fixture-game",
+          "limits": { "minimumPackSize": 0 },
           "tags": {
             "small": { "include": ["small", "shared"], "preservationPriority": 0.3 },
             "big": { "include": ["big", "shared"], "preservationPriority": 0.7 }

@@ -165,7 +165,7 @@ struct ResourceRequestTests {
         }
     }
 
-    @Test func cacheBudgetPurgesTheLeastRecentlyUsedReleasedPacksWithAReason() async throws {
+    @Test(.timeLimit(.minutes(1))) func cacheBudgetPurgesTheLeastRecentlyUsedReleasedPacksWithAReason() async throws {
         let fixture = try await ManagerFixture.make(bigBytes: 1 << 20)
         let sizes = try fixture.game.manifest(1).tags.reduce(into: [String: Int64]()) { $0[$1.name] = $1.installedBytes }
         try await withTestServer(root: fixture.game.catalog) { server in

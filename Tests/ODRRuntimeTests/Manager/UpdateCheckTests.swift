@@ -8,7 +8,7 @@ import Testing
 /// A running app learns of a new catalog version without calling prepare() again, and the new
 /// version takes effect only after the requests on the old one end.
 struct UpdateCheckTests {
-    @Test func aNewVersionWaitsForTheRequestsOnTheOldOneToEnd() async throws {
+    @Test(.timeLimit(.minutes(1))) func aNewVersionWaitsForTheRequestsOnTheOldOneToEnd() async throws {
         let fixture = try await ManagerFixture.make(bigBytes: 10_000)
         try await withTestServer(root: fixture.game.catalog) { server in
             let manager = try fixture.manager(url: server.baseURL)
