@@ -57,8 +57,13 @@ public struct CatalogFixture: Sendable {
     /// Builds the assets into the catalog: version 1, or the next version when files changed;
     /// `catalog.json` signed with `signing` when given; files at or over the rules'
     /// `limits.chunkThreshold` cut with `chunkSizes` when given (small sizes chunk small files).
+    ///
+    /// `splitMetadata` is `false` here, a whole manifest, unlike `odrpack build`'s default: the
+    /// tests built on this fixture ask the runtime about any tag at once (sizes, hints, prefetch),
+    /// which a split catalog answers only for tags described first. `true` writes split metadata,
+    /// `nil` lets the builder choose as `odrpack build` does (split for a new catalog).
     @discardableResult
-    public func build(signing: CatalogSigning? = nil, splitMetadata: Bool? = nil, chunkSizes: FastCDC.Parameters? = nil) async throws -> BuildReport {
+    public func build(signing: CatalogSigning? = nil, splitMetadata: Bool? = false, chunkSizes: FastCDC.Parameters? = nil) async throws -> BuildReport {
         var options = BuildOptions(assets: assets, output: catalog)
         options.concurrency = 2
         options.signing = signing
