@@ -141,6 +141,10 @@ public struct CatalogBuilder: Sendable {
             built.splitMetadata = BuildReport.SplitMetadataCounts(written: metadata.written, reused: metadata.reused)
         }
         built.metadataForm = form
+        if let previous, published, let growth = BaseGrowth(from: previous.manifest, to: manifest),
+           let warning = growth.warning(threshold: rules.limits.baseGrowthWarning) {
+            built.warnings.append(warning)
+        }
         return built
     }
 
