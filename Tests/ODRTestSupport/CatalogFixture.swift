@@ -27,16 +27,21 @@ public struct CatalogFixture: Sendable {
         }
         """
 
+    /// The default rules with exact packing (`limits.minimumPackSize` 0): one pack per distinct tag
+    /// set, for tests whose small files would otherwise merge into fewer packs.
+    public static let exactPackingRules = defaultRules.replacingOccurrences(
+        of: "\"tags\": {", with: "\"limits\": { \"minimumPackSize\": 0 },\n  \"tags\": {")
+
     public init(rules: String = CatalogFixture.defaultRules) throws {
         directory = try TemporaryDirectory(prefix: "odr-catalog-fixture")
         try FileManager.default.createDirectory(at: directory.appending("assets"), withIntermediateDirectories: true)
         try Data(rules.utf8).write(to: directory.appending("assets/odr.json"))
     }
 
-    /// A fixture with the default rules and files: text in `small/` (with a duplicate), a shared
-    /// file, and `bigBytes` of incompressible data in `big/`.
-    public static func game(bigBytes: Int = 3 << 20) throws -> CatalogFixture {
-        let fixture = try CatalogFixture()
+    /// A fixture with the default rules (or `rules`) and files: text in `small/` (with a duplicate),
+    /// a shared file, and `bigBytes` of incompressible data in `big/`.
+    public static func game(bigBytes: Int = 3 << 20, rules: String = CatalogFixture.defaultRules) throws -> CatalogFixture {
+        let fixture = try CatalogFixture(rules: rules)
         let text = Data(String(repeating: "small level data\n", count: 2000).utf8)
         try fixture.write("small/map.json", text)
         try fixture.write("small/copy/map-again.json", text)
