@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # How much catalog metadata a client moves, with and without split metadata (issue 27), for two
 # generated trees: 100,000 files in 10,000 tags (10 files a tag) and 20,000 files in 200 tags (100
-# a tag); small text files with deterministic content. For each tree it builds version 1 whole and
-# with --split-metadata, changes one file, builds version 2, and prints:
+# a tag); small text files with deterministic content. For each tree it builds version 1 whole
+# (--whole-manifest) and split (odrpack's default), changes one file, builds version 2, and prints:
 #   - today's manifest JSON, raw and gzipped;
 #   - split: the top manifest, bin and table counts and sizes, all metadata together (target: at
 #     most 0.5x today's JSON);
@@ -45,12 +45,12 @@ measure() {  # name tags files-per-tag
   mkdir -p "$dir"
   generate "$dir/assets" "$2" "$3"
   local start t_whole t_split t_whole2 t_split2
-  start=$(now); build "$dir/assets" "$dir/whole" "$dir/cache-whole.json" "$dir/whole-1.json"; t_whole=$(since "$start")
-  start=$(now); build "$dir/assets" "$dir/split" "$dir/cache-split.json" "$dir/split-1.json" --split-metadata; t_split=$(since "$start")
+  start=$(now); build "$dir/assets" "$dir/whole" "$dir/cache-whole.json" "$dir/whole-1.json" --whole-manifest; t_whole=$(since "$start")
+  start=$(now); build "$dir/assets" "$dir/split" "$dir/cache-split.json" "$dir/split-1.json"; t_split=$(since "$start")
   ls "$dir/split/meta" > "$dir/meta-1.txt"
   printf 't00007 file 1: changed\n' > "$dir/assets/t00007/f1.txt"
-  start=$(now); build "$dir/assets" "$dir/whole" "$dir/cache-whole.json" "$dir/whole-2.json"; t_whole2=$(since "$start")
-  start=$(now); build "$dir/assets" "$dir/split" "$dir/cache-split.json" "$dir/split-2.json" --split-metadata; t_split2=$(since "$start")
+  start=$(now); build "$dir/assets" "$dir/whole" "$dir/cache-whole.json" "$dir/whole-2.json" --whole-manifest; t_whole2=$(since "$start")
+  start=$(now); build "$dir/assets" "$dir/split" "$dir/cache-split.json" "$dir/split-2.json"; t_split2=$(since "$start")
   python3 - "$dir" "$name" "$2" "$3" "$t_whole" "$t_split" "$t_whole2" "$t_split2" <<'EOF'
 import gzip, hashlib, json, os, sys, zlib
 d, name, tags, per_tag = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])

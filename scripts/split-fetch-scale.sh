@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# How much metadata the runtime downloads from a split catalog (odrpack build --split-metadata,
-# issue 27), counted from the server's request log: a plain static server (python3 -m http.server)
+# How much metadata the runtime downloads from a split catalog (what odrpack build writes by
+# default since issue 37; issue 27), counted from the server's request log: a plain static server (python3 -m http.server)
 # serves a generated tree (default 20,000 files in 200 tags, scripts/tagged-tree.py), `odr fetch`
 # installs one tag into a new store, then one file of that tag changes, version 2 is built, and
 # `odr fetch` of the same tag updates it. For each step it prints the requests by kind and the
@@ -18,7 +18,7 @@ FILES=${FILES:-100}
 WORK=${WORK:-$(mktemp -d /tmp/odr-split-fetch.XXXXXX)}
 mkdir -p "$WORK"
 scripts/tagged-tree.py "$WORK/assets" "$TAGS" "$FILES"
-"$ODRPACK" build "$WORK/assets" --output "$WORK/catalog" --split-metadata --json > "$WORK/build-1.json"
+"$ODRPACK" build "$WORK/assets" --output "$WORK/catalog" --json > "$WORK/build-1.json"
 
 python3 -u -m http.server 0 --bind 127.0.0.1 --directory "$WORK/catalog" > "$WORK/server.out" 2> "$WORK/server.log" &
 SERVER=$!
@@ -58,7 +58,7 @@ PY
 "$ODR" fetch --catalog "$CDN" --store "$WORK/store" t00007 > /dev/null
 report "first install of one tag (t00007, $TAGS tags x $FILES files)" "${MAX_INSTALL_BYTES:-0}"
 printf 't00007 file 1: changed\n' > "$WORK/assets/t00007/f1.txt"
-"$ODRPACK" build "$WORK/assets" --output "$WORK/catalog" --split-metadata --json > "$WORK/build-2.json"
+"$ODRPACK" build "$WORK/assets" --output "$WORK/catalog" --json > "$WORK/build-2.json"
 "$ODR" fetch --catalog "$CDN" --store "$WORK/store" t00007 > /dev/null
 "$ODR" path --catalog "$CDN" --store "$WORK/store" t00007/f1.txt | xargs cat | grep -q "changed"
 report "update of one file of it (version 2)" "${MAX_UPDATE_BYTES:-0}"

@@ -30,8 +30,9 @@ if [ -z "${ODRPACK:-}" ]; then
 fi
 ODRPACK=$(realpath "$ODRPACK")
 ODR=$(realpath "${ODR:-$(dirname "$ODRPACK")/odr}")
-# Split metadata (format 3) for the catalog clients update from; SPLIT= for the whole manifest.
-SPLIT=${SPLIT---split-metadata}
+# The catalog clients update from has split metadata (format 3), odrpack's default;
+# SPLIT=--whole-manifest for the whole manifest.
+SPLIT=${SPLIT:-}
 WORK=${WORK:-$(mktemp -d /tmp/odr-stk-bench.XXXXXX)}
 mkdir -p "$WORK"
 SERVER=

@@ -248,7 +248,11 @@ int main(int argc, char **argv) {
     int64_t version = 0;
     CHECK(odr_manager_current_version(manager, &version), "catalog version");
     printf("prepared catalog version %" PRId64 "\n", version);
-    /* The level-select screen: every tag with what it would download (one block, one odr_free). */
+    /* The level-select screen: every tag with what it would download (one block, one odr_free). A
+       split catalog (odrpack build's default) describes only the tags this device has used, so the
+       screen first describes its levels: a few kilobytes of metadata each, fetched once. */
+    const char *const level_tags[LEVELS] = {"level1", "level2", "level3", "level4", "level5"};
+    CHECK(odr_manager_describe(manager, level_tags, LEVELS, 60000), "describe the levels");
     odr_tag_info *tags = NULL;
     size_t tag_count = 0;
     CHECK(odr_manager_tags(manager, &tags, &tag_count), "list tags");

@@ -104,9 +104,15 @@ struct CatalogSigningTests {
         let fixture = try await signedCatalog(key: SigningKey.generate())
         _ = try CatalogVerifier(catalog: fixture.catalog).verify()
         let path = fixture.output.appending(path: "versions/1.json")
-        var manifest = try VersionManifest.decode(from: Data(contentsOf: path))
-        manifest.initialInstallTags = ["b"]
-        try manifest.encoded().write(to: path)
+        // A valid manifest of either form, but not the one catalog.json pins.
+        switch try PublishedManifest.decode(from: Data(contentsOf: path)) {
+        case .full(var manifest):
+            manifest.initialInstallTags = ["b"]
+            try manifest.encoded().write(to: path)
+        case .split(var manifest):
+            manifest.initialInstallTags = ["b"]
+            try manifest.encoded().write(to: path)
+        }
         #expect { try CatalogVerifier(catalog: fixture.catalog).verify() } throws: {
             ($0 as? BuildError)?.code == .manifestPinMismatch
         }

@@ -100,9 +100,47 @@ struct SplitMetadataBuildTests {
             { "catalogID": "g", "splitMetadata": true, "tags": { "a": ["a"] } }
             """)
         try fixture.write("a/x.txt", Data("x".utf8))
-        let report = try await fixture.build()
+        let report = try await fixture.build(splitMetadata: nil)
         #expect(report.splitMetadata?.written == 2)
+        #expect(report.metadataForm == .init(form: .split, reason: .rules))
         #expect(FileManager.default.fileExists(atPath: fixture.catalog.appending(path: "meta").path))
+    }
+
+    /// Split by default (issue 37): a new catalog is split; a catalog keeps its latest version's
+    /// form unless the options or the rules say otherwise.
+    @Test func aNewCatalogIsSplitAndACatalogKeepsItsForm() async throws {
+        let fixture = try Self.fixture()
+        let first = try await fixture.build(splitMetadata: nil)
+        #expect(first.metadataForm == .init(form: .split, reason: .default))
+        #expect(first.splitMetadata?.written == 7)
+        let top = try Data(contentsOf: fixture.catalog.appending(path: "versions/1.json"))
+        #expect(String(decoding: top, as: UTF8.self).contains("\"formatVersion\" : 3"))
+
+        try fixture.write("t01/f0.txt", Data("changed\n".utf8))
+        let kept = try await fixture.build(splitMetadata: nil)
+        #expect(kept.metadataForm == .init(form: .split, reason: .catalog, keptFrom: 1) && kept.splitMetadata?.written == 2)
+
+        // Told once: whole, and whole it stays.
+        try fixture.write("t01/f0.txt", Data("changed again\n".utf8))
+        let whole = try await fixture.build(splitMetadata: false)
+        #expect(whole.metadataForm == .init(form: .whole, reason: .option) && whole.splitMetadata == nil)
+        #expect(whole.rendered().contains("whole manifest: --whole-manifest, for runtimes that cannot read split metadata"))
+        try fixture.write("t01/f0.txt", Data("changed a third time\n".utf8))
+        let stays = try await fixture.build(splitMetadata: nil)
+        #expect(stays.metadataForm == .init(form: .whole, reason: .catalog, keptFrom: 3))
+        #expect(stays.rendered().contains("whole manifest: kept from version 3; --split-metadata switches this catalog to split metadata"))
+        #expect(try VersionManifest.decode(from: Data(contentsOf: fixture.catalog.appending(path: "versions/4.json"))).formatVersion == 1)
+    }
+
+    @Test func splitMetadataFalseInTheRulesWritesAWholeManifest() async throws {
+        let fixture = try CatalogFixture(rules: """
+            { "catalogID": "g", "splitMetadata": false, "tags": { "a": ["a"] } }
+            """)
+        try fixture.write("a/x.txt", Data("x".utf8))
+        let report = try await fixture.build(splitMetadata: nil)
+        #expect(report.metadataForm == .init(form: .whole, reason: .rules) && report.splitMetadata == nil)
+        #expect(report.rendered().contains("whole manifest: \"splitMetadata\": false in the rules"))
+        #expect(try VersionManifest.decode(from: Data(contentsOf: fixture.catalog.appending(path: "versions/1.json"))).version == 1)
     }
 
     @Test func verifyNamesATamperedTableAndReportsOrphans() async throws {

@@ -36,6 +36,26 @@ struct VariantBuildTests {
         try fixture.write("Desert/sand.png", bytes(10))
     }
 
+    /// Two packs of one tag set and variant that are not the parts of a split: rock@2x.png (only at
+    /// 2x) and tree@2x.png are packed apart, both tiny. `odrpack report` of the stored version once
+    /// called them a split ("part 1/2", `splitPack`), which the build never said (issue 37).
+    @Test func packsSharingATagSetUnderThePackLimitAreNotASplit() async throws {
+        let fixture = try BuildFixture()
+        try Self.writeAssets(to: fixture)
+        let built = try await fixture.build()
+        let manifest = try fixture.manifest(1)
+        let twoX = manifest.packs.filter { $0.tags == ["forest"] && $0.variant == ["resolution": "2x"] }
+        #expect(twoX.count == 2, "rock@2x.png and tree@2x.png in packs of their own")
+        #expect(!built.warnings.contains { $0.code == .splitPack } && built.packs.allSatisfy { $0.partCount == 1 })
+
+        let stored = BuildReport(manifest: manifest, distribution: "live")
+        #expect(!stored.warnings.contains { $0.code == .splitPack }, "\(stored.warnings)")
+        #expect(stored.packs.allSatisfy { $0.partCount == 1 }, "\(stored.packs.filter { $0.partCount > 1 }.map(\.id))")
+        #expect(!stored.rendered().contains(" part 1/"))
+        let html = try CatalogReport(catalog: fixture.catalog, version: 1).html()
+        #expect(!html.contains("splitPack"))
+    }
+
     @Test func twoAxesGiveOnePackPerTagSetAndVariantWithFilesUnderTheirLogicalPaths() async throws {
         let fixture = try BuildFixture()
         try Self.writeAssets(to: fixture)

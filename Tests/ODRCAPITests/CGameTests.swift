@@ -4,12 +4,12 @@ import ODRTestSupport
 import Testing
 
 /// The example engine loop (Examples/c-game/game.c), built with `cc` against libodr and run against
-/// the sample game served on loopback.
+/// the sample game served on loopback, built as `odrpack build` builds it (split metadata).
 @Suite(.enabled(if: builtLibrary(product: "odrc") != nil, "libodrc.so is not built"))
 struct CGameTests {
     @Test func theCGamePlaysEveryLevelAndReadsTheRealFilesOfEach() async throws {
         let directory = try TemporaryDirectory(prefix: "odr-c-game")
-        let catalog = try await CProgram.sampleCatalog(in: directory)
+        let catalog = try await CProgram.sampleCatalog(in: directory, splitMetadata: nil)
         let game = try await CProgram.build("Examples/c-game/game.c", in: directory)
         let store = directory.appending("store")
         // Slow enough that level 5 (half a megabyte) cannot arrive in the three frames level 4 plays.

@@ -47,10 +47,14 @@ enum CProgram {
         return lines
     }
 
-    /// The sample game (SampleAssets) built into a catalog in `directory`.
-    static func sampleCatalog(in directory: TemporaryDirectory) async throws -> URL {
+    /// The sample game (SampleAssets) built into a catalog in `directory`: with a whole manifest
+    /// unless told otherwise, since the contract checks ask about any tag at once (download sizes,
+    /// hints, priorities), which a split catalog answers only for tags described first; `nil`
+    /// builds as `odrpack build` does (split metadata for a new catalog).
+    static func sampleCatalog(in directory: TemporaryDirectory, splitMetadata: Bool? = false) async throws -> URL {
         var options = BuildOptions(assets: packageRoot.appending(path: "SampleAssets"), output: directory.appending("catalog"))
         options.concurrency = 2
+        options.splitMetadata = splitMetadata
         _ = try await CatalogBuilder(options: options).build()
         return options.output
     }

@@ -31,16 +31,21 @@ public struct CatalogFixture: Sendable {
         }
         """
 
+    /// Rules with exact packing (`limits.minimumPackSize` 0): one pack per distinct tag set. The
+    /// default rules already pack exactly; tests whose assertions depend on it name this, so that
+    /// they keep it if the default changes.
+    public static let exactPackingRules = defaultRules
+
     public init(rules: String = CatalogFixture.defaultRules) throws {
         directory = try TemporaryDirectory(prefix: "odr-catalog-fixture")
         try FileManager.default.createDirectory(at: directory.appending("assets"), withIntermediateDirectories: true)
         try Data(rules.utf8).write(to: directory.appending("assets/odr.json"))
     }
 
-    /// A fixture with the default rules and files: text in `small/` (with a duplicate), a shared
-    /// file, and `bigBytes` of incompressible data in `big/`.
-    public static func game(bigBytes: Int = 3 << 20) throws -> CatalogFixture {
-        let fixture = try CatalogFixture()
+    /// A fixture with the default rules (or `rules`) and files: text in `small/` (with a duplicate),
+    /// a shared file, and `bigBytes` of incompressible data in `big/`.
+    public static func game(bigBytes: Int = 3 << 20, rules: String = CatalogFixture.defaultRules) throws -> CatalogFixture {
+        let fixture = try CatalogFixture(rules: rules)
         let text = Data(String(repeating: "small level data\n", count: 2000).utf8)
         try fixture.write("small/map.json", text)
         try fixture.write("small/copy/map-again.json", text)
@@ -61,8 +66,13 @@ public struct CatalogFixture: Sendable {
     /// Builds the assets into the catalog: version 1, or the next version when files changed;
     /// `catalog.json` signed with `signing` when given; files at or over the rules'
     /// `limits.chunkThreshold` cut with `chunkSizes` when given (small sizes chunk small files).
+    ///
+    /// `splitMetadata` is `false` here, a whole manifest, unlike `odrpack build`'s default: the
+    /// tests built on this fixture ask the runtime about any tag at once (sizes, hints, prefetch),
+    /// which a split catalog answers only for tags described first. `true` writes split metadata,
+    /// `nil` lets the builder choose as `odrpack build` does (split for a new catalog).
     @discardableResult
-    public func build(signing: CatalogSigning? = nil, splitMetadata: Bool? = nil, chunkSizes: FastCDC.Parameters? = nil) async throws -> BuildReport {
+    public func build(signing: CatalogSigning? = nil, splitMetadata: Bool? = false, chunkSizes: FastCDC.Parameters? = nil) async throws -> BuildReport {
         var options = BuildOptions(assets: assets, output: catalog)
         options.concurrency = 2
         options.signing = signing

@@ -12,7 +12,11 @@ struct BuildCommand: AsyncParsableCommand {
             Reads the tag rules (ASSETS/odr.json unless --rules is given), hashes every file, puts \
             each distinct tag set in its own pack, writes packs/<sha256>.zip, then versions/<n+1>.json, \
             then catalog.json last, and points the distribution at the new version. If nothing changed \
-            since the latest version, no version is added. With "variants" in the rules, files such as \
+            since the latest version, no version is added. A new catalog gets split metadata (tag bins \
+            and per-pack file tables in meta/, so clients fetch only what they use and what changed); \
+            --whole-manifest writes one versions/<n>.json listing everything instead, for runtimes \
+            that cannot read split metadata. A catalog keeps the form of its latest version unless \
+            --split-metadata, --whole-manifest or "splitMetadata" in odr.json says otherwise. With "variants" in the rules, files such as \
             tree@2x.png become variants of one logical path (tree.png), packed per tag set and variant; \
             the report shows what a device preferring each value downloads per tag. A progress bar appears when stderr is a \
             terminal; the report goes to stdout (--json for machines). See docs/ODRPACK.md.
@@ -23,7 +27,7 @@ struct BuildCommand: AsyncParsableCommand {
               odrpack build assets --output out/catalog --rules ci/odr.json --no-cache
               odrpack build assets --output out/catalog --sign-with keys/release.key --expires-in 30
               odrpack build assets --output out/catalog --report-html build-report.html
-              odrpack build assets --output out/catalog --split-metadata
+              odrpack build assets --output out/catalog --whole-manifest
             """
     )
 
@@ -62,8 +66,12 @@ struct BuildCommand: AsyncParsableCommand {
     var reportHTML: String?
 
     @Flag(name: .customLong("split-metadata"),
-          help: "Write split metadata (format 3): tag bins and a file table per pack in meta/, so clients fetch only what they use and change. Runtimes before it refuse the catalog; also \"splitMetadata\": true in odr.json.")
+          help: "Write split metadata (format 3): tag bins and a file table per pack in meta/, so clients fetch only what they use and change. The default for a new catalog; switches a whole-manifest catalog to split. Also \"splitMetadata\": true in odr.json.")
     var splitMetadata = false
+
+    @Flag(name: .customLong("whole-manifest"),
+          help: "Write one whole manifest (format 1, 2 or 4) instead of split metadata, for runtimes that cannot read split metadata; the catalog's later builds keep it. Also \"splitMetadata\": false in odr.json.")
+    var wholeManifest = false
 
     @OptionGroup var signing: SigningOptions
 
@@ -71,6 +79,7 @@ struct BuildCommand: AsyncParsableCommand {
         if let jobs, jobs < 1 { throw ValidationError("--jobs must be at least 1.") }
         if distribution.isEmpty { throw ValidationError("--distribution cannot be empty.") }
         if noCache, cache != nil { throw ValidationError("--no-cache and --cache cannot be used together.") }
+        if splitMetadata, wholeManifest { throw ValidationError("--split-metadata and --whole-manifest cannot be used together.") }
     }
 
     func run() async throws {
@@ -81,6 +90,7 @@ struct BuildCommand: AsyncParsableCommand {
         options.distribution = distribution
         options.allowOversize = allowOversize
         if splitMetadata { options.splitMetadata = true }
+        if wholeManifest { options.splitMetadata = false }
         options.cache = noCache ? nil : cache.map { URL(filePath: $0) } ?? BuildCache.defaultLocation(forAssets: assetsURL)
         if let jobs { options.concurrency = jobs }
         let bar = ProgressBar()

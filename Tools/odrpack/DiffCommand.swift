@@ -11,6 +11,10 @@ struct DiffCommand: AsyncParsableCommand {
             Examples:
               odrpack diff out/catalog 3 4
               odrpack diff out/catalog 3 4 --json
+              odrpack diff out/catalog 3 4 --rules assets/odr.json
+
+            Warns (baseGrew) when the base tag, which every client installs first, grew by more than \
+            limits.baseGrowthWarning (1 MiB unless --rules gives the rules file), naming its new folders.
             """
     )
 
@@ -23,6 +27,9 @@ struct DiffCommand: AsyncParsableCommand {
     @Argument(help: ArgumentHelp("The version compared to.", valueName: "b"))
     var to: Int
 
+    @Option(help: ArgumentHelp("The rules file the catalog is built with, for its limits.baseGrowthWarning (default: 1 MiB).", valueName: "file"))
+    var rules: String?
+
     @Flag(help: "Print JSON.")
     var json = false
 
@@ -32,7 +39,10 @@ struct DiffCommand: AsyncParsableCommand {
 
     func run() async throws {
         let diff = try await reportingLibraryErrors {
-            try CatalogDiff(catalog: CatalogDirectory(root: URL(filePath: catalog, directoryHint: .isDirectory)), from: from, to: to)
+            let limits = try rules.map { file throws(BuildError) in try TagRules.load(from: URL(filePath: file)).limits } ?? TagRules.Limits()
+            return try CatalogDiff(
+                catalog: CatalogDirectory(root: URL(filePath: catalog, directoryHint: .isDirectory)), from: from, to: to,
+                baseGrowthWarning: limits.baseGrowthWarning)
         }
         if json { try printJSON(diff) } else { print(diff.rendered(), terminator: "") }
     }

@@ -247,7 +247,7 @@ ODR_EXTERN odr_status odr_manager_current_version(odr_manager *manager, int64_t 
  *  has nothing left to move (installed only at ODR_EVENT_TAG_AVAILABLE). Only falls while it runs. */
 ODR_EXTERN odr_status odr_manager_download_size(odr_manager *manager, const char *const *tags, size_t tag_count, int64_t *out_bytes);
 
-/** Makes the catalog describe `tags`. A split catalog (`odrpack build --split-metadata`) is fetched
+/** Makes the catalog describe `tags`. A split catalog (what `odrpack build` writes by default) is fetched
  *  only for the tags a client uses: the initial-install and prefetch tags and those it held before.
  *  A begin describes its own tags, so call this only before `odr_manager_download_size`,
  *  `odr_manager_set_preservation_priority` or `odr_anticipate` for a tag no request has used yet:

@@ -21,7 +21,9 @@ public struct BuildOptions: Sendable {
     public var concurrency: Int = ProcessInfo.processInfo.activeProcessorCount
     /// Archive settings.
     public var packOptions: PackWriter.Options = .init()
-    /// Whether to write split metadata (format 3); `nil` takes the rules' `splitMetadata` (off by default).
+    /// Whether to write split metadata (format 3, `true`) or one whole manifest (`false`); `nil`
+    /// takes the rules' `splitMetadata`, else the form of the catalog's latest version, else split
+    /// (a new catalog). See ``BuildReport/MetadataForm``.
     public var splitMetadata: Bool?
     /// How `catalog.json` is signed; `nil` writes it unsigned (refused when the catalog is signed).
     public var signing: CatalogSigning?

@@ -57,7 +57,6 @@ public struct CatalogBuilder: Sendable {
                 file: options.assets.path)
         }
 
-        let split = options.splitMetadata ?? rules.splitMetadata
         try catalog.createLayout()
         var packOptions = options.packOptions
         packOptions.chunkThreshold = rules.limits.chunkThreshold
@@ -66,14 +65,23 @@ public struct CatalogBuilder: Sendable {
         archiver.knownChunkTables = cache?.chunkTables(for: packOptions.chunkSizes) ?? [:]
         var metadata = SplitMetadataWriter(catalog: catalog)
         var previous: CatalogDirectory.LoadedVersion?
+        // Split metadata of earlier versions, offered for reuse once the form is known.
+        var earlierParts: [SplitMetadata.Parts] = []
+        let mayWriteSplit = (options.splitMetadata ?? rules.splitMetadata) != false
         if let index {
             for entry in index.versions {
                 guard let loaded = try? catalog.loadVersion(entry.number, in: index) else { continue }
                 archiver.offerReuse(of: loaded.manifest)
-                if split, let parts = loaded.split { metadata.offerReuse(of: parts) }
+                if mayWriteSplit, let parts = loaded.split { earlierParts.append(parts) }
                 previous = loaded
             }
         }
+        let form = BuildReport.MetadataForm.chosen(
+            option: options.splitMetadata, rules: rules.splitMetadata,
+            latest: previous.map { ($0.manifest.version, $0.split != nil) })
+        let split = form.form == .split
+        if split { for parts in earlierParts { metadata.offerReuse(of: parts) } }
+        earlierParts = []
         let written = try await writePacks(plan.packs, archiver: archiver, progress: progress)
         progress(BuildProgress(phase: .publishing, completedBytes: 0, totalBytes: 1))
 
@@ -131,6 +139,11 @@ public struct CatalogBuilder: Sendable {
         }
         if split {
             built.splitMetadata = BuildReport.SplitMetadataCounts(written: metadata.written, reused: metadata.reused)
+        }
+        built.metadataForm = form
+        if let previous, published, let growth = BaseGrowth(from: previous.manifest, to: manifest),
+           let warning = growth.warning(threshold: rules.limits.baseGrowthWarning) {
+            built.warnings.append(warning)
         }
         return built
     }

@@ -1,7 +1,7 @@
 import Foundation
 import ODRFormat
 
-/// Writes a version's split metadata (`odrpack build --split-metadata`): a file table per pack and
+/// Writes a version's split metadata (`odrpack build`'s default; `--split-metadata`): a file table per pack and
 /// a tag bin per bin number into `meta/`, and returns the split manifest that pins them.
 ///
 /// A bin or table whose content equals one of an earlier version keeps that version's file: the

@@ -56,9 +56,16 @@ public struct CatalogDiff: Codable, Sendable, Equatable {
     public var archiveBytes: Int64
     /// The changed or added files of `to` that are chunked, by path; `nil` when there are none.
     public var chunkedFiles: [ChunkedFile]?
+    /// How the `base` tag changed; `nil` when `to` has none.
+    public var baseGrowth: BaseGrowth?
+    /// Warnings: `baseGrew` when `base` grew by more than the threshold.
+    public var warnings: [BuildWarning]
 
-    /// Compares two manifests.
-    public init(from old: VersionManifest, to new: VersionManifest) {
+    /// Compares two manifests; `baseGrowthWarning` is the growth of `base` above which a
+    /// `baseGrew` warning is added (0: never; the rules' `limits.baseGrowthWarning`, 1 MiB by default).
+    public init(from old: VersionManifest, to new: VersionManifest, baseGrowthWarning: Int64 = TagRules.Limits().baseGrowthWarning) {
+        baseGrowth = BaseGrowth(from: old, to: new)
+        warnings = [baseGrowth?.warning(threshold: baseGrowthWarning)].compactMap { $0 }
         from = old.version
         to = new.version
         let oldTags = Dictionary(uniqueKeysWithValues: old.tags.map { ($0.name, $0) })
@@ -129,10 +136,11 @@ public struct CatalogDiff: Codable, Sendable, Equatable {
     }
 
     /// Reads versions `from` and `to` of a catalog and compares them.
-    public init(catalog: CatalogDirectory, from: Int, to: Int) throws(BuildError) {
+    public init(catalog: CatalogDirectory, from: Int, to: Int, baseGrowthWarning: Int64 = TagRules.Limits().baseGrowthWarning) throws(BuildError) {
         let index = try catalog.loadIndex()
         self.init(
-            from: try catalog.loadManifest(version: from, in: index), to: try catalog.loadManifest(version: to, in: index))
+            from: try catalog.loadManifest(version: from, in: index), to: try catalog.loadManifest(version: to, in: index),
+            baseGrowthWarning: baseGrowthWarning)
     }
 
     /// The comparison as text.
@@ -159,6 +167,7 @@ public struct CatalogDiff: Codable, Sendable, Equatable {
         section("chunked files changed", (chunkedFiles ?? []).map {
             "\($0.path): \($0.changedChunks) of \($0.chunks) chunks changed, \(ByteCount.format($0.bytesToMove)) to move"
         })
+        section("warnings", warnings.map(\.description))
         return lines.joined(separator: "\n") + "\n"
     }
 }

@@ -13,9 +13,8 @@ extension PackPlanner {
 
     /// Merges small packs, cheapest first, while every tag stays within its over-fetch bound.
     ///
-    /// The model is one pack per distinct tag set (`groups`, in their canonical order). Packs of a
-    /// variant never merge: every variant of a logical path keeps that path's tag set. Two packs
-    /// may merge when they share a tag, have the same variant availability, at least
+    /// The model is one pack per distinct tag set (`groups`, in their canonical order). Two packs
+    /// of common files (no variant) may merge when they share a tag, have the same variant availability, at least
     /// one of them is under ``TagRules/Limits/minimumPackSize``, and together they fit the pack size
     /// limit. Merging packs with tag sets A and B saves every tag in both one request, and makes
     /// each tag of A not in B download B's bytes (and the other way round): the candidate with the
@@ -51,9 +50,9 @@ extension PackPlanner {
         var nodes: [Node] = []
         var byTag: [String: [Int]] = [:]
         for (index, group) in groups.enumerated() {
-            // A tag set split into parts stays as it is, and so does a variant's pack: every variant
-            // of a logical path must keep the path's one tag set, and the variants of a path sit in
-            // packs of different sizes, which would merge differently.
+            // A tag set split into parts stays as it is, and so does a variant's pack: every
+            // variant of a logical path must keep one tag set, which merging one variant's pack
+            // (and not its siblings') into a pack of other tags would break.
             guard group.size <= limits.packSize, group.variant.isEmpty else { continue }
             nodes.append(Node(tags: Set(group.tags), size: group.size, members: [index]))
             for tag in group.tags { byTag[tag, default: []].append(nodes.count - 1) }

@@ -7,8 +7,9 @@ extension BuildReport {
     /// Packs, tags, sharing, variants, deduplication and the initial-install budget come out as
     /// `odrpack build` reported them. What only a build sees is left at zero or derived: nothing was
     /// hashed; a pack counts as reused when `previous` has it; a tag set's parts are the packs
-    /// sharing its tags and variant, in order of their first entry name; warnings name the split
-    /// tag sets and an exceeded budget, not the files the build skipped.
+    /// sharing its tags and variant when together they are over the pack size limit (packs merged
+    /// into the same tag set are not parts), in order of their first entry name; warnings name the
+    /// split tag sets and an exceeded budget, not the files the build skipped.
     ///
     /// - Parameters:
     ///   - manifest: the version, validated.
@@ -36,8 +37,14 @@ extension BuildReport {
             fileCount[pack.id] = files.count
             packPaths[pack.id] = Set(files.map(\.path))
         }
+        // Merged packs can share a tag set too (two merges whose tags add up to the same set): packs
+        // of one tag set are the parts of a split only when together they are over the pack size
+        // limit, as a split's parts always are (merges never make a pack over it).
+        let packSize = (limits ?? TagRules.Limits()).packSize
         let groups = Dictionary(grouping: manifest.packs, by: group(of:)).mapValues { packs in
             packs.sorted { (firstName[$0.id] ?? "", $0.id) < (firstName[$1.id] ?? "", $1.id) }.map(\.id)
+        }.filter { _, ids in
+            ids.count > 1 && ids.lazy.compactMap { index.pack(id: $0)?.installedBytes }.clampedSum() > packSize
         }
         let ordered = manifest.packs.sorted { a, b in
             let (ga, gb) = (group(of: a), group(of: b))
@@ -46,7 +53,7 @@ extension BuildReport {
             return (firstName[a.id] ?? "", a.id) < (firstName[b.id] ?? "", b.id)
         }
         var warnings: [BuildWarning] = []
-        for (key, ids) in groups.sorted(by: { $0.key.tags.lexicographicallyPrecedes($1.key.tags) }) where ids.count > 1 {
+        for (key, ids) in groups.sorted(by: { $0.key.tags.lexicographicallyPrecedes($1.key.tags) }) {
             let total = ids.lazy.compactMap { index.pack(id: $0)?.installedBytes }.clampedSum()
             warnings.append(BuildWarning(
                 .splitPack,

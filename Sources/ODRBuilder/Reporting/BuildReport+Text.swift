@@ -15,6 +15,16 @@ extension BuildReport {
         if let splitMetadata {
             lines.append("split metadata: \(splitMetadata.written) metadata file(s) written, \(splitMetadata.reused) unchanged and reused")
         }
+        if let metadataForm, metadataForm.form == .whole {
+            lines.append("whole manifest: " + {
+                switch metadataForm.reason {
+                case .option: "--whole-manifest, for runtimes that cannot read split metadata"
+                case .rules: "\"splitMetadata\": false in the rules"
+                case .catalog, .default:
+                    "kept from version \(metadataForm.keptFrom ?? version); --split-metadata switches this catalog to split metadata"
+                }
+            }())
+        }
         if let chunking {
             lines.append("chunked files: \(chunking.files) (\(ByteCount.format(chunking.bytes)) in \(chunking.chunks) chunks)"
                          + (chunking.againstPrevious == false ? "" : "; \(chunking.changedChunks) chunk(s) changed since the previous version, \(ByteCount.format(chunking.bytesToMove)) to move"))

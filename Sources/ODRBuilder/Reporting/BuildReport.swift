@@ -130,6 +130,53 @@ public struct BuildReport: Codable, Sendable, Equatable {
     /// For a build with split metadata (format 3): the metadata files written and reused; `nil` otherwise.
     public var splitMetadata: SplitMetadataCounts?
 
+    /// The form a build wrote the version's metadata in, and what chose it.
+    ///
+    /// `--split-metadata` or `--whole-manifest` (``BuildOptions/splitMetadata``) decides first, then
+    /// `"splitMetadata"` in the rules, then the form of the catalog's latest version (a catalog
+    /// keeps its form across builds), and a new catalog is split.
+    public struct MetadataForm: Codable, Sendable, Equatable {
+        /// Split metadata (format 3 or 5) or one whole manifest (format 1, 2 or 4).
+        public enum Form: String, Codable, Sendable {
+            case split, whole
+        }
+        /// What chose the form.
+        public enum Reason: String, Codable, Sendable {
+            /// `--split-metadata` or `--whole-manifest`.
+            case option
+            /// `"splitMetadata"` in the rules.
+            case rules
+            /// The form of the catalog's latest version, kept.
+            case catalog
+            /// A new catalog, split by default.
+            case `default`
+        }
+        public var form: Form
+        public var reason: Reason
+        /// For ``Reason/catalog``: the version whose form was kept.
+        public var keptFrom: Int?
+
+        public init(form: Form, reason: Reason, keptFrom: Int? = nil) {
+            self.form = form
+            self.reason = reason
+            self.keptFrom = keptFrom
+        }
+
+        /// The form a build writes: the option, else the rules, else the latest version's form
+        /// (`latest`: its number and whether it is split), else split.
+        public static func chosen(option: Bool?, rules: Bool?, latest: (number: Int, split: Bool)?) -> MetadataForm {
+            func form(_ split: Bool) -> Form { split ? .split : .whole }
+            if let option { return MetadataForm(form: form(option), reason: .option) }
+            if let rules { return MetadataForm(form: form(rules), reason: .rules) }
+            if let latest { return MetadataForm(form: form(latest.split), reason: .catalog, keptFrom: latest.number) }
+            return MetadataForm(form: .split, reason: .default)
+        }
+    }
+
+    /// The form of the version's metadata and what chose it; `nil` for a report made from a
+    /// manifest (``init(manifest:distribution:previous:limits:)``).
+    public var metadataForm: MetadataForm?
+
     /// For a version with chunked files: how many, their chunks, and against the version before
     /// it the chunks that changed and their bytes; `nil` when no file is chunked.
     public var chunking: ChunkSummary?

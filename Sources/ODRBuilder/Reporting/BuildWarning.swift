@@ -26,6 +26,9 @@ public struct BuildWarning: Codable, Sendable, Equatable, CustomStringConvertibl
         /// Large files were stored uncompressed although most of their bytes compress well
         /// (`odrpack report` samples them).
         public static let storedCompressible = Code(rawValue: "storedCompressible")
+        /// The `base` tag, which every client installs first, grew by more than
+        /// `limits.baseGrowthWarning` since the previous version (``BaseGrowth``).
+        public static let baseGrew = Code(rawValue: "baseGrew")
         /// Files were deflated although it saves under 10%.
         public static let deflatedPoorly = Code(rawValue: "deflatedPoorly")
     }

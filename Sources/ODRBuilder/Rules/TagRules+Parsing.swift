@@ -230,7 +230,7 @@ private struct RulesParser {
             rules.untagged = policy
         }
         if let value = root["limits"] {
-            let limits = try object(value, key: "limits", allowed: ["packSize", "initialInstallAndPrefetch", "chunkThreshold", "chunkSizes", "minimumPackSize", "overFetch"])
+            let limits = try object(value, key: "limits", allowed: ["packSize", "initialInstallAndPrefetch", "chunkThreshold", "chunkSizes", "minimumPackSize", "overFetch", "baseGrowthWarning"])
             if let size = limits["packSize"] { rules.limits.packSize = try byteCount(size, key: "limits.packSize") }
             if let budget = limits["initialInstallAndPrefetch"] {
                 rules.limits.initialInstallAndPrefetch = try byteCount(budget, key: "limits.initialInstallAndPrefetch")
@@ -247,6 +247,9 @@ private struct RulesParser {
                         key: "limits.minimumPackSize", value: minimum)
                 }
                 rules.limits.minimumPackSize = size
+            }
+            if let growth = limits["baseGrowthWarning"] {
+                rules.limits.baseGrowthWarning = try byteCountOrZero(growth, key: "limits.baseGrowthWarning")
             }
             if let bound = limits["overFetch"] { rules.limits.overFetch = try overFetch(bound, key: "limits.overFetch") }
             if let sizes = limits["chunkSizes"] { rules.limits.chunkSizes = try chunkSizes(sizes, key: "limits.chunkSizes") }

@@ -46,6 +46,10 @@ public struct TagRules: Sendable, Equatable {
         /// How many bytes a tag may download that it does not need, because merged packs hold
         /// other tags' files; `.fraction(0)` or `.bytes(0)` keeps one pack per distinct tag set.
         public var overFetch: OverFetch = .fraction(0.03)
+        /// `odrpack build` and `odrpack diff` warn (`baseGrew`) when the `base` tag's installed
+        /// bytes grow by more than this between versions, naming its new folders; 0 turns the
+        /// warning off. See ``BaseGrowth``.
+        public var baseGrowthWarning: Int64 = 1024 * 1024
 
         /// A bound on the bytes a tag downloads beyond its own files.
         public enum OverFetch: Sendable, Equatable {
@@ -71,7 +75,7 @@ public struct TagRules: Sendable, Equatable {
 
         /// Creates the default limits (512 MiB packs, 2 GiB initial install plus prefetch, chunks
         /// for files of 8 MiB and more, of the standard sizes, packs under 1 MiB merged while no tag
-        /// downloads more than 3% beyond its own bytes).
+        /// downloads more than 3% beyond its own bytes, a warning when base grows by over 1 MiB).
         public init() {}
     }
 
@@ -124,9 +128,11 @@ public struct TagRules: Sendable, Equatable {
     public var untagged: UntaggedPolicy
     /// The variant axes, in declared order: how file names mark variants of one logical path.
     public var variants: [VariantRule]
-    /// Whether builds write split metadata (format 3: tag bins and per-pack file tables) instead of
-    /// one manifest listing everything; `odrpack build --split-metadata` turns it on too.
-    public var splitMetadata: Bool = false
+    /// Whether builds write split metadata (format 3: tag bins and per-pack file tables, `true`) or
+    /// one whole manifest listing everything (`false`, for runtimes that cannot read split metadata);
+    /// `nil` when the rules do not say: the catalog keeps the form of its latest version, and a new
+    /// catalog is split. `odrpack build --split-metadata` and `--whole-manifest` override it.
+    public var splitMetadata: Bool?
 
     /// Creates rules; `tags` is sorted by name, `variants` keep their order.
     public init(

@@ -53,7 +53,7 @@ public struct MetadataPin: Codable, Sendable, Hashable {
     }
 }
 
-/// The contents of `versions/<n>.json` in a catalog built with `odrpack build --split-metadata`
+/// The contents of `versions/<n>.json` in a catalog with split metadata (`odrpack build`'s default)
 /// (format version 3): what a client needs before it chooses anything, and a pin for each **tag
 /// bin**, the metadata file that holds the tags placed in it, their packs, and for each pack the
 /// pin of its **file table** (see ``TagBin`` and ``PackFileTable``; `docs/FORMAT.md`, "Split metadata").

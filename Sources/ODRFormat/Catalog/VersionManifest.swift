@@ -120,7 +120,7 @@ public struct VersionManifest: Codable, Sendable, Equatable {
         if SplitManifest.isSplitFormatVersion(formatVersion) {
             return FormatError(
                 .unsupportedFormatVersion,
-                "The manifest has format version 3: its tags, packs and files are in split metadata files (odrpack build --split-metadata), and this reader takes only manifests that list them inline (formats 1, 2 and 4). Update to a runtime that reads split catalogs, or rebuild the catalog without --split-metadata.",
+                "The manifest has format version 3: its tags, packs and files are in split metadata files (odrpack build's default), and this reader takes only manifests that list them inline (formats 1, 2 and 4). Update to a runtime that reads split catalogs, or rebuild the catalog with odrpack build --whole-manifest.",
                 field: "formatVersion")
         }
         return FormatError(

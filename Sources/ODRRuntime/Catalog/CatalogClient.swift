@@ -70,7 +70,7 @@ public struct CatalogClient: Sendable {
     ///   `untrusted-catalog` and `catalog-expired`. Nothing is stored when it throws, but the bins
     ///   and tables that were fetched and matched their pins stay in the store's metadata cache.
     ///
-    /// For a split manifest (`odrpack build --split-metadata`), only the part of the version this
+    /// For a split manifest (`odrpack build`'s default), only the part of the version this
     /// store uses is fetched: the bins and tables of its initial-install and prefetch tags, of the
     /// tags the current version's part describes and of the packs installed from it; each file
     /// only when the store's metadata cache does not hold it already, so an update moves only the

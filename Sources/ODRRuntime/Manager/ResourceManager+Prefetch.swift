@@ -26,11 +26,27 @@ extension ResourceManager {
     /// - Returns: a task that finishes when the download does; it throws the download's error, and
     ///   cancelling it stops waiting (the download goes on while a request needs it). Most callers
     ///   ignore it: a failed prefetch is tried again when a request begins the tags.
+    ///   For a split catalog (`odrpack build`'s default), tags not described yet are described
+    ///   first, in the task: their download starts once their few kilobytes of metadata are in,
+    ///   and the task throws `invalid-tag` for one the catalog does not have.
     /// - Throws: ``ResourceError`` at once: `catalog-unavailable` before ``prepare(online:)`` or
-    ///   ``loadCatalog(online:)``, `invalid-tag` for a tag the catalog does not have; for a split
-    ///   catalog, `catalog-unavailable` for a tag not described yet (call ``describe(tags:)`` first).
+    ///   ``loadCatalog(online:)``, `invalid-tag` for a tag the catalog does not have (for a split
+    ///   catalog, of the tags described already).
     @discardableResult
     public func prefetch(tags: Set<String>, priority: TransferPriority = .loading(0.1)) throws(ResourceError) -> Task<Void, any Error> {
+        let undescribed = try state.withLock { state throws(ResourceError) in
+            let snapshot = try Self.requireSnapshot(state)
+            return snapshot.split != nil && !snapshot.describesAll(tags)
+        }
+        guard undescribed else { return try startPrefetch(tags: tags, priority: priority) }
+        return Task { [self] in
+            try await describe(tags: tags)
+            try await startPrefetch(tags: tags, priority: priority).value
+        }
+    }
+
+    /// Starts the downloads of `tags`, all described, and returns the task that waits for them.
+    private func startPrefetch(tags: Set<String>, priority: TransferPriority) throws(ResourceError) -> Task<Void, any Error> {
         let downloads = try state.withLock { state throws(ResourceError) in
             let snapshot = try Self.requireSnapshot(state)
             let ids = try Self.packIDs(forTags: tags.sorted(), in: snapshot)

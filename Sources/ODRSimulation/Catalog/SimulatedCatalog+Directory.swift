@@ -6,7 +6,7 @@ extension SimulatedCatalog {
     /// The catalog in directory `root` (as `odrpack build` writes it), at the version its
     /// `distribution` points at, or at its newest version when that distribution does not exist.
     ///
-    /// A split catalog (format 3, `odrpack build --split-metadata`) is read from its tag bins.
+    /// A split catalog (format 3, `odrpack build`'s default) is read from its tag bins.
     ///
     /// - Throws: `FormatError` for a malformed `catalog.json`, manifest or tag bin (one that differs
     ///   from its pin included), `ResourceError` `invalid-catalog` when a file is missing.

@@ -1,5 +1,5 @@
 /*
- * odr_manager_describe, checked from C against a split catalog (odrpack build --split-metadata):
+ * odr_manager_describe, checked from C against a split catalog (odrpack build's default):
  * a tag no request used yet has no download size until it is described; describing it fetches its
  * metadata, after which the size is known, and only that tag is described.
  *

@@ -166,7 +166,8 @@ struct SplitCatalogTests {
     }
 
     @Test func aTamperedCachedFileIsFetchedAgainAndTheStoreOpensOffline() async throws {
-        let fixture = try CatalogFixture.game(bigBytes: 1000)
+        // Exact packing: merged, big's and small's few bytes would share packs and tables.
+        let fixture = try CatalogFixture.game(bigBytes: 1000, rules: CatalogFixture.exactPackingRules)
         try await fixture.build(splitMetadata: true)
         let storeDirectory = try TemporaryDirectory(prefix: "odr-store")
         let v1 = try Self.files(ofVersion: 1, fixture, tags: ["small"])
@@ -374,7 +375,8 @@ struct SplitCatalogTests {
     /// 8 bins, version 2 (which changes `big` only) is assembled reading only `big`'s bin and
     /// table, and the result is the part a client without the earlier one assembles.
     @Test func anUpdateReadsOnlyTheBinsAndTablesThatChanged() async throws {
-        let fixture = try CatalogFixture.game(bigBytes: 1000)
+        // Exact packing: merged, big's and small's few bytes would share packs and tables.
+        let fixture = try CatalogFixture.game(bigBytes: 1000, rules: CatalogFixture.exactPackingRules)
         try await fixture.build()
         func split(_ version: Int) throws -> (SplitManifest, [String: Data]) {
             var files: [String: Data] = [:]

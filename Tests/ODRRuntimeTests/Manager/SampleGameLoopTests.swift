@@ -60,6 +60,30 @@ struct SampleGameLoopTests {
         }
     }
 
+    /// A split catalog (`odrpack build`'s default) describes only the tags a device used: the
+    /// documented loop's prefetch of the next level describes it first instead of refusing it.
+    @Test func prefetchOfASplitCatalogDescribesItsTagsFirst() async throws {
+        let game = try CatalogFixture.game(bigBytes: 1000)
+        try await game.build(splitMetadata: true)
+        try await withTestServer(root: game.catalog) { server in
+            let configuration = ResourceManager.Configuration(catalogURL: server.baseURL, storeDirectory: game.directory.appending("store"))
+            let manager = try ResourceManager(configuration: configuration)
+            try await manager.loadCatalog()
+            let size = #expect(throws: ResourceError.self) { try manager.downloadSize(forTags: ["big"]) }
+            #expect(size?.code == .catalogUnavailable, "big is not described yet")
+
+            try await manager.prefetch(tags: ["big"]).value
+            let request = ResourceRequest(tags: ["big"], manager: manager)
+            #expect(await request.conditionallyBeginAccessingResources(), "the prefetch installed big")
+            let level = try #require(request.url(forResource: "level", withExtension: "json", subdirectory: "big"))
+            #expect(try Data(contentsOf: level) == game.contents(of: "big/level.json"))
+            try request.endAccessingResources()
+
+            let unknown = await #expect(throws: ResourceError.self) { try await manager.prefetch(tags: ["small", "no-such-tag"]).value }
+            #expect(unknown?.code == .invalidTag, "\(String(describing: unknown))")
+        }
+    }
+
     /// The player's time in a level: until `prefetch` finishes, or 60 s.
     private static func play(until prefetch: Task<Void, any Error>) async throws {
         let timeout = Task {
