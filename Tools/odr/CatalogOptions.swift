@@ -67,10 +67,11 @@ struct CatalogOptions: ParsableArguments {
     /// The `--mirror` origins, in order.
     var mirrorURLs: [URL] { mirrors.map(ResourceManager.Configuration.catalogURL(parsing:)) }
 
-    /// The catalog's origins (`--catalog`, then each `--mirror`) with their settings applied to `client`.
-    func applyOrigins(to client: inout CatalogClient) {
+    /// The catalog's origins (`--catalog`, then each `--mirror`) with their settings applied to
+    /// `client`; failures are recorded in `store`, as a game's manager does.
+    func applyOrigins(to client: inout CatalogClient, store: ResourceStore) {
         guard !mirrors.isEmpty else { return }
-        client.origins = OriginSet([catalogURL] + mirrorURLs)
+        client.origins = OriginSet([catalogURL] + mirrorURLs, store: store)
         client.allowsUnsignedCatalogFromMirrors = allowUnsignedMirrors
     }
 
@@ -100,7 +101,7 @@ struct CatalogOptions: ParsableArguments {
         let engine = try TransferEngine()
         var client = CatalogClient(catalogURL: catalogURL, distribution: distribution, store: store, transport: engine,
                                    bundledCatalog: install?.bundledCatalog, trust: try trust(), variants: try variants())
-        applyOrigins(to: &client)
+        applyOrigins(to: &client, store: store)
         return (store, client, engine)
     }
 }

@@ -184,6 +184,17 @@ enum StoreSchema {
                 CREATE INDEX packChunkBySHA256 ON packChunk(sha256);
                 """)
         }
+        migrator.registerMigration("v10") { db in
+            // Origins (catalog base URLs) that failed recently, so every process on the store, and
+            // the next run, tries them after the others for their back-off (docs/STORE.md,
+            // "Origins that failed"). A location's health, not a catalog's identity: keyed by URL.
+            try db.execute(sql: """
+                CREATE TABLE originFailure (
+                    origin TEXT PRIMARY KEY NOT NULL,
+                    failedAt DOUBLE NOT NULL
+                ) WITHOUT ROWID
+                """)
+        }
         return migrator
     }
 

@@ -46,12 +46,12 @@ struct PreviousReleaseStoreTests {
         #expect(try store.verify().isEmpty)
 
         // The migrations it recorded stand as they were: none ran again; only v8 (the split-metadata
-        // cache's table) and v9 (the chunks of installed files), which the previous release did
-        // not have, were added.
+        // cache's table), v9 (the chunks of installed files) and v10 (origins that failed), which
+        // the previous release did not have, were added.
         let database = try SQLiteDatabase(path: directory.appending(ResourceStore.databaseName).path)
         let applied = try database.fetchAll(sql: "SELECT identifier FROM \(SQLiteMigrator.appliedTable) ORDER BY identifier")
             .compactMap { try $0.value(at: 0).text() }
-        #expect(applied == ["v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9"])
+        #expect(applied == ["v1", "v10", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9"])
 
         // It goes on working: a use is recorded, and a second open finds the same.
         try store.markUsed([Self.installed], beginnings: [Self.installed: 1])
@@ -61,8 +61,8 @@ struct PreviousReleaseStoreTests {
     }
 
     /// A store this release creates has exactly the schema the previous release's had, plus the
-    /// tables of migrations v8 (`manifestMeta`) and v9 (`packChunk` and its index), which older
-    /// releases leave alone, so either release can open the other's.
+    /// tables of migrations v8 (`manifestMeta`), v9 (`packChunk` and its index) and v10
+    /// (`originFailure`), which older releases leave alone, so either release can open the other's.
     @Test func aNewStoreHasThePreviousReleasesSchema() throws {
         let previous = try Self.makeStore()
         let created = try TemporaryDirectory(prefix: "odr-new")
@@ -72,8 +72,8 @@ struct PreviousReleaseStoreTests {
                 .fetchAll(sql: "SELECT type, name, sql FROM sqlite_master ORDER BY type, name")
                 .map { row in "\(try row.value("type").text() ?? "") \(try row.value("name").text() ?? ""): \(try row.value("sql").text() ?? "")" }
         }
-        let added = { (line: String) in line.contains("manifestMeta") || line.contains("packChunk") }
+        let added = { (line: String) in line.contains("manifestMeta") || line.contains("packChunk") || line.contains("originFailure") }
         #expect(try schema(created).filter { !added($0) } == schema(previous))
-        #expect(try schema(created).filter(added).count == 3)
+        #expect(try schema(created).filter(added).count == 4)
     }
 }
