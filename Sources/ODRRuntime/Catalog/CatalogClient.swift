@@ -99,6 +99,10 @@ public struct CatalogClient: Sendable {
     /// could not be reached: each gets a `catalog` line in the store's log.
     static let refusals: Set<ResourceError.Code> = [.catalogRollback, .catalogExpired, .untrustedCatalog, .invalidCatalog, .integrity]
 
+    /// The refusals that mean a stale `catalog.json` (older than the one stored, or expired): with
+    /// a stored copy, ``snapshot(online:)`` goes on with it.
+    static let staleRefusals: Set<ResourceError.Code> = [.catalogRollback, .catalogExpired]
+
     /// ``refresh()`` without its log lines.
     private func refreshUnlogged() async throws(ResourceError) -> CatalogSnapshot {
         let followed = try store.followedCatalog(url: catalogURL)
@@ -265,21 +269,25 @@ public struct CatalogClient: Sendable {
 
     /// Checks online when the network allows, and otherwise starts from the stored copy.
     ///
-    /// Only failures to reach the server fall back (no network, a refused connection, timeouts,
-    /// server errors), and the snapshot then says so (``CatalogSnapshot/fallback``). A catalog the
-    /// server says is missing or forbidden (404, 403), a rollback or an invalid catalog is reported,
-    /// never hidden behind the stored copy.
+    /// Failures to reach the server fall back (no network, a refused connection, timeouts, server
+    /// errors), and so does a stale `catalog.json`: one older than the stored copy
+    /// (`catalog-rollback`) or expired (`catalog-expired`), which a cache or CDN edge serves after a
+    /// publish. It is refused, logged, and the stored copy serves; the snapshot then says so
+    /// (``CatalogSnapshot/fallback``). A catalog the server says is missing or forbidden (404, 403),
+    /// or an invalid or untrusted one, is reported, never hidden behind the stored copy; so is a
+    /// stale one when nothing is stored.
     ///
     /// - Parameter online: `false` skips the network entirely.
     public func snapshot(online: Bool = true) async throws(ResourceError) -> CatalogSnapshot {
         if online {
             do {
                 return try await refresh()
-            } catch where Self.isUnreachable(error) {
+            } catch where Self.isUnreachable(error) || Self.staleRefusals.contains(error.code) {
                 if var stored = try storedSnapshot() {
                     stored.fallback = CatalogSnapshot.Fallback(reason: error, checkedAt: try store.followedCatalog(url: catalogURL)?.checkedAt)
                     return stored
                 }
+                if Self.staleRefusals.contains(error.code) { throw error }
                 throw ResourceError(.catalogUnavailable, "The catalog was never fetched and the server cannot be reached: \(error.message)",
                                     url: catalogURL, cause: error)
             }
@@ -404,7 +412,11 @@ public struct CatalogClient: Sendable {
         } else {
             sink = DataSink(limit: trust.maximumManifestBytes, file: path)
         }
-        _ = try await transport.download(originRequest(for: path), into: sink)
+        do {
+            _ = try await transport.download(originRequest(for: path), into: sink)
+        } catch where error.code == .resourceUnavailable {
+            throw Self.metadataMissing("\(path), the manifest of version \(version) (catalog.json serial \(index.serial)),", error, url: url)
+        }
         let data = sink.data
         if let sha256 = entry?.sha256, let size = entry?.size {
             let digest = ContentHash.sha256Hex(of: data)
@@ -549,6 +561,8 @@ public struct CatalogClient: Sendable {
         let sink = DataSink(limit: Int(pin.size), file: "\(path) (pinned at \(pin.size) bytes)", code: .integrity)
         do {
             _ = try await transport.download(originRequest(for: path), into: sink)
+        } catch where error.code == .resourceUnavailable {
+            throw Self.metadataMissing("\(path), a metadata file of the catalog,", error, url: url)
         } catch where error.code == .integrity && error.url == nil {
             // Longer than its pin: cut off at the pin's size.
             throw ResourceError(.integrity, "\(error.message) The server or a cache serves a metadata file that is not the one published; nothing was installed.",
@@ -560,6 +574,16 @@ public struct CatalogClient: Sendable {
         }
         store.cacheMetadata(sink.data, path: path)
         return sink.data
+    }
+
+    /// `resource-unavailable` for a manifest or metadata file `catalog.json` names that the server
+    /// does not have, naming the file and the URL asked, and the usual cause.
+    static func metadataMissing(_ what: String, _ error: ResourceError, url: URL) -> ResourceError {
+        let asked = error.url ?? url
+        let status = (error.cause as? HTTPStatusError).map { "HTTP \($0.status)" } ?? "missing"
+        return ResourceError(.resourceUnavailable,
+                             "\(what) is not on the server: \(asked.absoluteString) (\(status)). The catalog.json served names files that are not published: a stale cache or CDN edge may serve an old catalog.json after odrpack prune (wait for its max-age, or purge the edge's copy of catalog.json), or the catalog was published without them (odrpack publish uploads everything).",
+                             url: asked, cause: error.cause)
     }
 
     private func invalidMetadata(_ error: FormatError, version: Int) -> ResourceError {
