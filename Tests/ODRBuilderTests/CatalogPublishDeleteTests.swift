@@ -149,6 +149,26 @@ struct CatalogPublishDeleteTests {
         await second.stop()
     }
 
+    @Test func odrpackPublishDeleteRunsAfterTheCatalogAndRefusesAGraceWithoutDelete() async throws {
+        let destination = try TemporaryDirectory(prefix: "odr-publish-delete-cli")
+        let fixture = try await Self.threeVersionsPrunedToOne(publishingTo: .folder(destination.url))
+        let odrpack = try #require(builtExecutable(named: "odrpack"))
+        let dry = try runCommand(odrpack.path, ["publish", fixture.catalog.path, destination.url.path, "--delete", "--dry-run"])
+        #expect(dry.status == 0, "\(dry.stderr)")
+        #expect(dry.stdout.contains("delete  versions/1.json"), "\(dry.stdout)")
+        #expect(FileManager.default.fileExists(atPath: destination.appending("versions/1.json").path))
+        let done = try runCommand(odrpack.path, ["publish", fixture.catalog.path, destination.url.path, "--delete", "--quiet"])
+        #expect(done.status == 0, "\(done.stderr)")
+        #expect(done.stdout.contains("no version references"), "\(done.stdout)")
+        #expect(CatalogPublishTests.files(in: destination.url) == CatalogPublishTests.files(in: fixture.catalog))
+        for (arguments, message) in [(["--delete-after-versions", "1"], "--delete-after-versions needs --delete"),
+                                     (["--delete", "--delete-after-versions=-1"], "--delete-after-versions must be 0 to")] {
+            let refused = try runCommand(odrpack.path, ["publish", fixture.catalog.path, destination.url.path] + arguments)
+            #expect(refused.status != 0)
+            #expect(refused.stderr.contains(message), "\(refused.stderr)")
+        }
+    }
+
     @Test func theCheckThroughThePublicURLSaysWhichOdrpackAsks() async throws {
         let peer = try RawHTTPPeer(response: Data("HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n".utf8))
         defer { peer.stop() }
