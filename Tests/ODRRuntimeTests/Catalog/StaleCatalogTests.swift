@@ -32,7 +32,8 @@ struct StaleCatalogTests {
         }
     }
 
-    @Test func aRolledBackCatalogIsRefusedAndTheStoredOneServesWithTheOfflineEvent() async throws {
+    /// The event is awaited: without it the test would wait forever, hence the time limit.
+    @Test(.timeLimit(.minutes(2))) func aRolledBackCatalogIsRefusedAndTheStoredOneServesWithTheOfflineEvent() async throws {
         try await Self.withStaleEdge { fixture, server in
             // A new launch on the same store.
             let manager = try fixture.manager(url: server.baseURL)
