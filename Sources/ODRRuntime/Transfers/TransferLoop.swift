@@ -171,7 +171,15 @@ final class TransferLoop {
             guard shouldPause != session.curlPaused else { continue }
             // Continuing may deliver held data through the write callback, which may pause again.
             session.curlPaused = shouldPause
-            if !shouldPause { session.lastProgress = now }
+            if !shouldPause {
+                session.lastProgress = now
+                // A pause before the response began is not the server's silence either: the
+                // first-byte timeout counts again from here.
+                if !session.responded {
+                    session.attemptStarted = now
+                    if session.connectedAt != nil { session.connectedAt = now }
+                }
+            }
             do {
                 try easy.setPaused(shouldPause)
             } catch {
