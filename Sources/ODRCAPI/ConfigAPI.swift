@@ -31,6 +31,11 @@ final class ConfigHandle: Sendable {
         var signatureThreshold = 1
         var mirrors: [URL] = []
         var allowsUnsignedCatalogFromMirrors = false
+        /// `ODR_OPT_CONNECT_TIMEOUT_MS`, `ODR_OPT_FIRST_BYTE_TIMEOUT_MS`,
+        /// `ODR_OPT_FAILOVER_STALL_TIMEOUT_MS`, in seconds (`.infinity`: no limit).
+        var connectTimeout = TransferEngine.Configuration().connectTimeout
+        var firstByteTimeout = TransferEngine.Configuration().firstByteTimeout
+        var failoverStallTimeout = TransferEngine.Configuration().failoverStallTimeout
         var downloadPolicy = DownloadPolicy()
         var variants = VariantPreferences()
         /// `ODR_OPT_NETWORK_METERED`: a fixed answer, or `nil` (-1) to ask NetworkManager.
@@ -64,6 +69,9 @@ final class ConfigHandle: Sendable {
         configuration.variants = settings.variants
         configuration.mirrors = settings.mirrors
         configuration.allowsUnsignedCatalogFromMirrors = settings.allowsUnsignedCatalogFromMirrors
+        configuration.connectTimeout = settings.connectTimeout
+        configuration.firstByteTimeout = settings.firstByteTimeout
+        configuration.failoverStallTimeout = settings.failoverStallTimeout
         if let fixed = settings.fixedNetwork { configuration.networkProbe = FixedNetworkProbe(fixed) }
         return configuration
     }
@@ -187,6 +195,20 @@ public func odrConfigSetInt(_ config: OpaquePointer?, _ option: odr_option, _ va
                 throw invalidArgument("ODR_OPT_ALLOW_UNSIGNED_MIRRORS must be 0 (only the primary's unsigned catalog) or 1 (a mirror's too); \(value) is neither.")
             }
             handle.settings.withLock { $0.allowsUnsignedCatalogFromMirrors = value == 1 }
+        case ODR_OPT_CONNECT_TIMEOUT_MS:
+            guard (100...600_000).contains(value) else {
+                throw invalidArgument("ODR_OPT_CONNECT_TIMEOUT_MS must be 100 to 600000 milliseconds; \(value) is not.")
+            }
+            handle.settings.withLock { $0.connectTimeout = Double(value) / 1000 }
+        case ODR_OPT_FIRST_BYTE_TIMEOUT_MS, ODR_OPT_FAILOVER_STALL_TIMEOUT_MS:
+            let name = option == ODR_OPT_FIRST_BYTE_TIMEOUT_MS ? "ODR_OPT_FIRST_BYTE_TIMEOUT_MS" : "ODR_OPT_FAILOVER_STALL_TIMEOUT_MS"
+            guard value == 0 || (100...600_000).contains(value) else {
+                throw invalidArgument("\(name) must be 0 (no limit) or 100 to 600000 milliseconds; \(value) is neither.")
+            }
+            let seconds = value == 0 ? Double.infinity : Double(value) / 1000
+            handle.settings.withLock { settings in
+                if option == ODR_OPT_FIRST_BYTE_TIMEOUT_MS { settings.firstByteTimeout = seconds } else { settings.failoverStallTimeout = seconds }
+            }
         case ODR_OPT_NETWORK_METERED:
             guard (-1...1).contains(value) else {
                 throw invalidArgument("ODR_OPT_NETWORK_METERED must be -1 (ask NetworkManager), 0 (unmetered) or 1 (metered); \(value) is none of them.")
