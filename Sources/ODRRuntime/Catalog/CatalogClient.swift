@@ -43,6 +43,10 @@ public struct CatalogClient: Sendable {
     /// (default `false`: without trusted keys, only the primary is believed). A signed catalog is
     /// accepted from any origin, with the same checks.
     public var allowsUnsignedCatalogFromMirrors = false
+    /// The id of the catalog the app means (`nil`: any). Online, a `catalog.json` of another id is
+    /// refused; offline, a store opened with URLs it has not seen serving a catalog uses the stored
+    /// catalog of this id (docs/STORE.md, "Catalogs and their origins").
+    public var catalogID: String?
     /// Called with the file (`catalog.json`, a manifest's path) each time its download moves to
     /// another origin.
     public var originSwitched: (@Sendable (String, TransferOriginSwitch) -> Void)?
@@ -106,10 +110,17 @@ public struct CatalogClient: Sendable {
     /// ``refresh()`` without its log lines.
     private func refreshUnlogged() async throws(ResourceError) -> CatalogSnapshot {
         let followed = try store.followedCatalog(url: catalogURL)
+        // A primary URL not seen yet continues the catalog a mirror served or the app names: its id
+        // is expected and its validators are sent. (A catalog id the store does not hold yet is
+        // simply expected of the answer.)
+        var expected = followed
+        if expected == nil, let stored = try store.storedCatalogURL(origins: mirrors, catalogID: catalogID, orOnlyCatalog: false) {
+            expected = try store.followedCatalog(url: stored)
+        }
         var request = originRequest(for: CatalogIndex.fileName)
         // A server that refuses connections is not retried: snapshot() falls back to the stored copy at once.
         request.retriesUnreachableServer = false
-        if let followed, followed.index != nil, followed.distribution == distribution { request.conditional = followed.validators }
+        if let expected, expected.index != nil, expected.distribution == distribution { request.conditional = expected.validators }
         let sink = DataSink(limit: trust.maximumCatalogBytes, file: CatalogIndex.fileName)
         let result: TransferResult
         do {
@@ -122,7 +133,7 @@ public struct CatalogClient: Sendable {
                                 url: request.url, cause: error.cause)
         }
         let index: CatalogIndex
-        if result.outcome == .notModified, let stored = followed?.index {
+        if result.outcome == .notModified, let stored = expected?.index {
             index = stored
         } else {
             index = try decodeIndex(sink.data)
@@ -135,16 +146,26 @@ public struct CatalogClient: Sendable {
         var keySet: TrustedKeySet?
         if trust.requiresSignatures {
             keySet = try trust.verify(index, stored: trusted?.keySet ?? followed?.keySet, now: now, allowExpired: false, url: catalogURL)
+            // A catalog is its id and the keys that sign it: one signed by none of the keys the
+            // store follows for this id (and not a rotation from them) is another catalog.
+            if let held = trusted?.keySet, let signer = keySet, signer.version <= held.version,
+               Set(signer.keys).isDisjoint(with: held.keys) {
+                throw ResourceError(.untrustedCatalog, "catalog.json of '\(index.id)' is signed with other keys than the catalog '\(index.id)' this store holds: two catalogs with one id. Keep the other catalog in another store directory, or give it its own catalogID in odr.json.",
+                                    url: catalogURL)
+            }
         }
         let highest = max(trusted?.highestSerial ?? -1, followed?.highestSerial ?? -1)
         guard index.serial >= highest else {
             throw Self.rollbackError(serial: index.serial, highest: highest, url: catalogURL)
         }
-        if let followed {
-            if let known = followed.index?.id, known != index.id {
-                throw ResourceError(.invalidCatalog, "The catalog at this URL changed its id from '\(known)' to '\(index.id)'. Use a new store for a different catalog.",
-                                    url: catalogURL)
-            }
+        let served = result.servedBy.map(CatalogLocation.base) ?? catalogURL
+        if let known = [expected?.index?.id, catalogID].compactMap({ $0 }).first(where: { $0 != index.id }) {
+            throw ResourceError(.invalidCatalog, "\(served.absoluteString) serves catalog '\(index.id)', but this store follows catalog '\(known)' there. Check the URL and mirrors, or use a new store for a different catalog.",
+                                url: served)
+        }
+        if followed == nil || served != catalogURL {
+            // Both the app's name for the catalog and the origin that answered now reach it.
+            try store.recordOrigins([catalogURL, served], servingCatalog: index.id)
         }
         let version = try currentVersion(of: index)
         let accepted = FollowedCatalog(url: catalogURL, distribution: distribution, validators: result.validators,
@@ -230,11 +251,11 @@ public struct CatalogClient: Sendable {
     /// - Throws: `untrusted-catalog` when the stored copy is not signed by the trusted keys (a
     ///   store filled before the app trusted keys): check online to replace it.
     public func storedSnapshot() throws(ResourceError) -> CatalogSnapshot? {
-        if let followed = try store.followedCatalog(url: catalogURL), followed.distribution == distribution,
+        if let storedURL = try storedCatalogURL(), let followed = try store.followedCatalog(url: storedURL), followed.distribution == distribution,
            let index = followed.index, let version = followed.currentVersion,
-           let manifest = try store.manifest(catalogURL: catalogURL, version: version) {
+           let manifest = try store.manifest(catalogURL: storedURL, version: version) {
             var snapshot = CatalogSnapshot(catalogURL: catalogURL, index: index, manifest: manifest, variants: variants,
-                                           split: try store.splitManifest(catalogURL: catalogURL, version: version))
+                                           split: try store.splitManifest(catalogURL: storedURL, version: version))
             if trust.requiresSignatures {
                 _ = try trust.verify(index, stored: followed.keySet, now: now, allowExpired: true, url: catalogURL)
                 snapshot.isExpired = index.expiryDate.map { $0 <= now } ?? false
@@ -267,6 +288,18 @@ public struct CatalogClient: Sendable {
         }
     }
 
+    /// The origins besides ``catalogURL``, in order.
+    private var mirrors: [URL] { (origins?.origins ?? []).map(CatalogLocation.base).filter { $0 != catalogURL } }
+
+    /// A URL that reaches this catalog's stored copy: ``catalogURL`` once it was seen serving it;
+    /// else one of the mirrors that was, the stored catalog ``catalogID`` names, or the only one
+    /// the store holds (see ``ResourceStore/storedCatalogURL(origins:catalogID:orOnlyCatalog:)``).
+    /// `nil` when no rule chooses one, or the catalog chosen is not ``catalogID``.
+    private func storedCatalogURL() throws(ResourceError) -> URL? {
+        if let followed = try store.followedCatalog(url: catalogURL), catalogID == nil || followed.index?.id == catalogID { return catalogURL }
+        return try store.storedCatalogURL(origins: [catalogURL] + mirrors, catalogID: catalogID)
+    }
+
     /// Checks online when the network allows, and otherwise starts from the stored copy.
     ///
     /// Failures to reach the server fall back (no network, a refused connection, timeouts, server
@@ -293,7 +326,15 @@ public struct CatalogClient: Sendable {
             }
         }
         guard let stored = try storedSnapshot() else {
-            throw ResourceError(.catalogUnavailable, "The store has no copy of this catalog yet. Fetch it once with the network on.",
+            let held = try store.storedCatalogIDs()
+            let list = held.map { "'\($0)'" }.joined(separator: ", ")
+            var advice = ""
+            if let catalogID, !held.isEmpty {
+                advice = " It holds no catalog '\(catalogID)' that these URLs may serve (it holds \(list)): check the catalog id and the URLs."
+            } else if held.count > 1 {
+                advice = " The store holds catalogs \(list), none served by these URLs: name the one to use by its catalog id (Configuration.catalogID, odr --catalog-id, ODR_OPT_CATALOG_ID)."
+            }
+            throw ResourceError(.catalogUnavailable, "The store has no copy of this catalog yet. Fetch it once with the network on.\(advice)",
                                 url: catalogURL)
         }
         return stored

@@ -57,6 +57,13 @@ extension ResourceManager {
         /// tightly as the primary; better, sign the catalog (`odrpack sign`) and set ``trustedKeys``,
         /// which makes every origin equally safe.
         public var allowsUnsignedCatalogFromMirrors = false
+        /// The id of the catalog the game means (`nil`, the default: the one its URLs serve).
+        ///
+        /// Online, a `catalog.json` of another id is refused (`invalid-catalog`, naming both ids).
+        /// Offline, a store opened with URLs it has not seen serving a catalog (after the game moved
+        /// to a new CDN) uses the stored catalog of this id; without it, the catalog a mirror
+        /// served, or the only one the store holds (docs/STORE.md, "Catalogs and their origins").
+        public var catalogID: String?
         /// Every origin, primary (``catalogURL``) first, then ``mirrors``.
         public var origins: [URL] { [catalogURL] + mirrors }
         /// The distribution to follow.

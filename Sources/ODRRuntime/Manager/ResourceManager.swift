@@ -109,6 +109,7 @@ public final class ResourceManager: Sendable {
             catalogURL: configuration.catalogURL, distribution: configuration.distribution, store: store,
             transport: transport, bundledCatalog: configuration.bundledCatalog, trust: configuration.trust,
             variants: configuration.variants)
+        client.catalogID = configuration.catalogID
         if origins.origins.count > 1 {
             client.origins = origins
             client.allowsUnsignedCatalogFromMirrors = configuration.allowsUnsignedCatalogFromMirrors
@@ -288,7 +289,9 @@ public final class ResourceManager: Sendable {
         // Storing a version marks packs installed with other contents than it lists not installed.
         let stored = try? store.installedPackIDs()
         let changed: Bool = state.withLock { state in
-            if let current = state.snapshot, current.version == snapshot.version, current.catalogURL == snapshot.catalogURL {
+            // A catalog is its id: a start offline from a store's only catalog may meet another one online.
+            if let current = state.snapshot, current.version == snapshot.version, current.catalogURL == snapshot.catalogURL,
+               current.index.id == snapshot.index.id {
                 return false
             }
             if let ledger = state.ledger, ledger.inUseBytes > 0 || ledger.packReferenceCounts.contains(where: { $0 > 0 }) {

@@ -195,6 +195,20 @@ enum StoreSchema {
                 ) WITHOUT ROWID
                 """)
         }
+        migrator.registerMigration("v11") { db in
+            // A catalog is its id, not its URL (docs/STORE.md, "Catalogs and their origins"): every
+            // origin seen serving a catalog, mapped to the key of its row, so a new primary URL of the
+            // same id continues the stored catalog. Each row of the previous release was reached
+            // through its own URL. Rows keep their key (the first origin's URL) and tables their
+            // `catalogURL` columns: the key names the catalog's row, it is no longer looked up by URL.
+            try db.execute(sql: """
+                CREATE TABLE catalogOrigin (
+                    origin TEXT PRIMARY KEY NOT NULL,
+                    catalogKey TEXT NOT NULL
+                ) WITHOUT ROWID;
+                INSERT OR IGNORE INTO catalogOrigin (origin, catalogKey) SELECT url, url FROM catalog;
+                """)
+        }
         return migrator
     }
 
