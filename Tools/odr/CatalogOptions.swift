@@ -19,6 +19,11 @@ struct CatalogOptions: ParsableArguments {
           help: "Accept an unsigned catalog.json from a --mirror when the primary does not answer. Without --trusted-key nothing proves a mirror serves the published catalog; use only for mirrors you control.")
     var allowUnsignedMirrors = false
 
+    @Option(name: .customLong("catalog-id"),
+            help: ArgumentHelp("The id of the catalog meant: a catalog.json of another id is refused, and with --offline a store that has not seen --catalog or a --mirror serve it (after a CDN move) uses its stored catalog of this id.",
+                               valueName: "id"))
+    var catalogID: String?
+
     @OptionGroup var storeOption: StoreOption
 
     /// The store directory: `--store` or `$ODR_STORE`.
@@ -89,6 +94,7 @@ struct CatalogOptions: ParsableArguments {
                 throw ValidationError("--mirror \(mirror): give an http:// or https:// URL of the catalog's folder on the other origin.")
             }
         }
+        if catalogID?.isEmpty == true { throw ValidationError("--catalog-id needs the catalog's id (the \"id\" of its catalog.json).") }
         if allowUnsignedMirrors, mirrors.isEmpty { throw ValidationError("--allow-unsigned-mirrors needs at least one --mirror.") }
         do { _ = try VariantPreferences.parse(variantChoices) } catch { throw ValidationError("--variant: \(error.message)") }
     }
@@ -102,6 +108,7 @@ struct CatalogOptions: ParsableArguments {
         var client = CatalogClient(catalogURL: catalogURL, distribution: distribution, store: store, transport: engine,
                                    bundledCatalog: install?.bundledCatalog, trust: try trust(), variants: try variants())
         applyOrigins(to: &client, store: store)
+        client.catalogID = catalogID
         return (store, client, engine)
     }
 }
