@@ -31,6 +31,8 @@ final class ConfigHandle: Sendable {
         var signatureThreshold = 1
         var mirrors: [URL] = []
         var allowsUnsignedCatalogFromMirrors = false
+        /// `ODR_OPT_CATALOG_ID`: the catalog meant (`nil`: the one the URLs serve).
+        var catalogID: String?
         /// `ODR_OPT_CONNECT_TIMEOUT_MS`, `ODR_OPT_FIRST_BYTE_TIMEOUT_MS`,
         /// `ODR_OPT_FAILOVER_STALL_TIMEOUT_MS`, in seconds (`.infinity`: no limit).
         var connectTimeout = TransferEngine.Configuration().connectTimeout
@@ -69,6 +71,7 @@ final class ConfigHandle: Sendable {
         configuration.variants = settings.variants
         configuration.mirrors = settings.mirrors
         configuration.allowsUnsignedCatalogFromMirrors = settings.allowsUnsignedCatalogFromMirrors
+        configuration.catalogID = settings.catalogID
         configuration.connectTimeout = settings.connectTimeout
         configuration.firstByteTimeout = settings.firstByteTimeout
         configuration.failoverStallTimeout = settings.failoverStallTimeout
@@ -162,6 +165,9 @@ public func odrConfigSetString(_ config: OpaquePointer?, _ option: odr_option, _
                 throw invalidArgument("ODR_OPT_MIRROR '\(text)' is not an http:// or https:// URL; give the URL of the catalog's folder on the other origin.")
             }
             handle.settings.withLock { if !$0.mirrors.contains(url) { $0.mirrors.append(url) } }
+        case ODR_OPT_CATALOG_ID:
+            let id = try value.map { p throws(ResourceError) in try CInput.nonEmptyString(p, "The catalog id (ODR_OPT_CATALOG_ID)") }
+            handle.settings.withLock { $0.catalogID = id }
         default:
             throw invalidArgument("Option \(option.rawValue) is not a string option; number options take odr_config_set_int.")
         }

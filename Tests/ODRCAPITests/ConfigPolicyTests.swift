@@ -60,4 +60,22 @@ struct ConfigPolicyTests {
         configuration = try handle.configuration()
         #expect(configuration.connectTimeout == 2.5 && configuration.firstByteTimeout == 12, "a refused value changes nothing")
     }
+
+    @Test func catalogIDOptionNamesTheCatalogAndNullForgetsIt() throws {
+        var config: OpaquePointer?
+        #expect(odrConfigCreate(&config) == ODR_OK)
+        defer { odrConfigFree(config) }
+        #expect(odrConfigSetString(config, ODR_OPT_CATALOG_URL, "http://127.0.0.1:1/") == ODR_OK)
+        #expect(odrConfigSetString(config, ODR_OPT_STORE_DIRECTORY, "/tmp/odr-config-catalog-id") == ODR_OK)
+        let handle = try CHandle.object(config, as: ConfigHandle.self, "config")
+        #expect(try handle.configuration().catalogID == nil)
+
+        #expect(odrConfigSetString(config, ODR_OPT_CATALOG_ID, "my-game") == ODR_OK)
+        #expect(try handle.configuration().catalogID == "my-game")
+        #expect(odrConfigSetString(config, ODR_OPT_CATALOG_ID, "") == ODR_E_INVALID_ARGUMENT)
+        #expect(odrConfigSetInt(config, ODR_OPT_CATALOG_ID, 1) == ODR_E_INVALID_ARGUMENT)
+        #expect(try handle.configuration().catalogID == "my-game", "a refused value changes nothing")
+        #expect(odrConfigSetString(config, ODR_OPT_CATALOG_ID, nil) == ODR_OK)
+        #expect(try handle.configuration().catalogID == nil)
+    }
 }

@@ -172,6 +172,11 @@ typedef enum odr_option {
                                        added; NULL removes every mirror. A download that fails on
                                        one origin continues on the next where it stopped; the
                                        failing origin is avoided for a minute (docs/HOSTING.md) */
+    ODR_OPT_CATALOG_ID = 109,       /* the id of the catalog meant (the "id" of its catalog.json);
+                                       NULL (default) for the one the URLs serve. A catalog.json of
+                                       another id is refused; offline, a store that has not seen
+                                       the URLs serve a catalog (after a CDN move) uses its stored
+                                       catalog of this id (docs/STORE.md) */
 
     /* Numbers */
     ODR_OPT_IN_USE_LIMIT = 100,     /* most bytes in use at once; default 2 GiB; > 0 */
