@@ -30,6 +30,13 @@ extension ResourceStore {
     ///
     /// - Throws: `storage-failure`.
     func recordOrigins(_ origins: [URL], servingCatalog catalogID: String) throws(ResourceError) {
+        // Read first: a check through known origins writes nothing (and works on a read-only store).
+        let known = try read("read a catalog's origins") { db in
+            try origins.allSatisfy { origin in
+                try db.fetchOne(sql: "SELECT 1 FROM catalogOrigin WHERE origin = ?", arguments: [CatalogLocation.key(origin)]) != nil
+            }
+        }
+        guard !known else { return }
         try write("record a catalog's origins") { db in
             guard let key = try db.fetchOne(sql: "SELECT url FROM catalog WHERE catalogID = ? ORDER BY checkedAt DESC, url LIMIT 1",
                                             arguments: [catalogID]).flatMap({ try? StoreRow.text($0, "url") }) else { return }
