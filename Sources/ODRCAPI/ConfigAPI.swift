@@ -31,6 +31,13 @@ final class ConfigHandle: Sendable {
         var signatureThreshold = 1
         var mirrors: [URL] = []
         var allowsUnsignedCatalogFromMirrors = false
+        /// `ODR_OPT_CATALOG_ID`: the catalog meant (`nil`: the one the URLs serve).
+        var catalogID: String?
+        /// `ODR_OPT_CONNECT_TIMEOUT_MS`, `ODR_OPT_FIRST_BYTE_TIMEOUT_MS`,
+        /// `ODR_OPT_FAILOVER_STALL_TIMEOUT_MS`, in seconds (`.infinity`: no limit).
+        var connectTimeout = TransferEngine.Configuration().connectTimeout
+        var firstByteTimeout = TransferEngine.Configuration().firstByteTimeout
+        var failoverStallTimeout = TransferEngine.Configuration().failoverStallTimeout
         var downloadPolicy = DownloadPolicy()
         var variants = VariantPreferences()
         /// `ODR_OPT_NETWORK_METERED`: a fixed answer, or `nil` (-1) to ask NetworkManager.
@@ -64,6 +71,10 @@ final class ConfigHandle: Sendable {
         configuration.variants = settings.variants
         configuration.mirrors = settings.mirrors
         configuration.allowsUnsignedCatalogFromMirrors = settings.allowsUnsignedCatalogFromMirrors
+        configuration.catalogID = settings.catalogID
+        configuration.connectTimeout = settings.connectTimeout
+        configuration.firstByteTimeout = settings.firstByteTimeout
+        configuration.failoverStallTimeout = settings.failoverStallTimeout
         if let fixed = settings.fixedNetwork { configuration.networkProbe = FixedNetworkProbe(fixed) }
         return configuration
     }
@@ -154,6 +165,9 @@ public func odrConfigSetString(_ config: OpaquePointer?, _ option: odr_option, _
                 throw invalidArgument("ODR_OPT_MIRROR '\(text)' is not an http:// or https:// URL; give the URL of the catalog's folder on the other origin.")
             }
             handle.settings.withLock { if !$0.mirrors.contains(url) { $0.mirrors.append(url) } }
+        case ODR_OPT_CATALOG_ID:
+            let id = try value.map { p throws(ResourceError) in try CInput.nonEmptyString(p, "The catalog id (ODR_OPT_CATALOG_ID)") }
+            handle.settings.withLock { $0.catalogID = id }
         default:
             throw invalidArgument("Option \(option.rawValue) is not a string option; number options take odr_config_set_int.")
         }
@@ -187,6 +201,20 @@ public func odrConfigSetInt(_ config: OpaquePointer?, _ option: odr_option, _ va
                 throw invalidArgument("ODR_OPT_ALLOW_UNSIGNED_MIRRORS must be 0 (only the primary's unsigned catalog) or 1 (a mirror's too); \(value) is neither.")
             }
             handle.settings.withLock { $0.allowsUnsignedCatalogFromMirrors = value == 1 }
+        case ODR_OPT_CONNECT_TIMEOUT_MS:
+            guard (100...600_000).contains(value) else {
+                throw invalidArgument("ODR_OPT_CONNECT_TIMEOUT_MS must be 100 to 600000 milliseconds; \(value) is not.")
+            }
+            handle.settings.withLock { $0.connectTimeout = Double(value) / 1000 }
+        case ODR_OPT_FIRST_BYTE_TIMEOUT_MS, ODR_OPT_FAILOVER_STALL_TIMEOUT_MS:
+            let name = option == ODR_OPT_FIRST_BYTE_TIMEOUT_MS ? "ODR_OPT_FIRST_BYTE_TIMEOUT_MS" : "ODR_OPT_FAILOVER_STALL_TIMEOUT_MS"
+            guard value == 0 || (100...600_000).contains(value) else {
+                throw invalidArgument("\(name) must be 0 (no limit) or 100 to 600000 milliseconds; \(value) is neither.")
+            }
+            let seconds = value == 0 ? Double.infinity : Double(value) / 1000
+            handle.settings.withLock { settings in
+                if option == ODR_OPT_FIRST_BYTE_TIMEOUT_MS { settings.firstByteTimeout = seconds } else { settings.failoverStallTimeout = seconds }
+            }
         case ODR_OPT_NETWORK_METERED:
             guard (-1...1).contains(value) else {
                 throw invalidArgument("ODR_OPT_NETWORK_METERED must be -1 (ask NetworkManager), 0 (unmetered) or 1 (metered); \(value) is none of them.")

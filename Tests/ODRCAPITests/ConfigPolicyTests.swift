@@ -35,4 +35,47 @@ struct ConfigPolicyTests {
         #expect(policy.allowsMeteredNonUrgent, "a refused value changes nothing")
         #expect(policy.nonUrgentBandwidthWhileUrgent == .unlimited && policy.dailyMeteredByteBudget == nil)
     }
+
+    @Test func timeoutOptionsSetTheManagersTimeoutsAndRefuseOutOfRangeValues() throws {
+        var config: OpaquePointer?
+        #expect(odrConfigCreate(&config) == ODR_OK)
+        defer { odrConfigFree(config) }
+        #expect(odrConfigSetString(config, ODR_OPT_CATALOG_URL, "http://127.0.0.1:1/") == ODR_OK)
+        #expect(odrConfigSetString(config, ODR_OPT_STORE_DIRECTORY, "/tmp/odr-config-timeouts") == ODR_OK)
+        let handle = try CHandle.object(config, as: ConfigHandle.self, "config")
+        var configuration = try handle.configuration()
+        #expect(configuration.connectTimeout == 5 && configuration.firstByteTimeout == 5 && configuration.failoverStallTimeout == 5)
+
+        #expect(odrConfigSetInt(config, ODR_OPT_CONNECT_TIMEOUT_MS, 2_500) == ODR_OK)
+        #expect(odrConfigSetInt(config, ODR_OPT_FIRST_BYTE_TIMEOUT_MS, 12_000) == ODR_OK)
+        #expect(odrConfigSetInt(config, ODR_OPT_FAILOVER_STALL_TIMEOUT_MS, 0) == ODR_OK)
+        configuration = try handle.configuration()
+        #expect(configuration.connectTimeout == 2.5 && configuration.firstByteTimeout == 12)
+        #expect(configuration.failoverStallTimeout == .infinity)
+
+        for (option, value) in [(ODR_OPT_CONNECT_TIMEOUT_MS, Int64(0)), (ODR_OPT_CONNECT_TIMEOUT_MS, 600_001),
+                                (ODR_OPT_FIRST_BYTE_TIMEOUT_MS, -1), (ODR_OPT_FAILOVER_STALL_TIMEOUT_MS, 99)] {
+            #expect(odrConfigSetInt(config, option, value) == ODR_E_INVALID_ARGUMENT, "\(option.rawValue) = \(value)")
+        }
+        configuration = try handle.configuration()
+        #expect(configuration.connectTimeout == 2.5 && configuration.firstByteTimeout == 12, "a refused value changes nothing")
+    }
+
+    @Test func catalogIDOptionNamesTheCatalogAndNullForgetsIt() throws {
+        var config: OpaquePointer?
+        #expect(odrConfigCreate(&config) == ODR_OK)
+        defer { odrConfigFree(config) }
+        #expect(odrConfigSetString(config, ODR_OPT_CATALOG_URL, "http://127.0.0.1:1/") == ODR_OK)
+        #expect(odrConfigSetString(config, ODR_OPT_STORE_DIRECTORY, "/tmp/odr-config-catalog-id") == ODR_OK)
+        let handle = try CHandle.object(config, as: ConfigHandle.self, "config")
+        #expect(try handle.configuration().catalogID == nil)
+
+        #expect(odrConfigSetString(config, ODR_OPT_CATALOG_ID, "my-game") == ODR_OK)
+        #expect(try handle.configuration().catalogID == "my-game")
+        #expect(odrConfigSetString(config, ODR_OPT_CATALOG_ID, "") == ODR_E_INVALID_ARGUMENT)
+        #expect(odrConfigSetInt(config, ODR_OPT_CATALOG_ID, 1) == ODR_E_INVALID_ARGUMENT)
+        #expect(try handle.configuration().catalogID == "my-game", "a refused value changes nothing")
+        #expect(odrConfigSetString(config, ODR_OPT_CATALOG_ID, nil) == ODR_OK)
+        #expect(try handle.configuration().catalogID == nil)
+    }
 }

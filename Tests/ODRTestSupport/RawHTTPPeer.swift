@@ -25,6 +25,7 @@ public final class RawHTTPPeer: Sendable {
 
     private struct State {
         var requests = 0
+        var heads: [String] = []
     }
 
     /// Starts listening on a free loopback port.
@@ -56,6 +57,9 @@ public final class RawHTTPPeer: Sendable {
 
     /// Requests read so far (one per connection the client opened and sent a request on).
     public var requestCount: Int { state.withLock { $0.requests } }
+
+    /// The request heads read so far (request line and headers, `\r\n`-separated), in order.
+    public var requestHeads: [String] { state.withLock { $0.heads } }
 
     /// The URL of `path` on this peer.
     public func url(for path: String) -> URL {
@@ -96,7 +100,11 @@ public final class RawHTTPPeer: Sendable {
                 let request = connections[index].request
                 guard request.indices.contains(where: { request[$0...].starts(with: [13, 10, 13, 10]) }) else { continue }
                 connections[index].answered = true
-                state.withLock { $0.requests += 1 }
+                let head = String(decoding: request, as: UTF8.self)
+                state.withLock { state in
+                    state.requests += 1
+                    state.heads.append(head)
+                }
                 writeAll(response, to: connections[index].descriptor)
             }
             for index in hungUp.sorted(by: >) { close(connections.remove(at: index).descriptor) }

@@ -19,6 +19,11 @@ struct CatalogOptions: ParsableArguments {
           help: "Accept an unsigned catalog.json from a --mirror when the primary does not answer. Without --trusted-key nothing proves a mirror serves the published catalog; use only for mirrors you control.")
     var allowUnsignedMirrors = false
 
+    @Option(name: .customLong("catalog-id"),
+            help: ArgumentHelp("The id of the catalog meant: a catalog.json of another id is refused, and with --offline a store that has not seen --catalog or a --mirror serve it (after a CDN move) uses its stored catalog of this id.",
+                               valueName: "id"))
+    var catalogID: String?
+
     @OptionGroup var storeOption: StoreOption
 
     /// The store directory: `--store` or `$ODR_STORE`.
@@ -67,10 +72,11 @@ struct CatalogOptions: ParsableArguments {
     /// The `--mirror` origins, in order.
     var mirrorURLs: [URL] { mirrors.map(ResourceManager.Configuration.catalogURL(parsing:)) }
 
-    /// The catalog's origins (`--catalog`, then each `--mirror`) with their settings applied to `client`.
-    func applyOrigins(to client: inout CatalogClient) {
+    /// The catalog's origins (`--catalog`, then each `--mirror`) with their settings applied to
+    /// `client`; failures are recorded in `store`, as a game's manager does.
+    func applyOrigins(to client: inout CatalogClient, store: ResourceStore) {
         guard !mirrors.isEmpty else { return }
-        client.origins = OriginSet([catalogURL] + mirrorURLs)
+        client.origins = OriginSet([catalogURL] + mirrorURLs, store: store)
         client.allowsUnsignedCatalogFromMirrors = allowUnsignedMirrors
     }
 
@@ -88,6 +94,7 @@ struct CatalogOptions: ParsableArguments {
                 throw ValidationError("--mirror \(mirror): give an http:// or https:// URL of the catalog's folder on the other origin.")
             }
         }
+        if catalogID?.isEmpty == true { throw ValidationError("--catalog-id needs the catalog's id (the \"id\" of its catalog.json).") }
         if allowUnsignedMirrors, mirrors.isEmpty { throw ValidationError("--allow-unsigned-mirrors needs at least one --mirror.") }
         do { _ = try VariantPreferences.parse(variantChoices) } catch { throw ValidationError("--variant: \(error.message)") }
     }
@@ -100,7 +107,8 @@ struct CatalogOptions: ParsableArguments {
         let engine = try TransferEngine()
         var client = CatalogClient(catalogURL: catalogURL, distribution: distribution, store: store, transport: engine,
                                    bundledCatalog: install?.bundledCatalog, trust: try trust(), variants: try variants())
-        applyOrigins(to: &client)
+        applyOrigins(to: &client, store: store)
+        client.catalogID = catalogID
         return (store, client, engine)
     }
 }

@@ -44,9 +44,6 @@ func timeText(_ secondsSince1970: Double) -> String {
     Date(timeIntervalSince1970: secondsSince1970).formatted(.iso8601.dateSeparator(.dash).timeSeparator(.colon))
 }
 
-/// Says on stderr when `snapshot` is the stored catalog because the server could not be reached,
-/// and from when, and when that signed catalog has expired (installed packs still serve, nothing
-/// new installs); prints nothing for a catalog checked online.
 /// Loads the catalog for a command (online unless `--offline`), says on stderr when it is a stored
 /// or expired copy, and checks the command's `--variant` choice against it.
 ///
@@ -59,6 +56,10 @@ func loadCheckedCatalog(_ manager: ResourceManager, offline: Bool) async throws 
     return snapshot
 }
 
+/// Says on stderr when `snapshot` is the stored catalog because the server could not be reached
+/// (a notice) or sent a stale `catalog.json` (a warning), and from when, and when that signed
+/// catalog has expired (installed packs still serve, nothing new installs); prints nothing for a
+/// catalog checked online.
 func announceFallback(_ snapshot: CatalogSnapshot) {
     if snapshot.isExpired {
         let line = "notice: the stored catalog (version \(snapshot.version)) expired at \(snapshot.index.expires ?? "an unknown time"); installed packs still serve, but nothing new installs from it until a fresh signed catalog is fetched online.\n"
@@ -69,6 +70,9 @@ func announceFallback(_ snapshot: CatalogSnapshot) {
     if let checkedAt = fallback.checkedAt {
         stored = "last checked online at \(timeText(checkedAt))"
     }
-    let line = "notice: the catalog server cannot be reached [\(fallback.reason.code)]: \(messageNamingURL(fallback.reason)); going on with the stored copy of the catalog (version \(snapshot.version)), \(stored).\n"
+    // A stale catalog.json is the server's (or its CDN's) mistake, worth a warning to whoever runs it.
+    let line = fallback.isStale
+        ? "warning: the catalog server sent a stale catalog.json, refused [\(fallback.reason.code)]: \(messageNamingURL(fallback.reason)); going on with the stored copy of the catalog (version \(snapshot.version)), \(stored).\n"
+        : "notice: the catalog server cannot be reached [\(fallback.reason.code)]: \(messageNamingURL(fallback.reason)); going on with the stored copy of the catalog (version \(snapshot.version)), \(stored).\n"
     FileHandle.standardError.write(Data(line.utf8))
 }

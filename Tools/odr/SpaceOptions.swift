@@ -50,6 +50,7 @@ extension CatalogOptions {
         configuration.variants = try variants()
         configuration.mirrors = mirrorURLs
         configuration.allowsUnsignedCatalogFromMirrors = allowUnsignedMirrors
+        configuration.catalogID = catalogID
         return try ResourceManager(configuration: configuration)
     }
 }

@@ -22,6 +22,7 @@ final class CatalogServerProcess {
     private let pid: pid_t
     private let logURL: URL
     private var stopped = false
+    private var frozen = false
 
     private init(baseURL: URL, pid: pid_t, logURL: URL) {
         self.baseURL = baseURL
@@ -87,8 +88,18 @@ final class CatalogServerProcess {
     func stop(grace: Duration = .seconds(5)) {
         guard !stopped else { return }
         stopped = true
-        Self.terminate(pid, grace: grace)
+        // A frozen process takes no SIGTERM until continued: it would only wait out the grace.
+        Self.terminate(pid, grace: frozen ? .zero : grace)
         try? FileManager.default.removeItem(at: logURL)
+    }
+
+    /// Freezes the server (SIGSTOP) the way a hung origin behaves: the kernel still completes the
+    /// connections its listening socket is asked for (up to the backlog), and nothing ever answers
+    /// them; a response being sent stops where it is. ``stop(grace:)`` then kills it at once.
+    func freeze() {
+        guard !stopped else { return }
+        frozen = true
+        kill(pid, SIGSTOP)
     }
 
     /// Kills the server the way a crashed origin dies, and says how many bytes it had written:

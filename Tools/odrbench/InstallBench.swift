@@ -47,7 +47,7 @@ struct InstallBench: AsyncParsableCommand {
     @Option(help: "Runs of each timed measurement; the best is reported.")
     var runs = 2
 
-    @Option(help: ArgumentHelp("2: instead of the suites above, fetch the stored-only catalog with a mirror (each origin its own odrpack serve): both healthy against one origin, and the primary killed at 40% (bytes both sent at most the tag's + 8 MiB).", valueName: "n"))
+    @Option(help: ArgumentHelp("2: instead of the suites above, fetch the stored-only catalog with a mirror (each origin its own odrpack serve): both healthy against one origin, the primary killed at 40% (bytes both sent at most the tag's + 8 MiB), and a hung primary (first fetch <= 10 s, next run <= 3 s; hung at 40%: done <= 10 s after).", valueName: "n"))
     var origins = 1
 
     func validate() throws {

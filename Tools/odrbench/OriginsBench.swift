@@ -12,6 +12,11 @@ import Foundation
 ///    (what was in flight when the primary died, sent again). The primary is frozen (SIGSTOP), its
 ///    bytes written read from `/proc/PID/io` (an upper bound: its log lines, catalog.json and the
 ///    manifest count too), then killed (SIGKILL); the mirror's pack bytes come from its request log.
+/// 3. A hung primary (frozen with SIGSTOP before the fetch: its kernel accepts connections, nothing
+///    answers) and a healthy mirror: the first `odr fetch` within 10 s (the first-byte timeout, 5 s,
+///    once), the next run on the same store within 3 s (the store remembers the primary failed).
+/// 4. The primary frozen once the store holds 40% of the tag's bytes: the body stalls mid-transfer,
+///    and the fetch finishes from the mirror within 10 s of the freeze (failover stall timeout, 5 s).
 struct OriginsRun {
     var catalog: URL
     var odr: String
@@ -80,6 +85,48 @@ struct OriginsRun {
             row("primary killed at 40%", "primary \(BenchFormat.mib(worst.primary)) + mirror \(BenchFormat.mib(worst.mirror)) = \(worst.total) bytes sent for \(tagBytes) tag bytes (worst of \(runs))")
             row("sent beyond the tag's bytes", "\(excess) bytes (target <= \(BenchFormat.mib(Self.failoverAllowance))): \(excess <= Self.failoverAllowance ? "met" : "MISSED"); the fetch took \(BenchFormat.seconds(worst.seconds))")
         }
+        try reportHungPrimary(runs: runs, tagBytes: tagBytes)
+    }
+
+    /// Steps 3 and 4: a primary that hangs before the fetch, and one that hangs in the middle.
+    func reportHungPrimary(runs: Int, tagBytes: Int64) throws {
+        let row = { (title: String, value: String) in print(BenchFormat.row(title, value, width: 34)) }
+        var first = 0.0, next = 0.0, stalled = 0.0
+        for run in 0..<runs {
+            let primary = try CatalogServerProcess.start(serving: catalog, executable: odrpack)
+            let mirror = try CatalogServerProcess.start(serving: catalog, executable: odrpack)
+            defer { primary.stop(); mirror.stop() }
+            let store = scratch.appending(path: "hung-\(run)")
+            defer { try? FileManager.default.removeItem(at: store) }
+            primary.freeze()
+            // Unsigned: catalog.json from the mirror must be allowed, or it is refused (HOSTING.md).
+            let arguments = fetch(primary, mirror, store) + ["--allow-unsigned-mirrors"]
+            first = max(first, try ChildProcess.measure(arguments).succeeded().seconds)
+            next = max(next, try ChildProcess.measure(arguments).succeeded().seconds)
+        }
+        row("hung primary: first odr fetch", "\(BenchFormat.seconds(first)) (target <= 10 s): \(first <= 10 ? "met" : "MISSED"), worst of \(runs)")
+        row("hung primary: next run", "\(BenchFormat.seconds(next)) (target <= 3 s): \(next <= 3 ? "met" : "MISSED"), worst of \(runs)")
+        for run in 0..<runs {
+            let primary = try CatalogServerProcess.start(serving: catalog, executable: odrpack)
+            let mirror = try CatalogServerProcess.start(serving: catalog, executable: odrpack)
+            defer { primary.stop(); mirror.stop() }
+            let store = scratch.appending(path: "stalled-\(run)")
+            defer { try? FileManager.default.removeItem(at: store) }
+            let output = scratch.appending(path: "stalled-\(run).out").path
+            let pid = try ChildProcess.spawn(fetch(primary, mirror, store), stdout: output, stderr: output)
+            while DiskUsage.bytes(under: store) < tagBytes * 4 / 10 {
+                guard kill(pid, 0) == 0 else { break }
+                usleep(2_000)
+            }
+            primary.freeze()
+            let frozenAt = ContinuousClock.now
+            let (status, _) = try ChildProcess.wait(pid, name: "odr fetch")
+            guard status == 0 else {
+                throw ValidationFailure("odr fetch with a mirror failed after the primary hung (status \(status)):\n\((try? String(contentsOfFile: output, encoding: .utf8)) ?? "")")
+            }
+            stalled = max(stalled, (ContinuousClock.now - frozenAt).seconds)
+        }
+        row("primary hung at 40%: freeze to done", "\(BenchFormat.seconds(stalled)) (target <= 10 s): \(stalled <= 10 ? "met" : "MISSED"), worst of \(runs)")
     }
 
     private func fetch(_ primary: CatalogServerProcess, _ mirror: CatalogServerProcess?, _ store: URL) -> [String] {

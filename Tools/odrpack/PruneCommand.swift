@@ -9,7 +9,9 @@ struct PruneCommand: AsyncParsableCommand {
         abstract: "Remove versions no distribution uses (beyond the newest N) and packs no kept version uses.",
         discussion: """
             catalog.json is rewritten first, then files are deleted, so clients never see a version \
-            whose files are gone. Do not prune while a build writes to the same catalog. Clients \
+            whose files are gone. Removed: the dropped versions' manifests (versions/N.json, also \
+            ones an earlier prune left unlisted), the packs and the split metadata (meta/) no kept \
+            version uses. To delete them from a publish destination too, publish with --delete. Do not prune while a build writes to the same catalog. Clients \
             still on a pruned version will fail to fetch its packs; keep enough versions for them.
 
             Examples:
@@ -49,7 +51,7 @@ struct PruneCommand: AsyncParsableCommand {
         let verb = dryRun ? "would remove" : "removed"
         print("kept versions: \(result.keptVersions.map(String.init).joined(separator: ", "))")
         print("\(verb) versions: \(result.removedVersions.isEmpty ? "none" : result.removedVersions.map(String.init).joined(separator: ", "))")
-        print("\(verb) \(result.removedPacks.count) pack(s)"
+        print("\(verb) \(result.removedPacks.count) pack(s), \(result.removedManifests.count) manifest(s)"
               + (result.removedMetadata.isEmpty ? "" : ", \(result.removedMetadata.count) metadata file(s)") + ", \(result.freedBytes) bytes")
     }
 }

@@ -22,6 +22,15 @@ struct PublishCommand: AsyncParsableCommand {
             'public, max-age=SECONDS' (--catalog-max-age). A local folder has no headers: set them \
             in the web server (docs/HOSTING.md).
 
+            With --delete, once catalog.json is in place and read back, the files the destination \
+            holds under packs/, versions/ and meta/ that no version of the catalog references are \
+            deleted (a pruned version's manifest, packs and metadata; leftovers of interrupted \
+            uploads); nothing else in the destination is touched, and nothing a kept version uses \
+            is ever deleted. A delete cut short is finished by running publish --delete again. \
+            --delete-after-versions N keeps the files of dropped versions up to N versions older \
+            than the newest, for CDN edges that still serve their catalog.json (its max-age, or \
+            longer after an outage). With --dry-run, the files that would be deleted are listed too.
+
             With --check-url, catalog.json is then fetched through the public URL and every pack \
             and manifest gets a HEAD request; a stale edge (an older catalog.json, a 404 for a new \
             pack) is reported and the exit status is 1.
@@ -30,6 +39,7 @@ struct PublishCommand: AsyncParsableCommand {
               odrpack publish out/catalog /srv/www/game --dry-run
               odrpack publish out/catalog r2:game-cdn/live --check-url https://cdn.example.com/live/
               odrpack publish out/catalog s3:bucket/game --catalog-max-age 30 --rclone-arg=--s3-no-check-bucket
+              odrpack prune out/catalog --keep 2 && odrpack publish out/catalog r2:game-cdn/live --delete --delete-after-versions 1
             """
     )
 
@@ -55,6 +65,12 @@ struct PublishCommand: AsyncParsableCommand {
             help: ArgumentHelp("An extra argument for every rclone call (repeat): --rclone-arg=--config --rclone-arg=rclone.conf.", valueName: "arg"))
     var rcloneArguments: [String] = []
 
+    @Flag(help: "After catalog.json is in place, delete the files under packs/, versions/ and meta/ that no version of the catalog references.")
+    var delete = false
+
+    @Option(help: ArgumentHelp("With --delete, keep the files of dropped versions up to N versions older than the newest (for edges still serving their catalog.json). Default 0.", valueName: "N"))
+    var deleteAfterVersions: Int?
+
     @Flag(help: "Print no progress, only the summary.")
     var quiet = false
 
@@ -68,6 +84,12 @@ struct PublishCommand: AsyncParsableCommand {
             }
         }
         guard !destination.isEmpty else { throw ValidationError("DEST must be a folder or an rclone remote:path.") }
+        if let deleteAfterVersions {
+            guard delete else { throw ValidationError("--delete-after-versions needs --delete.") }
+            guard (0...1_000_000).contains(deleteAfterVersions) else {
+                throw ValidationError("--delete-after-versions must be 0 to 1000000 versions; \(deleteAfterVersions) is not.")
+            }
+        }
     }
 
     func run() async throws {
@@ -85,6 +107,8 @@ struct PublishCommand: AsyncParsableCommand {
                     print("read back \(files) file(s)")
                 case .renaming(let from, let to):
                     print("rename \(from) -> \(to)")
+                case .deleting(let path, let index, let count):
+                    print("[\(index)/\(count)] delete \(path)")
                 }
             })
         try await reportingLibraryErrors {
@@ -94,10 +118,21 @@ struct PublishCommand: AsyncParsableCommand {
                 for object in plan.uploads { print("upload  \(object.path) (\(Self.bytes(object.bytes)))") }
                 for object in plan.present { print("present \(object.path)") }
                 print("\(plan.uploads.count) to upload (\(Self.bytes(plan.uploadBytes))), \(plan.present.count) already there; catalog.json last")
+                if delete {
+                    let deletions = try publisher.deletionPlan(keepingDroppedVersions: deleteAfterVersions ?? 0, requirePublished: false)
+                    for deletion in deletions.deletions { print("delete  \(deletion.path) (\(Self.bytes(deletion.bytes)))") }
+                    for path in deletions.keptForGrace { print("keep    \(path) (grace)") }
+                    print(Self.deletionSummary(deletions, done: false))
+                }
                 return
             }
             let report = try publisher.publish()
             print("published to \(publisher.destination): \(report.plan.uploads.count) uploaded (\(Self.bytes(report.plan.uploadBytes))), \(report.plan.present.count) already there, \(report.verified) read back")
+            if delete {
+                let deletions = try publisher.deletionPlan(keepingDroppedVersions: deleteAfterVersions ?? 0)
+                try publisher.delete(deletions)
+                print(Self.deletionSummary(deletions, done: true))
+            }
             guard let checkURL, let url = URL(string: checkURL) else { return }
             let check = await PublishedCatalogCheck(baseURL: url, expected: try publisher.objects()).run()
             let problems = check.problems
@@ -108,6 +143,15 @@ struct PublishCommand: AsyncParsableCommand {
                                  file: url.absoluteString)
             }
         }
+    }
+
+    /// `deleted 12 file(s) (3.1 MiB) no version references; kept 4 file(s) of versions 2 for the grace`.
+    static func deletionSummary(_ plan: CatalogPublisher.DeletionPlan, done: Bool) -> String {
+        var line = "\(done ? "deleted" : "would delete") \(plan.deletions.count) file(s) (\(bytes(plan.deletionBytes))) no version references"
+        if !plan.keptForGrace.isEmpty {
+            line += "; kept \(plan.keptForGrace.count) file(s) of version(s) \(plan.graceVersions.map(String.init).joined(separator: ", ")) for the grace"
+        }
+        return line
     }
 
     static func bytes(_ count: Int64) -> String {

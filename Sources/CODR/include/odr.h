@@ -172,6 +172,11 @@ typedef enum odr_option {
                                        added; NULL removes every mirror. A download that fails on
                                        one origin continues on the next where it stopped; the
                                        failing origin is avoided for a minute (docs/HOSTING.md) */
+    ODR_OPT_CATALOG_ID = 109,       /* the id of the catalog meant (the "id" of its catalog.json);
+                                       NULL (default) for the one the URLs serve. A catalog.json of
+                                       another id is refused; offline, a store that has not seen
+                                       the URLs serve a catalog (after a CDN move) uses its stored
+                                       catalog of this id (docs/STORE.md) */
 
     /* Numbers */
     ODR_OPT_IN_USE_LIMIT = 100,     /* most bytes in use at once; default 2 GiB; > 0 */
@@ -182,6 +187,17 @@ typedef enum odr_option {
     ODR_OPT_ALLOW_UNSIGNED_MIRRORS = 105, /* 1: accept an unsigned catalog.json from a mirror; 0
                                        (default): only from the primary. Without trusted keys
                                        nothing proves a mirror serves the published catalog */
+    ODR_OPT_CONNECT_TIMEOUT_MS = 106, /* milliseconds to connect to an origin; default 5000;
+                                       100...600000; doubled on each retry of an origin that did
+                                       not answer (docs/TRANSFERS.md) */
+    ODR_OPT_FIRST_BYTE_TIMEOUT_MS = 107, /* milliseconds from connecting to the first byte of the
+                                       answer: a host that accepts and never answers costs this
+                                       before the next origin; default 5000; 100...600000, or 0 for
+                                       no limit (the stall rule alone); raise it for links with
+                                       multi-second latency */
+    ODR_OPT_FAILOVER_STALL_TIMEOUT_MS = 108, /* milliseconds a download's body may go without a byte
+                                       before it continues on another origin (only with mirrors);
+                                       default 5000; 100...600000, or 0 for no limit */
 
     /* Numbers: the download policy (docs/RUNTIME.md, "Download policy") */
     ODR_OPT_METERED_URGENT = 120,   /* 1 (default): urgent downloads may use a metered network; 0: not */

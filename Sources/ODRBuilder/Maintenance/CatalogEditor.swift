@@ -75,14 +75,18 @@ public struct CatalogEditor: Sendable {
         public var removedPacks: [String]
         /// Split metadata files (`meta/…`) no kept version uses, deleted.
         public var removedMetadata: [String] = []
+        /// Manifests (`versions/<n>.json`) no kept version uses: those of the removed versions,
+        /// and any left in the folder by an earlier prune, a publish or a copy.
+        public var removedManifests: [String] = []
         /// Bytes freed.
         public var freedBytes: Int64
         /// Whether this was a dry run that changed nothing.
         public var dryRun: Bool
     }
 
-    /// Removes versions that no distribution uses beyond the newest `keep`, then packs and split
-    /// metadata files no kept version uses.
+    /// Removes versions that no distribution uses beyond the newest `keep`, then the manifests,
+    /// packs and split metadata files no kept version uses (also those already unlisted, such as a
+    /// `versions/1.json` a published folder kept after an earlier prune).
     ///
     /// - Parameters:
     ///   - keep: how many of the newest versions to keep even without a distribution.
@@ -105,6 +109,12 @@ public struct CatalogEditor: Sendable {
         let metadataNames = (try? FileManager.default.contentsOfDirectory(atPath: catalog.url(of: SplitMetadata.folder).path)) ?? []
         let removedMetadata = metadataNames.filter { !$0.hasPrefix(".") }.map { "\(SplitMetadata.folder)/\($0)" }
             .filter { !keptMetadata.contains($0) }.sorted()
+        // Manifests on disk that no kept version lists: the removed versions', and older leftovers.
+        let keptManifests = Set(kept.map(\.manifest))
+        let manifestNames = (try? FileManager.default.contentsOfDirectory(atPath: catalog.url(of: "versions").path)) ?? []
+        let removedManifests = Set(removed.map(\.manifest) + manifestNames.map { "versions/\($0)" }
+            .filter { VersionManifest.version(ofManifestPath: $0) != nil })
+            .subtracting(keptManifests).sorted()
         var candidates = Set<String>()
         for entry in removed {
             if let manifest = try? catalog.loadManifest(version: entry.number, in: index) {
@@ -123,7 +133,7 @@ public struct CatalogEditor: Sendable {
             let size = (try? FileManager.default.attributesOfItem(atPath: catalog.packURL(id: id).path)[.size] as? NSNumber)??.int64Value
             freed += size ?? 0
         }
-        for path in removed.map(\.manifest) + removedMetadata {
+        for path in removedManifests + removedMetadata {
             let size = (try? FileManager.default.attributesOfItem(atPath: catalog.url(of: path).path)[.size] as? NSNumber)??.int64Value
             freed += size ?? 0
         }
@@ -131,7 +141,8 @@ public struct CatalogEditor: Sendable {
             keptVersions: kept.map(\.number), removedVersions: removed.map(\.number), removedPacks: removedPacks,
             freedBytes: freed, dryRun: dryRun)
         result.removedMetadata = removedMetadata
-        guard !dryRun, !(removed.isEmpty && removedPacks.isEmpty && removedMetadata.isEmpty) else { return result }
+        result.removedManifests = removedManifests
+        guard !dryRun, !(removed.isEmpty && removedPacks.isEmpty && removedMetadata.isEmpty && removedManifests.isEmpty) else { return result }
 
         if !removed.isEmpty {
             index.versions = kept
@@ -139,8 +150,8 @@ public struct CatalogEditor: Sendable {
             try catalog.writeIndex(index, signing: signing)
         }
         do {
-            for entry in removed where FileManager.default.fileExists(atPath: catalog.url(of: entry.manifest).path) {
-                try FileManager.default.removeItem(at: catalog.url(of: entry.manifest))
+            for path in removedManifests where FileManager.default.fileExists(atPath: catalog.url(of: path).path) {
+                try FileManager.default.removeItem(at: catalog.url(of: path))
             }
             for id in removedPacks where FileManager.default.fileExists(atPath: catalog.packURL(id: id).path) {
                 try FileManager.default.removeItem(at: catalog.packURL(id: id))

@@ -114,6 +114,8 @@ public struct CatalogPublisher: Sendable {
         case uploading(Object, index: Int, of: Int)
         case readingBack(files: Int)
         case renaming(from: String, to: String)
+        /// `--delete`: removing a file no kept version references (``deletionPlan(keepingDroppedVersions:requirePublished:)``).
+        case deleting(String, index: Int, of: Int)
     }
 
     public var catalog: CatalogDirectory
@@ -328,18 +330,8 @@ public struct CatalogPublisher: Sendable {
                 result[object.path] = (size, hash)
             }
             return result
-        case .rclone(let remote):
-            let output: Data
-            do {
-                output = try runRclone(["lsjson", "--recursive", "--files-only", "--no-mimetype", "--no-modtime", remote])
-            } catch let error where error.code == .publishDestination && error.message.contains("directory not found") {
-                return [:]
-            }
-            struct Listed: Decodable { var Path: String; var Size: Int64 }
-            guard let listed = try? JSONDecoder().decode([Listed].self, from: output) else {
-                throw BuildError(.publishDestination, "rclone lsjson printed something that is not its JSON listing; check the rclone version (1.50 or later)", file: remote)
-            }
-            return Dictionary(listed.map { ($0.Path, (bytes: $0.Size, sha256: nil)) }, uniquingKeysWith: { first, _ in first })
+        case .rclone:
+            return try listAll().mapValues { (bytes: $0, sha256: nil) }
         }
     }
 
@@ -448,7 +440,7 @@ public struct CatalogPublisher: Sendable {
     }
 
     /// Runs rclone with `arguments`; its standard output, or `publish.destination` with what it said.
-    private func runRclone(_ arguments: [String]) throws(BuildError) -> Data {
+    func runRclone(_ arguments: [String]) throws(BuildError) -> Data {
         let process = Process()
         process.executableURL = try rcloneExecutable()
         process.arguments = arguments + options.rcloneArguments

@@ -72,14 +72,22 @@ public struct PublishedCatalogCheck: Sendable {
         }
     }
 
+    /// The `User-Agent` of the check's requests: `odrpack/<release> (swift-odr)`.
+    public static let userAgent = ODRVersion.userAgent("odrpack")
+
     /// Fetches `catalog.json` and sends HEAD for every other file.
     public func run() async -> Report {
-        let session = URLSession(configuration: .ephemeral)
+        let configuration = URLSessionConfiguration.ephemeral
+        // Foundation's default on Linux is "odrpack (unknown version)": say which release asks,
+        // for the server's logs.
+        configuration.httpAdditionalHeaders = ["User-Agent": Self.userAgent]
+        let session = URLSession(configuration: configuration)
         defer { session.finishTasksAndInvalidate() }
         let index = expected.first { $0.kind == .index }
         var report = Report(catalogIsCurrent: false, servedSerial: nil, catalogCacheControl: nil, missing: [], checked: 0)
         var request = URLRequest(url: baseURL.appending(path: CatalogIndex.fileName), timeoutInterval: timeout)
         request.httpMethod = "GET"
+        request.setValue(Self.userAgent, forHTTPHeaderField: "User-Agent")
         if let (data, response) = try? await session.data(for: request), let http = response as? HTTPURLResponse {
             report.catalogCacheControl = http.value(forHTTPHeaderField: "Cache-Control")
             if http.statusCode == 200 {
@@ -114,6 +122,7 @@ public struct PublishedCatalogCheck: Sendable {
     private func head(_ path: String, session: URLSession) async -> Report.Missing? {
         var request = URLRequest(url: baseURL.appending(path: path), timeoutInterval: timeout)
         request.httpMethod = "HEAD"
+        request.setValue(Self.userAgent, forHTTPHeaderField: "User-Agent")
         guard let (_, response) = try? await session.data(for: request), let http = response as? HTTPURLResponse else {
             return .init(path: path, status: 0)
         }

@@ -152,6 +152,15 @@ public struct VersionManifest: Codable, Sendable, Equatable {
     /// The path of version `number`'s manifest relative to the catalog root: `versions/<n>.json`.
     public static func manifestPath(forVersion number: Int) -> String { "versions/\(number).json" }
 
+    /// The version number of a manifest path as ``manifestPath(forVersion:)`` writes it
+    /// (`versions/<n>.json`, 1 to 9 decimal digits), or `nil` for any other path.
+    public static func version(ofManifestPath path: String) -> Int? {
+        guard path.hasPrefix("versions/"), path.hasSuffix(".json") else { return nil }
+        let name = path.utf8.dropFirst("versions/".utf8.count).dropLast(".json".utf8.count)
+        guard (1...9).contains(name.count), name.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }) else { return nil }
+        return Int(String(decoding: name, as: UTF8.self))
+    }
+
     /// Decodes and validates a version manifest.
     ///
     /// - Throws: ``FormatError`` naming the field: `malformed-json`, `unsupported-format-version`,

@@ -43,6 +43,10 @@ public struct CatalogClient: Sendable {
     /// (default `false`: without trusted keys, only the primary is believed). A signed catalog is
     /// accepted from any origin, with the same checks.
     public var allowsUnsignedCatalogFromMirrors = false
+    /// The id of the catalog the app means (`nil`: any). Online, a `catalog.json` of another id is
+    /// refused; offline, a store opened with URLs it has not seen serving a catalog uses the stored
+    /// catalog of this id (docs/STORE.md, "Catalogs and their origins").
+    public var catalogID: String?
     /// Called with the file (`catalog.json`, a manifest's path) each time its download moves to
     /// another origin.
     public var originSwitched: (@Sendable (String, TransferOriginSwitch) -> Void)?
@@ -99,13 +103,24 @@ public struct CatalogClient: Sendable {
     /// could not be reached: each gets a `catalog` line in the store's log.
     static let refusals: Set<ResourceError.Code> = [.catalogRollback, .catalogExpired, .untrustedCatalog, .invalidCatalog, .integrity]
 
+    /// The refusals that mean a stale `catalog.json` (older than the one stored, or expired): with
+    /// a stored copy, ``snapshot(online:)`` goes on with it.
+    static let staleRefusals: Set<ResourceError.Code> = [.catalogRollback, .catalogExpired]
+
     /// ``refresh()`` without its log lines.
     private func refreshUnlogged() async throws(ResourceError) -> CatalogSnapshot {
         let followed = try store.followedCatalog(url: catalogURL)
+        // A primary URL not seen yet continues the catalog a mirror served or the app names: its id
+        // is expected and its validators are sent. (A catalog id the store does not hold yet is
+        // simply expected of the answer.)
+        var expected = followed
+        if expected == nil, let stored = try store.storedCatalogURL(origins: mirrors, catalogID: catalogID, orOnlyCatalog: false) {
+            expected = try store.followedCatalog(url: stored)
+        }
         var request = originRequest(for: CatalogIndex.fileName)
         // A server that refuses connections is not retried: snapshot() falls back to the stored copy at once.
         request.retriesUnreachableServer = false
-        if let followed, followed.index != nil, followed.distribution == distribution { request.conditional = followed.validators }
+        if let expected, expected.index != nil, expected.distribution == distribution { request.conditional = expected.validators }
         let sink = DataSink(limit: trust.maximumCatalogBytes, file: CatalogIndex.fileName)
         let result: TransferResult
         do {
@@ -118,7 +133,7 @@ public struct CatalogClient: Sendable {
                                 url: request.url, cause: error.cause)
         }
         let index: CatalogIndex
-        if result.outcome == .notModified, let stored = followed?.index {
+        if result.outcome == .notModified, let stored = expected?.index {
             index = stored
         } else {
             index = try decodeIndex(sink.data)
@@ -131,16 +146,26 @@ public struct CatalogClient: Sendable {
         var keySet: TrustedKeySet?
         if trust.requiresSignatures {
             keySet = try trust.verify(index, stored: trusted?.keySet ?? followed?.keySet, now: now, allowExpired: false, url: catalogURL)
+            // A catalog is its id and the keys that sign it: one signed by none of the keys the
+            // store follows for this id (and not a rotation from them) is another catalog.
+            if let held = trusted?.keySet, let signer = keySet, signer.version <= held.version,
+               Set(signer.keys).isDisjoint(with: held.keys) {
+                throw ResourceError(.untrustedCatalog, "catalog.json of '\(index.id)' is signed with other keys than the catalog '\(index.id)' this store holds: two catalogs with one id. Keep the other catalog in another store directory, or give it its own catalogID in odr.json.",
+                                    url: catalogURL)
+            }
         }
         let highest = max(trusted?.highestSerial ?? -1, followed?.highestSerial ?? -1)
         guard index.serial >= highest else {
             throw Self.rollbackError(serial: index.serial, highest: highest, url: catalogURL)
         }
-        if let followed {
-            if let known = followed.index?.id, known != index.id {
-                throw ResourceError(.invalidCatalog, "The catalog at this URL changed its id from '\(known)' to '\(index.id)'. Use a new store for a different catalog.",
-                                    url: catalogURL)
-            }
+        let served = result.servedBy.map(CatalogLocation.base) ?? catalogURL
+        if let known = [expected?.index?.id, catalogID].compactMap({ $0 }).first(where: { $0 != index.id }) {
+            throw ResourceError(.invalidCatalog, "\(served.absoluteString) serves catalog '\(index.id)', but this store follows catalog '\(known)' there. Check the URL and mirrors, or use a new store for a different catalog.",
+                                url: served)
+        }
+        if followed == nil || served != catalogURL {
+            // Both the app's name for the catalog and the origin that answered now reach it.
+            try store.recordOrigins([catalogURL, served], servingCatalog: index.id)
         }
         let version = try currentVersion(of: index)
         let accepted = FollowedCatalog(url: catalogURL, distribution: distribution, validators: result.validators,
@@ -226,11 +251,11 @@ public struct CatalogClient: Sendable {
     /// - Throws: `untrusted-catalog` when the stored copy is not signed by the trusted keys (a
     ///   store filled before the app trusted keys): check online to replace it.
     public func storedSnapshot() throws(ResourceError) -> CatalogSnapshot? {
-        if let followed = try store.followedCatalog(url: catalogURL), followed.distribution == distribution,
+        if let storedURL = try storedCatalogURL(), let followed = try store.followedCatalog(url: storedURL), followed.distribution == distribution,
            let index = followed.index, let version = followed.currentVersion,
-           let manifest = try store.manifest(catalogURL: catalogURL, version: version) {
+           let manifest = try store.manifest(catalogURL: storedURL, version: version) {
             var snapshot = CatalogSnapshot(catalogURL: catalogURL, index: index, manifest: manifest, variants: variants,
-                                           split: try store.splitManifest(catalogURL: catalogURL, version: version))
+                                           split: try store.splitManifest(catalogURL: storedURL, version: version))
             if trust.requiresSignatures {
                 _ = try trust.verify(index, stored: followed.keySet, now: now, allowExpired: true, url: catalogURL)
                 snapshot.isExpired = index.expiryDate.map { $0 <= now } ?? false
@@ -263,29 +288,53 @@ public struct CatalogClient: Sendable {
         }
     }
 
+    /// The origins besides ``catalogURL``, in order.
+    private var mirrors: [URL] { (origins?.origins ?? []).map(CatalogLocation.base).filter { $0 != catalogURL } }
+
+    /// A URL that reaches this catalog's stored copy: ``catalogURL`` once it was seen serving it;
+    /// else one of the mirrors that was, the stored catalog ``catalogID`` names, or the only one
+    /// the store holds (see ``ResourceStore/storedCatalogURL(origins:catalogID:orOnlyCatalog:)``).
+    /// `nil` when no rule chooses one, or the catalog chosen is not ``catalogID``.
+    private func storedCatalogURL() throws(ResourceError) -> URL? {
+        if let followed = try store.followedCatalog(url: catalogURL), catalogID == nil || followed.index?.id == catalogID { return catalogURL }
+        return try store.storedCatalogURL(origins: [catalogURL] + mirrors, catalogID: catalogID)
+    }
+
     /// Checks online when the network allows, and otherwise starts from the stored copy.
     ///
-    /// Only failures to reach the server fall back (no network, a refused connection, timeouts,
-    /// server errors), and the snapshot then says so (``CatalogSnapshot/fallback``). A catalog the
-    /// server says is missing or forbidden (404, 403), a rollback or an invalid catalog is reported,
-    /// never hidden behind the stored copy.
+    /// Failures to reach the server fall back (no network, a refused connection, timeouts, server
+    /// errors), and so does a stale `catalog.json`: one older than the stored copy
+    /// (`catalog-rollback`) or expired (`catalog-expired`), which a cache or CDN edge serves after a
+    /// publish. It is refused, logged, and the stored copy serves; the snapshot then says so
+    /// (``CatalogSnapshot/fallback``). A catalog the server says is missing or forbidden (404, 403),
+    /// or an invalid or untrusted one, is reported, never hidden behind the stored copy; so is a
+    /// stale one when nothing is stored.
     ///
     /// - Parameter online: `false` skips the network entirely.
     public func snapshot(online: Bool = true) async throws(ResourceError) -> CatalogSnapshot {
         if online {
             do {
                 return try await refresh()
-            } catch where Self.isUnreachable(error) {
+            } catch where Self.isUnreachable(error) || Self.staleRefusals.contains(error.code) {
                 if var stored = try storedSnapshot() {
                     stored.fallback = CatalogSnapshot.Fallback(reason: error, checkedAt: try store.followedCatalog(url: catalogURL)?.checkedAt)
                     return stored
                 }
+                if Self.staleRefusals.contains(error.code) { throw error }
                 throw ResourceError(.catalogUnavailable, "The catalog was never fetched and the server cannot be reached: \(error.message)",
                                     url: catalogURL, cause: error)
             }
         }
         guard let stored = try storedSnapshot() else {
-            throw ResourceError(.catalogUnavailable, "The store has no copy of this catalog yet. Fetch it once with the network on.",
+            let held = try store.storedCatalogIDs()
+            let list = held.map { "'\($0)'" }.joined(separator: ", ")
+            var advice = ""
+            if let catalogID, !held.isEmpty {
+                advice = " It holds no catalog '\(catalogID)' that these URLs may serve (it holds \(list)): check the catalog id and the URLs."
+            } else if held.count > 1 {
+                advice = " The store holds catalogs \(list), none served by these URLs: name the one to use by its catalog id (Configuration.catalogID, odr --catalog-id, ODR_OPT_CATALOG_ID)."
+            }
+            throw ResourceError(.catalogUnavailable, "The store has no copy of this catalog yet. Fetch it once with the network on.\(advice)",
                                 url: catalogURL)
         }
         return stored
@@ -404,7 +453,11 @@ public struct CatalogClient: Sendable {
         } else {
             sink = DataSink(limit: trust.maximumManifestBytes, file: path)
         }
-        _ = try await transport.download(originRequest(for: path), into: sink)
+        do {
+            _ = try await transport.download(originRequest(for: path), into: sink)
+        } catch where error.code == .resourceUnavailable {
+            throw Self.metadataMissing("\(path), the manifest of version \(version) (catalog.json serial \(index.serial)),", error, url: url)
+        }
         let data = sink.data
         if let sha256 = entry?.sha256, let size = entry?.size {
             let digest = ContentHash.sha256Hex(of: data)
@@ -549,6 +602,8 @@ public struct CatalogClient: Sendable {
         let sink = DataSink(limit: Int(pin.size), file: "\(path) (pinned at \(pin.size) bytes)", code: .integrity)
         do {
             _ = try await transport.download(originRequest(for: path), into: sink)
+        } catch where error.code == .resourceUnavailable {
+            throw Self.metadataMissing("\(path), a metadata file of the catalog,", error, url: url)
         } catch where error.code == .integrity && error.url == nil {
             // Longer than its pin: cut off at the pin's size.
             throw ResourceError(.integrity, "\(error.message) The server or a cache serves a metadata file that is not the one published; nothing was installed.",
@@ -560,6 +615,16 @@ public struct CatalogClient: Sendable {
         }
         store.cacheMetadata(sink.data, path: path)
         return sink.data
+    }
+
+    /// `resource-unavailable` for a manifest or metadata file `catalog.json` names that the server
+    /// does not have, naming the file and the URL asked, and the usual cause.
+    static func metadataMissing(_ what: String, _ error: ResourceError, url: URL) -> ResourceError {
+        let asked = error.url ?? url
+        let status = (error.cause as? HTTPStatusError).map { "HTTP \($0.status)" } ?? "missing"
+        return ResourceError(.resourceUnavailable,
+                             "\(what) is not on the server: \(asked.absoluteString) (\(status)). The catalog.json served names files that are not published: a stale cache or CDN edge may serve an old catalog.json after odrpack prune (wait for its max-age, or purge the edge's copy of catalog.json), or the catalog was published without them (odrpack publish uploads everything).",
+                             url: asked, cause: error.cause)
     }
 
     private func invalidMetadata(_ error: FormatError, version: Int) -> ResourceError {

@@ -32,8 +32,12 @@ public struct CatalogSnapshot: Sendable {
 
     /// Why a snapshot is the stored copy although the network was asked for.
     public struct Fallback: Sendable {
-        /// The error that made the server unreachable.
+        /// The error that made the server unreachable, or the refusal of a stale `catalog.json`
+        /// (`catalog-rollback`, `catalog-expired`: ``isStale``).
         public var reason: ResourceError
+        /// Whether the server answered with a `catalog.json` older than the one stored (a stale
+        /// cache or CDN edge) rather than not answering at all.
+        public var isStale: Bool { CatalogClient.staleRefusals.contains(reason.code) }
         /// When the stored copy was last checked online (seconds since 1970), if known.
         public var checkedAt: Double?
     }

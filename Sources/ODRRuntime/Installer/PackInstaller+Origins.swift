@@ -46,7 +46,20 @@ extension PackInstaller {
                     originSwitched?(pack.id, TransferOriginSwitch(from: bad, to: next, reason: .integrity, keptBytes: 0))
                 }
             }
+            if error.code == .resourceUnavailable { throw Self.packMissing(pack, error, origins: origins?.origins.count ?? 1) }
             throw error
         }
+    }
+
+    /// `resource-unavailable` for a pack no origin has, naming the pack, its tags and the URL, and
+    /// what usually causes it: the transfer's own message names only the status.
+    static func packMissing(_ pack: PackRecord, _ error: ResourceError, origins: Int) -> ResourceError {
+        let url = error.url?.absoluteString ?? pack.archivePath
+        let tags = pack.tags.isEmpty ? "" : " (tags: \(pack.tags.joined(separator: ", ")))"
+        let status = (error.cause as? HTTPStatusError).map { "HTTP \($0.status)" } ?? "missing"
+        let everywhere = origins > 1 ? " on any of the \(origins) origins" : ""
+        return ResourceError(.resourceUnavailable,
+                             "Pack \(pack.id)\(tags) is not on the server\(everywhere): \(url) (\(status)). The catalog in use names a pack that was not published or was deleted since: publish packs with their catalog (odrpack publish uploads them first), and if a stale cache or CDN edge serves an old catalog.json after odrpack prune, wait for its max-age, or keep the packs of dropped versions published longer.",
+                             url: error.url, cause: error.cause)
     }
 }

@@ -34,8 +34,21 @@ extension ResourceManager {
         /// from the primary, unless ``allowsUnsignedCatalogFromMirrors``.
         public var mirrors: [URL] = []
         /// How long an origin that failed is avoided: transfers start at the next one meanwhile
-        /// (default 60 seconds).
+        /// (default 60 seconds). The failure is recorded in the store, so other processes on it
+        /// and the next launch avoid the origin too (``OriginSet``).
         public var mirrorBackOff: Duration = OriginSet.defaultBackOff
+        /// Seconds to wait for a connection to an origin (default 5; doubled on each retry of the
+        /// same origin without an answer). See ``TransferEngine/Configuration/connectTimeout``.
+        public var connectTimeout: Double = TransferEngine.Configuration().connectTimeout
+        /// Seconds to wait, once connected, for an origin's first response byte (default 5;
+        /// doubled on each retry of the same origin without an answer): a host that accepts and
+        /// never answers costs this before the next origin is asked. Raise it for links with
+        /// multi-second latency. See ``TransferEngine/Configuration/firstByteTimeout``.
+        public var firstByteTimeout: Double = TransferEngine.Configuration().firstByteTimeout
+        /// Seconds a download's body may go without a byte before it continues on another origin,
+        /// when there is one (default 5). Silence, not speed: a slow but steady origin is kept.
+        /// See ``TransferEngine/Configuration/failoverStallTimeout``.
+        public var failoverStallTimeout: Double = TransferEngine.Configuration().failoverStallTimeout
         /// Whether an unsigned `catalog.json` is accepted from a mirror (default `false`).
         ///
         /// Without ``trustedKeys`` nothing proves where a catalog came from: a mirror's operator (or
@@ -44,6 +57,13 @@ extension ResourceManager {
         /// tightly as the primary; better, sign the catalog (`odrpack sign`) and set ``trustedKeys``,
         /// which makes every origin equally safe.
         public var allowsUnsignedCatalogFromMirrors = false
+        /// The id of the catalog the game means (`nil`, the default: the one its URLs serve).
+        ///
+        /// Online, a `catalog.json` of another id is refused (`invalid-catalog`, naming both ids).
+        /// Offline, a store opened with URLs it has not seen serving a catalog (after the game moved
+        /// to a new CDN) uses the stored catalog of this id; without it, the catalog a mirror
+        /// served, or the only one the store holds (docs/STORE.md, "Catalogs and their origins").
+        public var catalogID: String?
         /// Every origin, primary (``catalogURL``) first, then ``mirrors``.
         public var origins: [URL] { [catalogURL] + mirrors }
         /// The distribution to follow.

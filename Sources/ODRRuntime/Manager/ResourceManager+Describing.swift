@@ -48,6 +48,7 @@ extension ResourceManager {
         guard let catalog = try? LedgerCatalog(manifest: described.lookup) else { return }
         state.withLock { state in
             guard let current = state.snapshot, current.version == described.version, current.catalogURL == described.catalogURL,
+                  current.index.id == described.index.id,
                   described.manifest.tags.count > current.manifest.tags.count,
                   let ledger = state.ledger?.carried(to: catalog) else { return }
             state.snapshot = described

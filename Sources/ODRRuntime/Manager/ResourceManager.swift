@@ -93,12 +93,15 @@ public final class ResourceManager: Sendable {
             var engine = TransferEngine.Configuration()
             engine.maximumConcurrentTransfers = max(1, configuration.maximumConcurrentTransfers)
             engine.nonUrgentBandwidthWhileUrgent = configuration.downloadPolicy.nonUrgentBandwidthWhileUrgent
+            engine.connectTimeout = configuration.connectTimeout
+            engine.firstByteTimeout = configuration.firstByteTimeout
+            engine.failoverStallTimeout = configuration.failoverStallTimeout
             base = try TransferEngine(configuration: engine)
         }
         transport = ManagedTransport(base: base, headers: configuration.extraHeaders)
         downloadGate = DownloadGate(policy: configuration.downloadPolicy, probe: configuration.networkProbe, clock: clock,
                                     storeDirectory: configuration.storeDirectory)
-        let origins = OriginSet(configuration.origins, backOff: configuration.mirrorBackOff, clock: clock)
+        let origins = OriginSet(configuration.origins, backOff: configuration.mirrorBackOff, clock: clock, store: store)
         let originLog = OriginLog(hub: hub, store: store)
         self.origins = origins
         self.originLog = originLog
@@ -106,6 +109,7 @@ public final class ResourceManager: Sendable {
             catalogURL: configuration.catalogURL, distribution: configuration.distribution, store: store,
             transport: transport, bundledCatalog: configuration.bundledCatalog, trust: configuration.trust,
             variants: configuration.variants)
+        client.catalogID = configuration.catalogID
         if origins.origins.count > 1 {
             client.origins = origins
             client.allowsUnsignedCatalogFromMirrors = configuration.allowsUnsignedCatalogFromMirrors
@@ -167,16 +171,17 @@ public final class ResourceManager: Sendable {
     ///
     /// The app is ready when it returns.
     ///
-    /// When the server cannot be reached it goes on with the stored catalog: the returned snapshot's
-    /// ``CatalogSnapshot/fallback`` says why and since when, and
+    /// When the server cannot be reached, or sends a stale `catalog.json` (older than the stored
+    /// one, or expired: a cache or CDN edge behind a publish), it goes on with the stored catalog:
+    /// the returned snapshot's ``CatalogSnapshot/fallback`` says why and since when, and
     /// ``ResourceManagerEvent/catalogCheckFailed(code:message:storedCheckedAt:)`` is posted.
     ///
     /// - Parameter online: `false` uses only the stored catalog and installs nothing new.
     /// - Returns: the catalog in use: from the network, or the stored copy (then with a `fallback`).
     /// - Throws: ``ResourceError``: `catalog-unavailable` when there is neither network nor a stored
-    ///   catalog, `catalog-rollback`, `invalid-catalog`, with trusted keys `untrusted-catalog` and
-    ///   `catalog-expired` (the catalog in use stays as it was), and any install error of the
-    ///   initial tags.
+    ///   catalog, `catalog-rollback` and `catalog-expired` only when nothing is stored,
+    ///   `invalid-catalog`, with trusted keys `untrusted-catalog` (the catalog in use stays as it
+    ///   was), and any install error of the initial tags.
     @discardableResult
     public func prepare(online: Bool = true) async throws(ResourceError) -> CatalogSnapshot {
         let snapshot = try await loadCatalog(online: online)
@@ -205,10 +210,10 @@ public final class ResourceManager: Sendable {
     /// the initial-install and prefetch tags.
     ///
     /// - Returns: the snapshot fetched; its `fallback` says when it is the stored copy because the
-    ///   server could not be reached (and ``ResourceManagerEvent/catalogCheckFailed(code:message:storedCheckedAt:)``
-    ///   is posted).
+    ///   server could not be reached or sent a stale `catalog.json` (and
+    ///   ``ResourceManagerEvent/catalogCheckFailed(code:message:storedCheckedAt:)`` is posted).
     /// - Throws: ``ResourceError``: `catalog-unavailable` when there is neither network nor a
-    ///   stored catalog, `catalog-rollback`, `invalid-catalog`.
+    ///   stored catalog, `catalog-rollback` or `catalog-expired` when nothing is stored, `invalid-catalog`.
     @discardableResult
     public func loadCatalog(online: Bool = true) async throws(ResourceError) -> CatalogSnapshot {
         let snapshot = try await client.snapshot(online: online)
@@ -284,7 +289,9 @@ public final class ResourceManager: Sendable {
         // Storing a version marks packs installed with other contents than it lists not installed.
         let stored = try? store.installedPackIDs()
         let changed: Bool = state.withLock { state in
-            if let current = state.snapshot, current.version == snapshot.version, current.catalogURL == snapshot.catalogURL {
+            // A catalog is its id: a start offline from a store's only catalog may meet another one online.
+            if let current = state.snapshot, current.version == snapshot.version, current.catalogURL == snapshot.catalogURL,
+               current.index.id == snapshot.index.id {
                 return false
             }
             if let ledger = state.ledger, ledger.inUseBytes > 0 || ledger.packReferenceCounts.contains(where: { $0 > 0 }) {

@@ -24,7 +24,8 @@ public enum ResourceManagerEvent: Sendable, Equatable {
     /// ``packPurged(id:bytes:reason:tags:)``, and only for a tag that was available.
     case tagPurged(tag: String)
     /// The catalog could not be checked online (`code` and `message` say why, as a ``ResourceError``
-    /// would), and the stored copy is used: the game plays offline with the version it has.
+    /// would: no network, or a stale `catalog.json` refused as `catalog-rollback` or
+    /// `catalog-expired`), and the stored copy is used: the game plays offline with the version it has.
     /// `storedCheckedAt` is when that copy was last checked (seconds since 1970), if known. Posted by
     /// ``ResourceManager/prepare(online:)``, ``ResourceManager/loadCatalog(online:)`` and the
     /// background checks of ``ResourceManager/checkForUpdates(every:)``.

@@ -34,7 +34,7 @@ extension ResourceStore {
     /// - Throws: `storage-failure` when the database cannot be read or the trust state is damaged.
     public func followedCatalog(url: URL) throws(ResourceError) -> FollowedCatalog? {
         let row = try read("read a followed catalog") { db in
-            try db.fetchOne(sql: "SELECT * FROM catalog WHERE url = ?", arguments: [CatalogLocation.key(url)])
+            try db.fetchOne(sql: "SELECT * FROM catalog WHERE url = ?", arguments: [try Self.catalogKey(url, db)])
         }
         guard let row else { return nil }
         var followed: FollowedCatalog
@@ -96,7 +96,7 @@ extension ResourceStore {
     /// The stored manifest of version `version` of the catalog at `catalogURL`.
     public func manifest(catalogURL: URL, version: Int) throws(ResourceError) -> VersionManifest? {
         do {
-            return try Self.storedManifest(in: database, manifests: manifestsURL, catalogKey: CatalogLocation.key(catalogURL),
+            return try Self.storedManifest(in: database, manifests: manifestsURL, catalogKey: try catalogKey(catalogURL),
                                            version: version)
         } catch let error as FormatError {
             throw ResourceError(.invalidCatalog, "The stored manifest of version \(version) is damaged; check the catalog again online.",
@@ -193,7 +193,9 @@ extension ResourceStore {
     func commitCatalog(_ followed: FollowedCatalog, manifest lookup: ManifestIndex?, metadataFiles: [String] = [],
                        scoped: Bool = false, entriesChecked: Set<String> = []) throws(ResourceError) {
         let manifest = lookup?.manifest
-        let key = CatalogLocation.key(followed.url)
+        // For the read-only check; the transaction finds the row again, and a URL not seen yet
+        // continues the stored catalog of its id there.
+        let key = try catalogKey(followed.url)
         let indexData: Data?
         do { indexData = try followed.index?.encoded() } catch {
             throw ResourceError(.invalidCatalog, "The catalog index could not be stored.", url: followed.url, cause: error)
@@ -224,6 +226,17 @@ extension ResourceStore {
         try write("store a catalog") { db in
             // A damaged row counts as never fetched, as `followedCatalog(url:)` reads it; the
             // trust kept per catalog id below still holds.
+            // The catalog's row: the one its URL was seen serving, else the stored one of its id
+            // (a new origin continues it: conditional requests, manifests), else a new row.
+            var key = try Self.catalogKey(followed.url, db)
+            if key == CatalogLocation.key(followed.url), let id = followed.index?.id,
+               let stored = try db.fetchOne(sql: "SELECT url FROM catalog WHERE catalogID = ? AND url != ? ORDER BY checkedAt DESC, url LIMIT 1",
+                                            arguments: [id, key]).flatMap({ try? StoreRow.text($0, "url") }),
+               try db.fetchOne(sql: "SELECT 1 FROM catalog WHERE url = ?", arguments: [key]) == nil {
+                key = stored
+            }
+            try db.execute(sql: "INSERT OR IGNORE INTO catalogOrigin (origin, catalogKey) VALUES (?, ?)",
+                           arguments: [CatalogLocation.key(followed.url), key])
             let highest = try db.fetchOne(sql: "SELECT highestSerial FROM catalog WHERE url = ?", arguments: [key])
                 .flatMap { try? StoreRow.integer($0, "highestSerial", in: -1...StoreRow.maximumCount) }.map { Int($0) } ?? -1
             if highest > followed.highestSerial {
@@ -277,7 +290,7 @@ extension ResourceStore {
     ///   (assemble the union and try again); `storage-failure`.
     func commitScope(catalogURL: URL, manifest lookup: ManifestIndex, metadataFiles: [String]) throws(ResourceError) {
         let manifest = lookup.manifest
-        let key = CatalogLocation.key(catalogURL)
+        let key = try catalogKey(catalogURL)
         let json: Data
         do { json = try manifest.compactEncoded() } catch {
             throw ResourceError(.invalidCatalog, "The version manifest could not be stored.", url: catalogURL, cause: error)

@@ -51,7 +51,7 @@ extension ResourceStore {
     func splitManifest(catalogURL: URL, version: Int) throws(ResourceError) -> SplitManifest? {
         let names: [String] = try read("read a stored split manifest") { db in
             try db.fetchAll(sql: "SELECT name FROM manifestMeta WHERE catalogURL = ? AND version = ? AND name LIKE ?",
-                            arguments: [CatalogLocation.key(catalogURL), version, "%" + Self.splitManifestSuffix])
+                            arguments: [try Self.catalogKey(catalogURL, db), version, "%" + Self.splitManifestSuffix])
                 .compactMap { try? $0.value(at: 0).text() }
         }
         for name in names.sorted() {
@@ -75,7 +75,7 @@ extension ResourceStore {
     func hasMetadataFiles(catalogURL: URL, version: Int) throws(ResourceError) -> Bool {
         try read("read a stored version's metadata files") { db in
             try db.fetchOne(sql: "SELECT EXISTS (SELECT 1 FROM manifestMeta WHERE catalogURL = ? AND version = ?)",
-                            arguments: [CatalogLocation.key(catalogURL), version])?.value(at: 0).bool() ?? false
+                            arguments: [try Self.catalogKey(catalogURL, db), version])?.value(at: 0).bool() ?? false
         }
     }
 

@@ -411,7 +411,7 @@ public final class ResourceStore: Sendable {
         let clamped = min(1, max(0, priority))
         try write("set a preservation priority") { db in
             try db.execute(sql: "INSERT OR REPLACE INTO tagPriority (catalogURL, tag, priority) VALUES (?, ?, ?)",
-                           arguments: [CatalogLocation.key(catalogURL), tag, clamped])
+                           arguments: [try Self.catalogKey(catalogURL, db), tag, clamped])
         }
     }
 
@@ -420,7 +420,7 @@ public final class ResourceStore: Sendable {
         try read("read preservation priorities") { db in
             var result: [String: Double] = [:]
             for row in try db.fetchAll(sql: "SELECT tag, priority FROM tagPriority WHERE catalogURL = ?",
-                                        arguments: [CatalogLocation.key(catalogURL)]) {
+                                        arguments: [try Self.catalogKey(catalogURL, db)]) {
                 // A damaged row is left out: the manifest's priority stands.
                 guard let tag = try? StoreRow.text(row, "tag"), let priority = try? StoreRow.number(row, "priority") else { continue }
                 result[tag] = min(1, max(0, priority))

@@ -184,6 +184,31 @@ enum StoreSchema {
                 CREATE INDEX packChunkBySHA256 ON packChunk(sha256);
                 """)
         }
+        migrator.registerMigration("v10") { db in
+            // Origins (catalog base URLs) that failed recently, so every process on the store, and
+            // the next run, tries them after the others for their back-off (docs/STORE.md,
+            // "Origins that failed"). A location's health, not a catalog's identity: keyed by URL.
+            try db.execute(sql: """
+                CREATE TABLE originFailure (
+                    origin TEXT PRIMARY KEY NOT NULL,
+                    failedAt DOUBLE NOT NULL
+                ) WITHOUT ROWID
+                """)
+        }
+        migrator.registerMigration("v11") { db in
+            // A catalog is its id, not its URL (docs/STORE.md, "Catalogs and their origins"): every
+            // origin seen serving a catalog, mapped to the key of its row, so a new primary URL of the
+            // same id continues the stored catalog. Each row of the previous release was reached
+            // through its own URL. Rows keep their key (the first origin's URL) and tables their
+            // `catalogURL` columns: the key names the catalog's row, it is no longer looked up by URL.
+            try db.execute(sql: """
+                CREATE TABLE catalogOrigin (
+                    origin TEXT PRIMARY KEY NOT NULL,
+                    catalogKey TEXT NOT NULL
+                ) WITHOUT ROWID;
+                INSERT OR IGNORE INTO catalogOrigin (origin, catalogKey) SELECT url, url FROM catalog;
+                """)
+        }
         return migrator
     }
 

@@ -14,6 +14,13 @@ import ODRFormat
 /// When every origin failed recently they are all tried anyway, the one whose back-off ends first
 /// first, so a client never gives up only because of its own bookkeeping.
 ///
+/// With a ``ResourceStore``, failures are recorded in it: every process on the store, and the
+/// next run, starts at a healthy origin instead of waiting for the dead one again. A recorded
+/// failure is a time on the clock of the process that saw it; one that lies ahead of this
+/// process's clock by more than ``clockSkewTolerance`` (the clock was set back, or the store
+/// came from another machine) is ignored rather than trusted to keep an origin away for longer
+/// than ``backOff``.
+///
 /// ```swift
 /// let origins = OriginSet([URL(string: "https://cdn-a.example.com/game/")!,
 ///                          URL(string: "https://cdn-b.example.com/game/")!], backOff: .seconds(60))
@@ -26,8 +33,21 @@ public final class OriginSet: Sendable {
     /// How long an origin that failed is tried only after the others.
     public let backOff: Duration
     private let clock: any ManagerClock
-    /// Per origin: until when it is avoided (seconds since 1970), `nil` when it is not.
-    private let avoidedUntil: Locked<[Double?]>
+    /// Where failures are shared with other processes, if anywhere.
+    private let store: ResourceStore?
+    /// Per origin: when it last failed (seconds since 1970), `nil` when it did not recently; and
+    /// when the store was last read.
+    private let state: Locked<State>
+
+    private struct State {
+        var failedAt: [Double?]
+        var readAt: ContinuousClock.Instant?
+    }
+
+    /// How far ahead of this process's clock a recorded failure may lie and still count (5 s).
+    public static let clockSkewTolerance: Double = 5
+    /// How often the store's record is read again, for failures other processes saw (1 s).
+    static let storeRereadInterval: Duration = .seconds(1)
 
     /// Origins in the order given (the first is the primary); duplicates are dropped.
     ///
@@ -35,12 +55,15 @@ public final class OriginSet: Sendable {
     ///   - origins: catalog base URLs (the folder of `catalog.json`, or `catalog.json` itself).
     ///   - backOff: how long a failed origin is avoided (default 60 s; negative counts as zero).
     ///   - clock: the time source; tests inject one they control.
-    public init(_ origins: [URL], backOff: Duration = OriginSet.defaultBackOff, clock: any ManagerClock = SystemClock()) {
+    ///   - store: where failures are recorded and shared across processes (`nil`: this object only).
+    public init(_ origins: [URL], backOff: Duration = OriginSet.defaultBackOff, clock: any ManagerClock = SystemClock(),
+                store: ResourceStore? = nil) {
         var seen = Set<String>()
         self.origins = origins.map(CatalogLocation.base).filter { seen.insert($0.absoluteString).inserted }
         self.backOff = max(.zero, backOff)
         self.clock = clock
-        avoidedUntil = Locked(Array(repeating: nil, count: self.origins.count))
+        self.store = store
+        state = Locked(State(failedAt: Array(repeating: nil, count: self.origins.count)))
     }
 
     /// The default back-off: one minute.
@@ -49,13 +72,40 @@ public final class OriginSet: Sendable {
     /// The primary origin.
     public var primary: URL? { origins.first }
 
+    private var backOffSeconds: Double {
+        Double(backOff.components.seconds) + Double(backOff.components.attoseconds) / 1e18
+    }
+
+    /// Per origin, until when it is avoided (seconds since 1970) at `now`, `nil` when it is not:
+    /// failures from the store merged in (the later of two wins), those from the future ignored.
+    private func avoidedUntil(now: Double) -> [Double?] {
+        let failedAt = state.withLock { state -> [Double?] in
+            if let store, state.readAt.map({ $0.duration(to: .now) >= Self.storeRereadInterval }) ?? true {
+                state.readAt = .now
+                // A store that cannot be read only loses the shared part of the record.
+                if let recorded = try? store.originFailures() {
+                    for index in origins.indices {
+                        let stored = recorded[origins[index].absoluteString]
+                        state.failedAt[index] = [state.failedAt[index], stored].compactMap { $0 }.max()
+                    }
+                }
+            }
+            return state.failedAt
+        }
+        let length = backOffSeconds
+        return failedAt.map { failed in
+            guard let failed, failed <= now + Self.clockSkewTolerance else { return nil }
+            let until = min(failed, now) + length
+            return until > now ? until : nil
+        }
+    }
+
     /// Origin indices in the order the next transfer should try them: those not avoided in the
     /// configured order, then the avoided ones, the one whose back-off ends first first.
     public func order() -> [Int] {
-        let now = clock.now()
-        let until = avoidedUntil.withLock { $0 }
-        let healthy = until.indices.filter { (until[$0] ?? -.infinity) <= now }
-        let avoided = until.indices.filter { (until[$0] ?? -.infinity) > now }
+        let until = avoidedUntil(now: clock.now())
+        let healthy = until.indices.filter { until[$0] == nil }
+        let avoided = until.indices.filter { until[$0] != nil }
             .sorted { (until[$0] ?? 0, $0) < (until[$1] ?? 0, $1) }
         return healthy + avoided
     }
@@ -78,24 +128,31 @@ public final class OriginSet: Sendable {
     /// The origin `url` belongs to, as its base URL.
     public func origin(of url: URL) -> URL? { index(of: url).map { origins[$0] } }
 
-    /// Avoids the origin of `url` for ``backOff`` from now.
+    /// Avoids the origin of `url` for ``backOff`` from now (in every process on the store).
     public func markFailed(_ url: URL) {
         guard let index = index(of: url) else { return }
-        let until = clock.now() + Double(backOff.components.seconds) + Double(backOff.components.attoseconds) / 1e18
-        avoidedUntil.withLock { $0[index] = until }
+        let now = clock.now()
+        state.withLock { $0.failedAt[index] = now }
+        // The record is shared bookkeeping, not a condition of the transfer: a failed write
+        // (a read-only store) keeps the back-off in this process only.
+        try? store?.recordOriginFailure(origins[index].absoluteString, at: now)
     }
 
     /// The origin of `url` served what was asked: it is no longer avoided.
     public func markSucceeded(_ url: URL) {
         guard let index = index(of: url) else { return }
-        avoidedUntil.withLock { $0[index] = nil }
+        let wasFailed = state.withLock { state -> Bool in
+            defer { state.failedAt[index] = nil }
+            return state.failedAt[index] != nil
+        }
+        // Only a recorded failure costs a write: a success per pack would otherwise write each time.
+        if wasFailed { try? store?.clearOriginFailure(origins[index].absoluteString) }
     }
 
     /// Whether the origin at `index` is being avoided now.
     public func isAvoided(_ index: Int) -> Bool {
         guard origins.indices.contains(index) else { return false }
-        let until = avoidedUntil.withLock { $0[index] }
-        return (until ?? -.infinity) > clock.now()
+        return avoidedUntil(now: clock.now())[index] != nil
     }
 
     /// A transfer request for `relative` that starts at the first origin in ``order()`` and fails

@@ -7,8 +7,24 @@ extension TransferEngine {
         public var maximumConcurrentTransfers: Int
         /// Retries of transient failures.
         public var retryPolicy: RetryPolicy
-        /// Seconds to wait for a connection before the attempt fails with a timeout (`CURLOPT_CONNECTTIMEOUT`).
+        /// Seconds to wait for a connection (name lookup, TCP and TLS handshakes) before the attempt
+        /// fails with a timeout (`CURLOPT_CONNECTTIMEOUT`). Default 5 s: a game would rather try
+        /// the next origin, or retry, than wait. Each retry of a transfer that has not received a
+        /// byte since doubles it (5, 10, 20 s), so a network slower than this still connects.
         public var connectTimeout: Double
+        /// Seconds an attempt waits, once connected, for the first byte of the response before it
+        /// fails with `timed-out` (default 5 s). A host that accepts connections and never answers
+        /// (a decommissioned server that still resolves, a hung proxy) costs this, not the stall
+        /// window, before the next origin is asked; like ``connectTimeout`` it doubles on each
+        /// retry without progress. A static server answers in one round trip; raise it for an
+        /// origin that computes its responses or a link with multi-second latency.
+        public var firstByteTimeout: Double
+        /// Seconds a response's body may go without a byte before the attempt moves to another
+        /// origin, when the request has one (``TransferRequest/alternateURLs``; default 5 s). It
+        /// measures silence, not speed: an origin that sends slowly but steadily is not left.
+        /// Without another origin, the stall rule of ``lowSpeedLimit`` and ``lowSpeedTime`` alone
+        /// applies, since waiting is then the only way to get the bytes.
+        public var failoverStallTimeout: Double
         /// An exchange slower than this many bytes per second for ``lowSpeedTime`` seconds has stalled:
         /// the attempt fails and is retried (continuing where it stopped). Paused transfers are exempt.
         /// `CURLOPT_LOW_SPEED_LIMIT`; the default, 1 KiB/s, lets a slow mobile link go on (a retry
@@ -39,12 +55,16 @@ extension TransferEngine {
         /// ``NonUrgentBandwidth/paused``: they pause until no urgent transfer runs).
         public var nonUrgentBandwidthWhileUrgent: NonUrgentBandwidth = .paused
 
-        /// The engine's defaults: 4 transfers, standard retries, 15 s to connect, a stall below 1 KiB/s
-        /// for 30 s, at most 45 s without a byte over all attempts, 64 KiB of response headers, 256 KiB buffered.
+        /// The engine's defaults: 4 transfers, standard retries, 5 s to connect and 5 s more for the
+        /// first byte (doubling on each retry without progress), 5 s of silence before a body moves
+        /// to another origin, a stall below 1 KiB/s for 30 s, at most 45 s without a byte over all
+        /// attempts, 64 KiB of response headers, 256 KiB buffered.
         public init(
             maximumConcurrentTransfers: Int = 4,
             retryPolicy: RetryPolicy = .standard,
-            connectTimeout: Double = 15,
+            connectTimeout: Double = 5,
+            firstByteTimeout: Double = 5,
+            failoverStallTimeout: Double = 5,
             lowSpeedLimit: Int = 1024,
             lowSpeedTime: Int = 30,
             progressTimeout: Double = 45,
@@ -57,6 +77,9 @@ extension TransferEngine {
             self.maximumConcurrentTransfers = max(1, maximumConcurrentTransfers)
             self.retryPolicy = retryPolicy
             self.connectTimeout = connectTimeout
+            // Not finite or not positive: the stall rules alone apply (no separate limit).
+            self.firstByteTimeout = firstByteTimeout.isFinite && firstByteTimeout > 0 ? firstByteTimeout : .infinity
+            self.failoverStallTimeout = failoverStallTimeout.isFinite && failoverStallTimeout > 0 ? failoverStallTimeout : .infinity
             self.lowSpeedLimit = max(0, lowSpeedLimit)
             self.lowSpeedTime = max(0, lowSpeedTime)
             self.progressTimeout = progressTimeout.isFinite ? max(1, progressTimeout) : 45

@@ -78,7 +78,7 @@ struct TransferFailure: Sendable {
                            retry: false)
         case 404, 410:
             return failure(.resourceUnavailable,
-                           "The server does not have this resource (HTTP \(status)). Refresh the catalog; if it persists, the catalog and its files were not published together.",
+                           "The server does not have \(url.absoluteString) (HTTP \(status)). Refresh the catalog; if it persists, the catalog and its files were not published together.",
                            retry: false)
         case 408:
             return failure(.timedOut, "The server timed out waiting for the request (HTTP 408). Try again later.", retry: true)

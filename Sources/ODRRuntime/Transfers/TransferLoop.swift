@@ -55,6 +55,7 @@ final class TransferLoop {
                     finished(handle, code)
                     finishedAny = true
                 }
+                if cutMissedDeadlines() { finishedAny = true }
                 if finishedAny { continue }
                 try multi.poll(timeoutMilliseconds: pollTimeout())
             } catch {
@@ -170,7 +171,15 @@ final class TransferLoop {
             guard shouldPause != session.curlPaused else { continue }
             // Continuing may deliver held data through the write callback, which may pause again.
             session.curlPaused = shouldPause
-            if !shouldPause { session.lastProgress = now }
+            if !shouldPause {
+                session.lastProgress = now
+                // A pause before the response began is not the server's silence either: the
+                // first-byte timeout counts again from here.
+                if !session.responded {
+                    session.attemptStarted = now
+                    if session.connectedAt != nil { session.connectedAt = now }
+                }
+            }
             do {
                 try easy.setPaused(shouldPause)
             } catch {
@@ -242,7 +251,7 @@ final class TransferLoop {
         // Both timeouts end within what is left of the progress timeout (at least a second each).
         // Clamped to a day so that no configured value can overflow the conversion to an integer.
         let left = min(86_400, max(1, configuration.progressTimeout - session.secondsWithoutProgress))
-        let connect = configuration.connectTimeout.isFinite ? max(0.001, min(configuration.connectTimeout, left)) : left
+        let connect = configuration.connectTimeout.isFinite ? max(0.001, min(configuration.connectTimeout * session.timeoutFactor, left)) : left
         try easy.set(CURLOPT_CONNECTTIMEOUT_MS, Int(connect * 1000))
         try easy.set(CURLOPT_LOW_SPEED_LIMIT, configuration.lowSpeedLimit)
         let stallWindow = configuration.lowSpeedTime == 0 ? 0 : min(configuration.lowSpeedTime, Int(left.rounded(.up)))
@@ -304,7 +313,7 @@ final class TransferLoop {
             return
         }
         guard code == CURLE_OK else {
-            let cause = CurlError(code: code, operation: "transfer", detail: easy.errorDetail)
+            let cause = CurlError(code: code, operation: "transfer", detail: session.deadlineMissed ?? easy.errorDetail)
             var failure = TransferFailure.curl(code, cause: cause, url: url)
             if TransferFailure.meansUnreachable(code), !operation.request.retriesUnreachableServer { failure.isRetryable = false }
             if failOver(session, failure.error) { return }
@@ -343,6 +352,51 @@ final class TransferLoop {
         // An empty body never reached the write callback; the sink still needs its head.
         if session.accepting == nil { session.decideHead() }
         operation.deliver(.finished(completion))
+    }
+
+    /// Ends running attempts that missed a deadline the engine keeps itself (curl has none for
+    /// HTTP): no response within ``TransferEngine/Configuration/firstByteTimeout`` of connecting,
+    /// or, when another origin could serve the body, no byte of it for
+    /// ``TransferEngine/Configuration/failoverStallTimeout``. Each ends as a timeout, so the
+    /// transfer moves to the next origin (or retries). Paused exchanges are exempt, and continuing
+    /// one restarts its count. The loop wakes at least once a second, which bounds how late a cut comes.
+    ///
+    /// - Returns: whether any attempt was ended.
+    private func cutMissedDeadlines() -> Bool {
+        let now = ContinuousClock.now
+        var missed: [(UnsafeMutableRawPointer, TransferSession)] = []
+        for (handle, session) in running where !session.isFile && !session.curlPaused && !session.userPaused {
+            if !session.responded {
+                let firstByte = configuration.firstByteTimeout
+                guard firstByte.isFinite, firstByte > 0 else { continue }
+                let factor = session.timeoutFactor
+                if session.connectedAt == nil, let easy = session.easy,
+                   let microseconds = try? easy.info(offset: CURLINFO_PRETRANSFER_TIME_T), microseconds > 0 {
+                    session.connectedAt = session.attemptStarted.advanced(by: .microseconds(microseconds))
+                }
+                // Still connecting (or connected within the first microsecond): curl's connect
+                // timeout ends a hung handshake; this only bounds both together.
+                let connect = configuration.connectTimeout.isFinite ? max(0, configuration.connectTimeout) : 0
+                let deadline = session.connectedAt.map { $0.advanced(by: .seconds(firstByte * factor)) }
+                    ?? session.attemptStarted.advanced(by: .seconds((connect + firstByte) * factor))
+                guard now >= deadline else { continue }
+                session.deadlineMissed = "no response within \(Self.secondsText(firstByte * factor)) s of connecting (first-byte timeout)"
+                missed.append((handle, session))
+            } else if session.urls.count > 1, session.accepting == true {
+                let stall = configuration.failoverStallTimeout
+                guard stall.isFinite, stall > 0 else { continue }
+                let last = max(session.attemptStarted, session.lastProgress ?? session.attemptStarted)
+                guard now >= last.advanced(by: .seconds(stall)) else { continue }
+                session.deadlineMissed = "no byte of the body for \(Self.secondsText(stall)) s while another origin can serve it (failover stall timeout)"
+                missed.append((handle, session))
+            }
+        }
+        for (handle, _) in missed { finished(handle, CURLE_OPERATION_TIMEDOUT) }
+        return !missed.isEmpty
+    }
+
+    private static func secondsText(_ seconds: Double) -> String {
+        seconds == seconds.rounded() && seconds < 1e9 ? "\(Int(seconds))" : "\(seconds)"
     }
 
     private func retryOrFail(_ session: TransferSession, _ failure: TransferFailure, immediately: Bool = false) {

@@ -34,6 +34,17 @@ final class TransferSession {
 
     // The current attempt.
     var easy: CurlEasy?
+    /// When the current attempt began, and when its connection was up (`nil` until curl says so):
+    /// the first-byte timeout counts from there.
+    var attemptStarted: ContinuousClock.Instant = .now
+    var connectedAt: ContinuousClock.Instant?
+    /// Whether the current attempt has received any response byte (a header line).
+    var responded = false
+    /// Why the loop cut the current attempt short (no response, a silent body), for the error's cause.
+    var deadlineMissed: String?
+    /// Per origin (index in ``urls``), the attempts made since a response last arrived from any:
+    /// each one doubles the connect and first-byte timeouts of the next attempt on that origin.
+    var silentAttempts: [Int] = []
     var headers = ResponseHeaders()
     /// The first body byte this attempt asked for.
     var requestedOffset: Int64 = 0
@@ -82,6 +93,14 @@ final class TransferSession {
         validators = operation.initialResumePoint?.validators
             ?? (range == nil ? nil : operation.request.ifRange)
             ?? TransferValidators()
+        silentAttempts = Array(repeating: 0, count: urls.count)
+    }
+
+    /// How much the current attempt's connect and first-byte timeouts are stretched: doubled for
+    /// each earlier attempt on the same origin that got no response (at most 8 times), so that a
+    /// network slower than the defaults still gets through on a retry.
+    var timeoutFactor: Double {
+        Double(1 << min(3, max(0, silentAttempts[urlIndex] - 1)))
     }
 
     var sequence: UInt64 { operation.sequence }
@@ -124,6 +143,11 @@ final class TransferSession {
         curlPaused = false
         headerBytes = 0
         headerRefusal = nil
+        attemptStarted = .now
+        connectedAt = nil
+        responded = false
+        deadlineMissed = nil
+        silentAttempts[urlIndex] += 1
         if lastProgress == nil { lastProgress = .now }
         requestedOffset = (!isFile && received > 0 && (validators.ifRangeValue != nil || resumesAcrossOrigins)) ? received : 0
     }
@@ -260,6 +284,10 @@ final class TransferSession {
     /// ``maximumHeaderBytes`` (the attempt must then be aborted, and fails with ``headerRefusal``).
     func receiveHeader(_ bytes: UnsafeRawBufferPointer) -> Bool {
         lastProgress = .now
+        if !responded {
+            responded = true
+            for index in silentAttempts.indices { silentAttempts[index] = 0 }
+        }
         if bytes.starts(with: "HTTP/".utf8) { headerBytes = 0 }
         headerBytes += bytes.count
         guard headerBytes <= maximumHeaderBytes else {

@@ -46,12 +46,12 @@ struct PreviousReleaseStoreTests {
         #expect(try store.verify().isEmpty)
 
         // The migrations it recorded stand as they were: none ran again; only v8 (the split-metadata
-        // cache's table) and v9 (the chunks of installed files), which the previous release did
-        // not have, were added.
+        // cache's table), v9 (the chunks of installed files), v10 (origins that failed) and v11 (the
+        // origins each catalog was served by), which the previous release did not have, were added.
         let database = try SQLiteDatabase(path: directory.appending(ResourceStore.databaseName).path)
         let applied = try database.fetchAll(sql: "SELECT identifier FROM \(SQLiteMigrator.appliedTable) ORDER BY identifier")
             .compactMap { try $0.value(at: 0).text() }
-        #expect(applied == ["v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9"])
+        #expect(applied == ["v1", "v10", "v11", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9"])
 
         // It goes on working: a use is recorded, and a second open finds the same.
         try store.markUsed([Self.installed], beginnings: [Self.installed: 1])
@@ -60,9 +60,34 @@ struct PreviousReleaseStoreTests {
         #expect(try reopened.installedPackIDs() == [Self.installed])
     }
 
+    /// Migration v11 records each row's URL as an origin of its catalog: the store of the previous
+    /// release serves its catalog offline through a new URL (the only catalog, or named by id), and
+    /// a new origin serving the same id continues the stored row, manifests included.
+    @Test func aStoreOfThePreviousReleaseServesItsCatalogThroughANewURL() throws {
+        let directory = try Self.makeStore()
+        let store = try ResourceStore(directory: directory.url)
+        let moved = URL(string: "https://new-cdn.example.com/game/")!
+        #expect(try store.storedCatalogURL(origins: [moved], catalogID: "previous-release") == Self.catalogURL)
+        #expect(try store.storedCatalogURL(origins: [moved]) == Self.catalogURL)
+        #expect(try store.storedCatalogURL(origins: [moved], orOnlyCatalog: false) == nil)
+        #expect(try store.storedCatalogURL(origins: [moved, Self.catalogURL], orOnlyCatalog: false) == Self.catalogURL)
+        #expect(try store.storedCatalogURL(origins: [moved], catalogID: "another-game") == nil)
+        #expect(try store.storedCatalogURL(origins: [Self.catalogURL], catalogID: "another-game") == nil)
+
+        var client = CatalogClient(catalogURL: moved, store: store, transport: try TransferEngine())
+        client.catalogID = "previous-release"
+        let snapshot = try #require(try client.storedSnapshot())
+        #expect(snapshot.version == 1 && snapshot.catalogURL == moved)
+
+        try store.recordOrigins([moved], servingCatalog: "previous-release")
+        #expect(try store.followedCatalog(url: moved)?.currentVersion == 1)
+        #expect(try store.manifest(catalogURL: moved, version: 1) != nil)
+        #expect(try store.followedCatalogURLs() == [Self.catalogURL])
+    }
+
     /// A store this release creates has exactly the schema the previous release's had, plus the
-    /// tables of migrations v8 (`manifestMeta`) and v9 (`packChunk` and its index), which older
-    /// releases leave alone, so either release can open the other's.
+    /// tables of migrations v8 (`manifestMeta`), v9 (`packChunk` and its index), v10
+    /// (`originFailure`) and v11 (`catalogOrigin`), which older releases leave alone, so either release can open the other's.
     @Test func aNewStoreHasThePreviousReleasesSchema() throws {
         let previous = try Self.makeStore()
         let created = try TemporaryDirectory(prefix: "odr-new")
@@ -72,8 +97,8 @@ struct PreviousReleaseStoreTests {
                 .fetchAll(sql: "SELECT type, name, sql FROM sqlite_master ORDER BY type, name")
                 .map { row in "\(try row.value("type").text() ?? "") \(try row.value("name").text() ?? ""): \(try row.value("sql").text() ?? "")" }
         }
-        let added = { (line: String) in line.contains("manifestMeta") || line.contains("packChunk") }
+        let added = { (line: String) in line.contains("manifestMeta") || line.contains("packChunk") || line.contains("originFailure") || line.contains("catalogOrigin") }
         #expect(try schema(created).filter { !added($0) } == schema(previous))
-        #expect(try schema(created).filter(added).count == 3)
+        #expect(try schema(created).filter(added).count == 5)
     }
 }

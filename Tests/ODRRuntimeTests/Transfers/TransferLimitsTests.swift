@@ -63,7 +63,7 @@ struct TransferLimitsTests {
     @Test func defaultsFailASilentServerWithinAMinute() {
         let defaults = TransferEngine.Configuration()
         // What docs/TRANSFERS.md promises.
-        #expect(defaults.connectTimeout == 15)
+        #expect(defaults.connectTimeout == 5)
         #expect(defaults.lowSpeedLimit == 1024)
         #expect(defaults.lowSpeedTime == 30)
         #expect(defaults.progressTimeout == 45)
