@@ -105,7 +105,7 @@ struct SplitMetadataTests {
         let top = try Served(Self.manifest()).manifest.encoded()
         let error = #expect(throws: FormatError.self) { try VersionManifest.decode(from: top) }
         #expect(error?.code == .unsupportedFormatVersion)
-        #expect(error?.message.contains("--split-metadata") == true)
+        #expect(error?.message.contains("--whole-manifest") == true)
     }
 
     @Test func filesForTagsListsTheirBinsAndTablesOnly() throws {
