@@ -102,8 +102,10 @@ public final class DirectoryExtractor: PackRangeSink {
         guard let current, current.name == entry.name else {
             throw FormatError(.invalidOperation, "Entry '\(entry.name)' ended without beginning.", field: entry.name)
         }
-        self.current = nil
+        // Detached first: a last write that fails leaves the entry current, so that
+        // removeCurrentEntry() still deletes its partial file.
         let descriptor = try current.file.detachDescriptor()
+        self.current = nil
         fchmod(descriptor, 0o444)
         if let syncs {
             syncs.submit(descriptor, path: current.file.path)
