@@ -26,7 +26,7 @@ extension CatalogPublisher {
         /// The dropped versions whose files are kept for the grace.
         public var graceVersions: [Int]
         /// Bytes the deletions free.
-        public var deletionBytes: Int64 { deletions.reduce(0) { $0 + $1.bytes } }
+        public var deletionBytes: Int64 { deletions.reduce(0) { $0.clampedAdding($1.bytes) } }
     }
 
     /// The folders (and leftovers) of the destination that `--delete` looks at: what a catalog
@@ -197,7 +197,10 @@ extension CatalogPublisher {
             guard let listed = try? JSONDecoder().decode([Listed].self, from: output) else {
                 throw BuildError(.publishDestination, "rclone lsjson printed something that is not its JSON listing; check the rclone version (1.50 or later)", file: remote)
             }
-            return Dictionary(listed.map { ($0.Path, $0.Size) }, uniquingKeysWith: { first, _ in first })
+            // The remote's names and sizes come from outside: a name that is not a clean catalog
+            // path ("packs/../x") is never a deletion candidate, and a size is at least 0.
+            return Dictionary(listed.filter { RelativePath.problem(inCatalogPath: $0.Path) == nil }.map { ($0.Path, max(0, $0.Size)) },
+                              uniquingKeysWith: { first, _ in first })
         }
     }
 }
