@@ -48,24 +48,29 @@ extension TagRules {
         /// The tags that need the file at `path`, sorted; empty for an untagged file.
         public func tags(forPath path: String) -> [String] {
             let components = path.split(separator: "/", omittingEmptySubsequences: true)
+            var matched = Set<Int>()
             var candidates: [Int] = []
             var prefix = ""
             for depth in 0...components.count {
                 if depth > 0 {
                     if depth > 1 { prefix += "/" }
                     prefix += components[depth - 1]
-                    if let found = literals[prefix] { candidates += found }
+                    // A literal pattern found under a folder of the path matches it (a folder
+                    // match covers everything below); found under the whole path, it matches
+                    // unless it names folders only. No need to match it character by character.
+                    for position in literals[prefix] ?? [] where depth < components.count || !patterns[position].glob.foldersOnly {
+                        matched.insert(patterns[position].rule)
+                    }
                 }
                 if let trie = prefixed[prefix] {
                     trie.collect(along: depth < components.count ? components[depth] : nil, into: &candidates)
                 }
             }
-            guard !candidates.isEmpty else { return [] }
-            var matched = Set<Int>()
             for position in candidates {
                 let (rule, glob) = patterns[position]
                 if !matched.contains(rule), glob.matches(path) { matched.insert(rule) }
             }
+            guard !matched.isEmpty else { return [] }
             return matched.sorted().compactMap { rule in
                 rules[rule].exclude.contains { $0.matches(path) } ? nil : rules[rule].name
             }
