@@ -61,6 +61,12 @@ struct CatalogBuilderTests {
         let first = try await fixture.build()
         #expect(first.hashedFiles == 2)
         let before = try fixture.snapshot()
+        // The cache is written atomically (a new inode) only when it changes.
+        func cacheInode() throws -> UInt64? {
+            try (FileManager.default.attributesOfItem(atPath: fixture.cache.path)[.systemFileNumber] as? NSNumber)?.uint64Value
+        }
+        let cacheBefore = try cacheInode()
+        #expect(cacheBefore != nil)
 
         let second = try await fixture.build()
         #expect(second.hashedFiles == 0)
@@ -68,6 +74,7 @@ struct CatalogBuilderTests {
         #expect(second.version == 1)
         #expect(second.packs.allSatisfy { $0.reused })
         #expect(try fixture.snapshot() == before)
+        #expect(try cacheInode() == cacheBefore, "a rebuild with nothing changed rewrote the build cache")
 
         let uncached = try await fixture.build(cached: false)
         #expect(uncached.hashedFiles == 2)

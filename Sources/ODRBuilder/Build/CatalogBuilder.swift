@@ -33,9 +33,18 @@ public struct CatalogBuilder: Sendable {
         guard FileManager.default.fileExists(atPath: options.assets.path, isDirectory: &isFolder), isFolder.boolValue else {
             throw BuildError(.assetsUnreadable, "the assets folder does not exist or is not a folder", file: options.assets.path)
         }
-        let rules = try TagRules.load(from: options.rulesURL)
+        // The build cache and the earlier versions are read on the other core while this one reads
+        // the rules and scans the assets: a rebuild with nothing changed is mostly these reads.
+        let loadingCache = Task { [location = options.cache] in location.map { BuildCache.load(from: $0) } }
         let catalog = CatalogDirectory(root: options.output)
-        let index = try catalog.loadIndexIfPresent()
+        // A bad rules file is reported before a bad catalog, as when the index was read after it.
+        let readIndex = Result { () throws(BuildError) in try catalog.loadIndexIfPresent() }
+        let earlierVersions = Task { [catalog] in
+            guard case .success(let index?) = readIndex else { return [CatalogDirectory.LoadedVersion?]() }
+            return index.versions.map { try? catalog.loadVersion($0.number, in: index) }
+        }
+        let rules = try TagRules.load(from: options.rulesURL)
+        let index = try readIndex.get()
         let catalogID = try resolveCatalogID(rules: rules, index: index)
         try BuildError.checkDistributionName(options.distribution, key: "--distribution")
 
@@ -43,7 +52,8 @@ public struct CatalogBuilder: Sendable {
         let scan = try AssetScanner(root: options.assets, rules: rules, skipping: skippedPaths()).scan()
         // Variant names are checked before hashing, so a misnamed file fails the build at once.
         let names = try VariantResolver(rules: rules.variants).resolve(scan.files.map(\.path))
-        var cache: BuildCache? = options.cache.map { BuildCache.load(from: $0) }
+        var cache: BuildCache? = await loadingCache.value
+        let loadedCache = cache
         let uncachedBytes = scan.files.reduce(Int64(0)) { $0 + (cache?.sha256(for: $1) == nil ? $1.size : 0) }
         progress(BuildProgress(phase: .hashing, completedBytes: 0, totalBytes: uncachedBytes))
         let hashing = try await AssetHasher(concurrency: options.concurrency).hash(scan.files, cache: &cache) { done in
@@ -68,9 +78,8 @@ public struct CatalogBuilder: Sendable {
         // Split metadata of earlier versions, offered for reuse once the form is known.
         var earlierParts: [SplitMetadata.Parts] = []
         let mayWriteSplit = (options.splitMetadata ?? rules.splitMetadata) != false
-        if let index {
-            for entry in index.versions {
-                guard let loaded = try? catalog.loadVersion(entry.number, in: index) else { continue }
+        if index != nil {
+            for case let loaded? in await earlierVersions.value {
                 archiver.offerReuse(of: loaded.manifest)
                 if mayWriteSplit, let parts = loaded.split { earlierParts.append(parts) }
                 previous = loaded
@@ -125,7 +134,10 @@ public struct CatalogBuilder: Sendable {
                 cache.recordChunks(file.chunks, sha256: file.sha256, sizes: packOptions.chunkSizes)
             }
             cache.retain(paths: Set(scan.files.map(\.path)))
-            try cache.save(to: location)
+            // A rebuild that hashed and chunked nothing new leaves the file as it was.
+            if cache != loadedCache || !FileManager.default.fileExists(atPath: location.path) {
+                try cache.save(to: location)
+            }
         }
         progress(BuildProgress(phase: .publishing, completedBytes: 1, totalBytes: 1))
 
