@@ -134,6 +134,10 @@ final class TransferLoop {
     private func pollTimeout() -> Int {
         let now = ContinuousClock.now
         var timeout = 1000
+        // Bytes short of a coalesced write reach the sink within the delivery delay, however quiet the network.
+        if running.values.contains(where: { $0.operation.holdsUndeliveredBytes }) {
+            timeout = Int(TransferOperation.deliveryDelay.components.attoseconds / 1_000_000_000_000_000) + 1
+        }
         let waking = queue.elements.compactMap(\.notBefore) + running.values.compactMap(\.rateLimitedUntil)
         for due in waking {
             let wait = now.duration(to: due)

@@ -12,6 +12,8 @@ final class RecordingSink: TransferSink {
         var bytes = Data()
         /// The most bytes one ``write(_:)`` was handed.
         var largestWrite = 0
+        /// How many times ``write(_:)`` was called.
+        var writes = 0
         var heads: [TransferResponseHead] = []
         var finished = false
         var failure: ResourceError?
@@ -36,6 +38,7 @@ final class RecordingSink: TransferSink {
 
     var bytes: Data { state.withLock { $0.bytes } }
     var largestWrite: Int { state.withLock { $0.largestWrite } }
+    var writes: Int { state.withLock { $0.writes } }
     var heads: [TransferResponseHead] { state.withLock { $0.heads } }
     var finished: Bool { state.withLock { $0.finished } }
     var failure: ResourceError? { state.withLock { $0.failure } }
@@ -112,6 +115,7 @@ final class RecordingSink: TransferSink {
         state.withLock { state in
             state.bytes.append(bytes)
             state.largestWrite = max(state.largestWrite, bytes.count)
+            state.writes += 1
         }
     }
 
