@@ -6,10 +6,15 @@ public struct InstallSummary: Sendable, Hashable, Codable {
     public var alreadyInstalled: [String] = []
     /// Packs installed from the bundled catalog on disk instead of the network.
     public var fromBundle: [String] = []
-    /// Archive bytes fetched over the network (bytes resumed from a partial download excluded).
+    /// Archive bytes received over the network by this install, counted where they arrived: from
+    /// every origin, attempt and retry, so after a failover mid-pack the bytes the origin that died
+    /// sent count as well as the rest from the next one. Bytes an earlier run received are not
+    /// counted again (they are in ``resumedBytes``), nor bytes reused from the store.
     public var downloadedBytes: Int64 = 0
-    /// Archive bytes an earlier, interrupted attempt had already fetched and verified, so they were
-    /// not fetched again (complete entries kept in staging, and the held part of a cut entry).
+    /// Archive bytes not fetched again because they were held: kept by an earlier, interrupted run
+    /// and verified (complete entries in staging, the held part of a cut entry), or received by
+    /// this install before a transfer was cut and continued with a range request, on the same
+    /// origin or another. The latter are in ``downloadedBytes`` too: they travelled once.
     public var resumedBytes: Int64 = 0
     /// Archive bytes not fetched because an installed file had the same content (a delta update).
     public var reusedBytes: Int64 = 0
@@ -46,7 +51,7 @@ public struct InstallSummary: Sendable, Hashable, Codable {
         public var id: String
         /// The archive's size: what a download of the whole pack would have cost.
         public var archiveBytes: Int64
-        /// Archive bytes fetched over the network now.
+        /// Archive bytes received over the network now, from every origin (see ``InstallSummary/downloadedBytes``).
         public var downloadedBytes: Int64
         /// The pack's distinct entries (files with the same content count once).
         public var entries: Int

@@ -74,25 +74,24 @@ extension PackInstaller {
     /// Assembles a chunked entry into `folder` in one pass, in chunk order: chunks written before
     /// are kept, held ones copied from disk (checked as they are read; one that does not match is
     /// fetched on its own instead), and the plan's ranges downloaded one after another, from the
-    /// origins as entry ranges are (see ``downloadFromOrigins(_:of:into:servedBy:check:)``).
+    /// origins as entry ranges are (see ``downloadFromOrigins(_:of:into:traffic:check:)``), which
+    /// adds what they move to `traffic`.
     ///
-    /// - Returns: the bytes downloaded and the requests made.
+    /// - Returns: the requests made.
     func assembleChunked(
-        _ item: ChunkedEntry, of pack: PackRecord, from source: URL, into folder: URL, journal: StagingJournal, servedBy: Locked<[URL]>,
+        _ item: ChunkedEntry, of pack: PackRecord, from source: URL, into folder: URL, journal: StagingJournal, traffic: Locked<PackTraffic>,
         received: @escaping @Sendable (Int64) -> Void, stalled: @escaping @Sendable (TransferRetry?) -> Void
-    ) async throws(ResourceError) -> (bytes: Int64, requests: Int) {
-        guard let writer = item.writer else { return (0, 0) }
+    ) async throws(ResourceError) -> Int {
+        guard let writer = item.writer else { return 0 }
         defer { writer.close() }
         let plan = item.plan
         var fetches = plan.fetches[...]
-        var downloaded: Int64 = 0
         var requests = 0
         func download(_ fetch: ChunkedEntryPlan.Fetch) async throws(ResourceError) {
             let sink = ChunkRangeSink(writer: writer, fetch: fetch, journal: journal, source: source, received: received, stalled: stalled)
             // A refused chunk blames the origin that sent it: the next attempt asks another.
-            let result = try await downloadFromOrigins(rangeRequest(for: pack, source: source, range: fetch.range, journal: journal),
-                                                       of: pack, into: sink, servedBy: servedBy)
-            downloaded = downloaded.clampedAdding(result.bytes - result.resumedBytes)
+            _ = try await downloadFromOrigins(rangeRequest(for: pack, source: source, range: fetch.range, journal: journal),
+                                                       of: pack, into: sink, traffic: traffic)
             requests += 1
         }
         while writer.done < plan.chunks.count {
@@ -109,7 +108,7 @@ extension PackInstaller {
             }
         }
         try writer.finish(into: folder)
-        return (downloaded, requests)
+        return requests
     }
 
     /// A request for `range` of the pack's archive (the whole of it for `nil`), with the origins and

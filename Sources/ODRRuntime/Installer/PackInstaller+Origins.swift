@@ -5,6 +5,20 @@ import Foundation
 #endif
 import ODRFormat
 
+/// What the network moved for one pack over every transfer of its install that ran to its end,
+/// across rounds: ``PackInstaller/downloadFromOrigins(_:of:into:traffic:check:)`` adds each one,
+/// before its check. A transfer that failed as a whole (every origin down, or a damaged entry
+/// refused as it arrived) reports no figure, so its bytes are not here.
+struct PackTraffic: Sendable {
+    /// Body bytes received over the network: every origin, attempt and retry, bytes later continued
+    /// by a range request and bytes the final check refused included.
+    var receivedBytes: Int64 = 0
+    /// Bytes a range request continued instead of fetching them again, after a cut or a failover.
+    var continuedBytes: Int64 = 0
+    /// The origins whose bytes the pack kept, in the order they first sent (only with several origins).
+    var origins: [URL] = []
+}
+
 /// The origin bookkeeping every request for pack bytes shares, whole archive, entry ranges or chunk
 /// ranges: the origin that served bytes the installer refused is blamed, so the next attempt asks
 /// another one (see ``PackInstaller/origins``).
@@ -13,9 +27,10 @@ extension PackInstaller {
     /// result. With several origins: a switch during the transfer marks the origin left as failed;
     /// an `integrity` failure (the sink or `check` refused the bytes) marks the origin that served
     /// them as failed and reports the switch the next attempt will make; success marks the serving
-    /// origin as good and adds it to `servedBy`.
+    /// origin as good. The bytes received (checked or not) and continued go to `traffic`, and on
+    /// success every origin that sent bytes of the body.
     func downloadFromOrigins(
-        _ request: TransferRequest, of pack: PackRecord, into sink: any TransferSink, servedBy: Locked<[URL]>,
+        _ request: TransferRequest, of pack: PackRecord, into sink: any TransferSink, traffic: Locked<PackTraffic>,
         check: (TransferResult) throws(ResourceError) -> Void = { _ throws(ResourceError) in }
     ) async throws(ResourceError) -> TransferResult {
         var request = request
@@ -32,10 +47,16 @@ extension PackInstaller {
         }
         do throws(ResourceError) {
             let result = try await transport.download(request, into: sink)
+            traffic.withLock {
+                $0.receivedBytes = $0.receivedBytes.clampedAdding(result.receivedBytes)
+                $0.continuedBytes = $0.continuedBytes.clampedAdding(result.resumedBytes)
+            }
             try check(result)
-            if let origins, let served = result.servedBy, let origin = origins.origin(of: served) {
+            if let origins, let served = result.servedBy, origins.origin(of: served) != nil {
                 origins.markSucceeded(served)
-                servedBy.withLock { if !$0.contains(origin) { $0.append(origin) } }
+                // The origins a failover left kept their bytes in the body: they served it too.
+                let senders = (result.receivedFrom + [served]).compactMap { origins.origin(of: $0) }
+                traffic.withLock { for origin in senders where !$0.origins.contains(origin) { $0.origins.append(origin) } }
             }
             return result
         } catch {

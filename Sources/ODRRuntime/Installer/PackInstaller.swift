@@ -257,6 +257,8 @@ public struct PackInstaller: Sendable {
         var policy = initialPolicy
         // Refused bytes send the next attempt to another origin, once per other origin.
         var integrityFailovers = 0
+        // What travelled in every round: a round that fails still moved bytes.
+        let traffic = Locked(PackTraffic())
         while true {
             try StoreFiles.makeFolder(folder.path)
             let staged = StagedEntries.look(in: folder, entries: entries, journal: journal, parts: parts, hashing: true,
@@ -291,18 +293,17 @@ public struct PackInstaller: Sendable {
                 }
             }
             do {
-                let servedBy = Locked<[URL]>([])
-                defer { for origin in servedBy.withLock({ $0 }) where !outcome.servedBy.contains(origin) { outcome.servedBy.append(origin) } }
-                var fetched = try await fetch(plan.fetches, of: pack, entries: entries, from: source, into: folder,
-                                              journal: journal, parts: parts, tracker: tracker, servedBy: servedBy)
+                try await fetch(plan.fetches, of: pack, entries: entries, from: source, into: folder,
+                                journal: journal, parts: parts, tracker: tracker, traffic: traffic)
                 outcome.requests = plan.fetches.count
                 for item in chunked {
-                    let done = try await assembleChunked(item, of: pack, from: source, into: folder, journal: journal, servedBy: servedBy,
-                                                         received: { tracker.received($0, of: pack) }, stalled: { tracker.stalled($0, of: pack) })
-                    fetched = fetched.clampedAdding(done.bytes)
-                    outcome.requests += done.requests
+                    outcome.requests += try await assembleChunked(item, of: pack, from: source, into: folder, journal: journal, traffic: traffic,
+                                                                  received: { tracker.received($0, of: pack) }, stalled: { tracker.stalled($0, of: pack) })
                 }
-                outcome.downloaded = fetched
+                let moved = traffic.withLock { $0 }
+                outcome.downloaded = moved.receivedBytes
+                outcome.resumed = outcome.resumed.clampedAdding(moved.continuedBytes)
+                outcome.servedBy = moved.origins
                 outcome.fetchedFiles = plan.fetchedEntries + chunked.count
                 return
             } catch where error.code == .integrity && !source.isFileURL && integrityFailovers + 1 < (origins?.origins.count ?? 0) {
@@ -332,43 +333,39 @@ public struct PackInstaller: Sendable {
         return [.malformedArchive, .unsupportedEntryType, .duplicateEntry, .unexpectedEntry, .unsupportedFeature].contains(format.code)
     }
 
-    /// Runs the plan's requests, a few at a time; returns the bytes downloaded.
+    /// Runs the plan's requests, a few at a time; what they move goes to `traffic`.
     private func fetch(
         _ fetches: [PackFetchPlan.Fetch], of pack: PackRecord, entries: [PackEntryExpectation], from source: URL, into folder: URL,
-        journal: StagingJournal, parts: CutEntryParts?, tracker: ProgressTracker, servedBy: Locked<[URL]>
-    ) async throws(ResourceError) -> Int64 {
-        guard !fetches.isEmpty else { return 0 }
+        journal: StagingJournal, parts: CutEntryParts?, tracker: ProgressTracker, traffic: Locked<PackTraffic>
+    ) async throws(ResourceError) {
+        guard !fetches.isEmpty else { return }
         let syncFiles = store.synchronousWrites
-        let one: @Sendable (PackFetchPlan.Fetch) async throws(ResourceError) -> Int64 = { fetch throws(ResourceError) in
+        let one: @Sendable (PackFetchPlan.Fetch) async throws(ResourceError) -> Void = { fetch throws(ResourceError) in
             let sink = EntryRangeSink(packID: pack.id, fetch: fetch, allEntries: entries, folder: folder, journal: journal,
                                       parts: parts, syncFiles: syncFiles, source: source, received: { tracker.received($0, of: pack) },
                                       stalled: { tracker.stalled($0, of: pack) })
             let request = rangeRequest(for: pack, source: source, range: fetch.isWholeArchive ? nil : fetch.range, journal: journal)
             do throws(ResourceError) {
-                let result = try await downloadFromOrigins(request, of: pack, into: sink, servedBy: servedBy) { _ throws(ResourceError) in
+                _ = try await downloadFromOrigins(request, of: pack, into: sink, traffic: traffic) { _ throws(ResourceError) in
                     guard sink.isVerified else {
                         throw ResourceError(.integrity, "Pack \(pack.id.prefix(12)) was not verified completely; it was refused.", url: source)
                     }
                 }
-                return result.bytes - result.resumedBytes
             } catch {
                 sink.close(keepingCurrentEntry: error.code != .integrity)
                 throw sink.formatFailure ?? error
             }
         }
         do {
-            return try await withThrowingTaskGroup(of: Int64.self) { group in
+            try await withThrowingTaskGroup(of: Void.self) { group in
                 var queue = fetches[...]
-                var total: Int64 = 0
                 for _ in 0..<max(1, maximumConcurrentRanges) {
                     guard let next = queue.popFirst() else { break }
                     group.addTask { try await one(next) }
                 }
-                while let bytes = try await group.next() {
-                    total += bytes
+                while try await group.next() != nil {
                     if let next = queue.popFirst() { group.addTask { try await one(next) } }
                 }
-                return total
             }
         } catch {
             throw ResourceError.installing(pack.id, url: source, error)

@@ -59,9 +59,7 @@ struct TransferDelivery {
                 case .data(let bytes):
                     try await write(bytes, body: &body)
                 case .finished(let completion):
-                    try await finish(body: body, statusCode: completion.statusCode, validators: completion.validators,
-                                     attempts: completion.attempts, resumedBytes: completion.resumedBytes,
-                                     servedBy: completion.servedBy)
+                    try await finish(body: body, completion)
                     return
                 case .notModified(let completion):
                     operation.resolve(.success(TransferResult(
@@ -125,7 +123,8 @@ struct TransferDelivery {
             remaining? -= Int64(count)
             try await write(chunk, body: &body)
         }
-        try await finish(body: body, statusCode: 0, validators: .init(), attempts: 1, resumedBytes: 0, servedBy: request.url)
+        try await finish(body: body, TransferCompletion(statusCode: 0, validators: .init(), attempts: 1, resumedBytes: 0,
+                                                        receivedBytes: body.held, receivedFrom: [request.url], servedBy: request.url))
     }
 
     // MARK: Steps shared by both sources
@@ -155,8 +154,7 @@ struct TransferDelivery {
         }
     }
 
-    private func finish(body: Body, statusCode: Int, validators: TransferValidators, attempts: Int, resumedBytes: Int64,
-                        servedBy: URL?) async throws {
+    private func finish(body: Body, _ completion: TransferCompletion) async throws {
         let digest = body.hasher?.finalize()
         if let expected = request.expectedSize, body.held != expected {
             throw sizeMismatch(received: body.held, expected: expected, atLeast: false)
@@ -168,8 +166,10 @@ struct TransferDelivery {
         }
         try await sink.finish()
         operation.resolve(.success(TransferResult(
-            outcome: .downloaded, statusCode: statusCode, bytes: body.held, resumedBytes: resumedBytes, sha256: digest,
-            validators: validators, attempts: attempts, peakBufferedBytes: operation.peakBufferedBytes, servedBy: servedBy)))
+            outcome: .downloaded, statusCode: completion.statusCode, bytes: body.held, resumedBytes: completion.resumedBytes,
+            receivedBytes: completion.receivedBytes, receivedFrom: completion.receivedFrom, sha256: digest,
+            validators: completion.validators, attempts: completion.attempts, peakBufferedBytes: operation.peakBufferedBytes,
+            servedBy: completion.servedBy)))
     }
 
     private var cancelled: ResourceError {

@@ -344,8 +344,9 @@ final class TransferLoop {
             retryOrFail(session, failure)
             return
         }
-        let completion = TransferCompletion(statusCode: status, validators: session.validators,
-                                            attempts: session.attempts, resumedBytes: session.resumedBytes, servedBy: url)
+        let completion = TransferCompletion(statusCode: status, validators: session.validators, attempts: session.attempts,
+                                            resumedBytes: session.resumedBytes, receivedBytes: session.receivedBytes,
+                                            receivedFrom: session.receivedFrom, servedBy: url)
         sessions[session.sequence] = nil
         if status == 304 {
             operation.deliver(.notModified(TransferCompletion(

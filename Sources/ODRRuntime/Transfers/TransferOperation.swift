@@ -356,6 +356,9 @@ struct TransferCompletion: Sendable {
     var validators: TransferValidators
     var attempts: Int
     var resumedBytes: Int64
+    /// Body bytes taken from the network over all attempts, and the URLs that sent them.
+    var receivedBytes: Int64 = 0
+    var receivedFrom: [URL] = []
     /// The URL that answered.
     var servedBy: URL?
 }

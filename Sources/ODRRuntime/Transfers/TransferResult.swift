@@ -22,6 +22,14 @@ public struct TransferResult: Sendable {
     public var bytes: Int64
     /// Bytes that were not downloaded again because a `Range` request continued an earlier attempt.
     public var resumedBytes: Int64
+    /// Body bytes received over the network, counted across every attempt and origin: bytes of an
+    /// attempt that was cut and then continued (``resumedBytes``) or started over count where they
+    /// arrived, so after a failover this is what every origin sent, which can exceed ``bytes``.
+    /// From a `file://` source, the bytes read.
+    public var receivedBytes: Int64
+    /// The URLs that sent body bytes, in the order they first did: after a failover mid-body, the
+    /// origin that died and the one that finished (``servedBy``).
+    public var receivedFrom: [URL]
     /// SHA-256 of the body as 64 hex digits, when ``TransferRequest/expectedSHA256`` asked for it.
     public var sha256: String?
     /// The response's validators, to store for a later conditional request.
@@ -35,12 +43,19 @@ public struct TransferResult: Sendable {
     public var servedBy: URL?
 
     /// Creates a result, as the engine (or a stand-in transport in tests) does.
-    public init(outcome: Outcome, statusCode: Int, bytes: Int64, resumedBytes: Int64 = 0, sha256: String? = nil,
-                validators: TransferValidators = .init(), attempts: Int = 1, peakBufferedBytes: Int = 0, servedBy: URL? = nil) {
+    ///
+    /// Without `receivedBytes`, the bytes the last attempt received (`bytes - resumedBytes`); without
+    /// `receivedFrom`, `servedBy` when bytes were received.
+    public init(outcome: Outcome, statusCode: Int, bytes: Int64, resumedBytes: Int64 = 0, receivedBytes: Int64? = nil,
+                receivedFrom: [URL]? = nil, sha256: String? = nil, validators: TransferValidators = .init(), attempts: Int = 1,
+                peakBufferedBytes: Int = 0, servedBy: URL? = nil) {
         self.outcome = outcome
         self.statusCode = statusCode
         self.bytes = bytes
         self.resumedBytes = resumedBytes
+        let received = receivedBytes ?? max(0, bytes - resumedBytes)
+        self.receivedBytes = received
+        self.receivedFrom = receivedFrom ?? (received > 0 ? servedBy.map { [$0] } ?? [] : [])
         self.sha256 = sha256
         self.validators = validators
         self.attempts = attempts

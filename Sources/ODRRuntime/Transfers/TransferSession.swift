@@ -24,6 +24,11 @@ final class TransferSession {
     var validators: TransferValidators
     /// Bytes saved by `Range` requests over all attempts.
     var resumedBytes: Int64 = 0
+    /// Body bytes taken from the network over all attempts, per origin (index in ``urls``): bytes
+    /// of an attempt that was cut, then continued or started over, count too.
+    var receivedPerOrigin: [Int64] = []
+    /// The origins that sent body bytes, in the order they first did.
+    var senders: [Int] = []
     /// The earliest time of the next attempt, after a failure.
     var notBefore: ContinuousClock.Instant?
     /// The caller's pause, mirrored by the loop so scanning the queue takes no locks.
@@ -94,7 +99,14 @@ final class TransferSession {
             ?? (range == nil ? nil : operation.request.ifRange)
             ?? TransferValidators()
         silentAttempts = Array(repeating: 0, count: urls.count)
+        receivedPerOrigin = Array(repeating: 0, count: urls.count)
     }
+
+    /// Body bytes taken from the network over all attempts and origins.
+    var receivedBytes: Int64 { receivedPerOrigin.reduce(0, +) }
+
+    /// The URLs that sent body bytes, in the order they first did.
+    var receivedFrom: [URL] { senders.map { urls[$0] } }
 
     /// How much the current attempt's connect and first-byte timeouts are stretched: doubled for
     /// each earlier attempt on the same origin that got no response (at most 8 times), so that a
@@ -198,6 +210,8 @@ final class TransferSession {
         switch operation.offer(bytes) {
         case .accepted:
             received += Int64(bytes.count)
+            if receivedPerOrigin[urlIndex] == 0 { senders.append(urlIndex) }
+            receivedPerOrigin[urlIndex] += Int64(bytes.count)
             lastProgress = .now
             if !failedOrigins.isEmpty { failedOrigins.removeAll() }
             return bytes.count

@@ -92,6 +92,19 @@ struct StoreBytesCommandTests {
         let lines = try JSONDecoder().decode([Line].self, from: Data(log.stdout.utf8))
         #expect(lines.first.map { [$0.kind, $0.packID, "\($0.bytes)"] } == ["purge", plan.packs[0].id, "\(Self.mebibyte)"])
         #expect(lines.filter { $0.reason == "older-version" }.count == 2, "versions 1 and 2 reclaimed as the next ones came")
+
+        // One more update, then a purge of everything: the superseded pack frees its own file, and
+        // the current one, deleted after it, all of its files (none is shared any more).
+        try await Self.update(game, file: 4, seed: 104)
+        try await Self.fetch(common)
+        let full = try Self.du(packs)
+        let all = try await ODRExecutable.run(["purge", "--catalog", game.catalog.path, "--store", store, "--bytes", "\(Int64.max)", "--json"])
+        #expect(all.status == 0, "\(all.stderr)")
+        let allPlan = try JSONDecoder().decode(Plan.self, from: Data(all.stdout.utf8))
+        let allFreed = full - (try Self.du(packs))
+        #expect(allPlan.packs.map(\.reason).first == "superseded" && allPlan.packs.count == 2)
+        #expect(Self.within(allPlan.bytesFreed, of: allFreed, fraction: 0.02) && abs(allPlan.bytesFreed - allFreed) <= 64 << 10,
+                "purge says it freed \(allPlan.bytesFreed), du says \(allFreed)")
     }
 
     @Test func keepingNoVersionLeavesOnlyTheCurrentPack() async throws {
@@ -148,6 +161,20 @@ struct StoreBytesCommandTests {
         #expect(Self.within(status.store.installedBytes, of: try Self.du(copy + "/packs"), fraction: 0.02))
         let verify = try await ODRExecutable.run(["verify", "--store", copy])
         #expect(verify.status == 0, "\(verify.stdout)\(verify.stderr)")
+
+        // In another copy made with its links (`cp -a`), one shared file of the current pack replaced
+        // by a copy of itself: that file now counts twice, as du counts it, and nothing is wrong.
+        let linked = stores.appending("linked").path
+        #expect(try runCommand("/bin/cp", ["-a", store, linked]).status == 0)
+        let current = try #require(try game.manifest(2).packs.first?.id)
+        let shared = linked + "/packs/\(current)/world/f0.bin"
+        #expect(try runCommand("/bin/cp", [shared, shared + ".copy"]).status == 0)
+        #expect(rename(shared + ".copy", shared) == 0)
+        let replaced = try await Self.status(["--catalog", game.catalog.path, "--store", linked])
+        #expect(replaced.store.sharedBytes == 18 * Self.mebibyte && replaced.store.installedBytes == 22 * Self.mebibyte)
+        #expect(Self.within(replaced.store.installedBytes, of: try Self.du(linked + "/packs"), fraction: 0.02))
+        let verifyReplaced = try await ODRExecutable.run(["verify", "--store", linked])
+        #expect(verifyReplaced.status == 0, "\(verifyReplaced.stdout)\(verifyReplaced.stderr)")
 
         // In the original, a file of the superseded pack linked from outside: pinned, not freeable.
         let manifest = try game.manifest(1)

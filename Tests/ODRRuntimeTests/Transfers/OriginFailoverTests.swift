@@ -305,6 +305,9 @@ struct OriginFailoverTests {
                 #expect(mirror.requests().map(\.range) == ["bytes=300000-"])
                 #expect(mirror.requests().map(\.ifRange) == [nil])
                 #expect(Self.sent(primary, "/packs/a.zip") + Self.sent(mirror, "/packs/a.zip") == body.count)
+                // Received: what both origins sent, the primary's bytes where they arrived.
+                #expect(result.receivedBytes == Int64(body.count))
+                #expect(result.receivedFrom == [primary.url(for: "packs/a.zip"), mirror.url(for: "packs/a.zip")])
             }
         }
     }
@@ -359,6 +362,39 @@ struct MirrorCommandTests {
                 let install = log.stdout.split(separator: "\n").first { $0.contains(" install ") && $0.contains(String(pack.id.prefix(12))) }
                 #expect(install?.hasSuffix("downloaded from \(mirror.baseURL.absoluteString)") == true, "\(log.stdout)")
             }
+        }
+    }
+
+    @Test func aFailoverMidPackCountsTheBytesOfBothOriginsAsDownloadedAndTheContinuationAsResumed() async throws {
+        try await OriginFailoverTests.withTwoOrigins { fixture, pack, primary, mirror in
+            let path = "/" + pack.archivePath
+            let cutAt = Int(pack.archiveBytes * 4 / 10)
+            // The primary's connection closes at 40% of the pack; the mirror continues from there.
+            primary.injectFaults(.truncate(afterBytes: cutAt), path: path)
+            let store = fixture.stores.appending("cut").path
+            let fetch = try await ODRExecutable.run(["fetch", "--catalog", primary.baseURL.absoluteString, "--mirror", mirror.baseURL.absoluteString,
+                                                     "--store", store, "--watermark", "0", "--json", "big"])
+            #expect(fetch.status == 0, "\(fetch.stderr)")
+            await primary.waitUntilIdle()
+            await mirror.waitUntilIdle()
+            let fromPrimary = OriginFailoverTests.sent(primary, path)
+            let fromMirror = OriginFailoverTests.sent(mirror, path)
+            #expect(fromPrimary == cutAt)
+            #expect(fromMirror > 0)
+            let json = try #require(try JSONSerialization.jsonObject(with: Data(fetch.stdout.utf8)) as? [String: Any])
+            // Downloaded: what both servers sent for the pack, nothing less.
+            #expect((json["downloadedBytes"] as? Int) == fromPrimary + fromMirror, "\(fetch.stdout)")
+            // The mirror's range continued the primary's bytes: they were not fetched again.
+            let resumed = try #require(json["resumedBytes"] as? Int)
+            #expect(resumed > 0 && resumed <= cutAt, "\(fetch.stdout)")
+            let packs = try #require(json["packs"] as? [[String: Any]])
+            #expect((packs.first?["downloadedBytes"] as? Int) == fromPrimary + fromMirror)
+            // The install line says the same and names both origins, the one that died first.
+            let log = try await ODRExecutable.run(["log", "--store", store])
+            let install = try #require(log.stdout.split(separator: "\n").first { $0.contains(" install ") && $0.contains(String(pack.id.prefix(12))) })
+            #expect(install.contains("\(fromPrimary + fromMirror) bytes received"), "\(install)")
+            #expect(install.contains("\(resumed) resumed"), "\(install)")
+            #expect(install.hasSuffix("downloaded from \(primary.baseURL.absoluteString), \(mirror.baseURL.absoluteString)"), "\(install)")
         }
     }
 
