@@ -5,10 +5,10 @@ import Foundation
 #endif
 import ODRFormat
 
-/// What the network moved for one pack over every transfer of its install that ran to its end,
-/// across rounds: ``PackInstaller/downloadFromOrigins(_:of:into:traffic:check:)`` adds each one,
-/// before its check. A transfer that failed as a whole (every origin down, or a damaged entry
-/// refused as it arrived) reports no figure, so its bytes are not here.
+/// What the network moved for one pack over every transfer of its install, across rounds:
+/// ``PackInstaller/downloadFromOrigins(_:of:into:traffic:check:)`` adds each one, before its check,
+/// and a transfer that failed as a whole (every origin down, or a damaged entry refused as it
+/// arrived) adds what it had received when it failed.
 struct PackTraffic: Sendable {
     /// Body bytes received over the network: every origin, attempt and retry, bytes later continued
     /// by a range request and bytes the final check refused included.
@@ -34,6 +34,7 @@ extension PackInstaller {
         check: (TransferResult) throws(ResourceError) -> Void = { _ throws(ResourceError) in }
     ) async throws(ResourceError) -> TransferResult {
         var request = request
+        request.failedAfterReceiving = { bytes in traffic.withLock { $0.receivedBytes = $0.receivedBytes.clampedAdding(bytes) } }
         let origins = request.alternateURLs.isEmpty ? nil : self.origins
         let originSwitched = self.originSwitched
         // The origin serving now: the one to blame for bytes that fail verification.

@@ -43,6 +43,7 @@ struct TransferDelivery {
             let failure = (error as? ResourceError)
                 ?? ResourceError(.storageFailure, "The downloaded bytes could not be stored: \(error). Check free space and permissions.",
                                  url: request.url, cause: SinkError(underlying: "\(error)"))
+            request.failedAfterReceiving?(request.url.isFileURL ? body.held : operation.networkBytes)
             await sink.fail(failure)
             operation.resolve(.failure(failure))
         }

@@ -68,6 +68,10 @@ public struct TransferRequest: Sendable {
     /// Called (from the task that feeds the sink, in order with its calls) each time the transfer
     /// moves to another origin: which one, why, and how many bytes it kept.
     public var originSwitched: (@Sendable (TransferOriginSwitch) -> Void)?
+    /// Called once if the transfer fails, with the body bytes it had received over the network by
+    /// then (every attempt and origin; from a `file://` source, the bytes read): a failed transfer
+    /// returns no ``TransferResult`` to carry ``TransferResult/receivedBytes``, but its bytes moved.
+    public var failedAfterReceiving: (@Sendable (Int64) -> Void)?
     /// The likelihood of the likeliest live anticipation hint naming the pack this transfer fetches
     /// (0: none): among queued transfers of equal priority the likelier starts first
     /// (``TransferOrder``). Set by the resource manager; changed later through

@@ -149,12 +149,18 @@ struct OriginFailoverTests {
             let recorder = SwitchRecorder(manager)
             _ = try await manager.loadCatalog()
             // A bad edge flips a bit in the third file (past the first two and their headers).
-            primary.injectFaults(.corrupt(atOffset: (2 << 20) + (512 << 10)), count: 100, path: path)
-            _ = try await manager.fetch(tags: ["big"])
+            let corruptAt = (2 << 20) + (512 << 10)
+            primary.injectFaults(.corrupt(atOffset: corruptAt), count: 100, path: path)
+            let report = try await manager.fetch(tags: ["big"])
             try await Self.expectInstalled(manager, fixture)
 
+            await primary.waitUntilIdle()
             await mirror.waitUntilIdle()
             let fromMirror = Self.sent(mirror, path)
+            // The primary's refused transfer failed as a whole; the bytes it brought still moved, so
+            // they are downloaded bytes too: at least up to the damaged byte, at most what it sent.
+            #expect(report.install.downloadedBytes >= Int64(fromMirror + corruptAt), "\(report.install.downloadedBytes) downloaded, mirror sent \(fromMirror)")
+            #expect(report.install.downloadedBytes <= Int64(fromMirror + Self.sent(primary, path)))
             // The first two files were verified and kept: the mirror sent about the last two.
             #expect(fromMirror > 0)
             #expect(fromMirror <= Int(pack.archiveBytes) / 2 + (64 << 10), "mirror sent \(fromMirror)")
