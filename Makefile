@@ -119,7 +119,7 @@ bundle: deps
 # resident memory, 256 MiB in one allocation, so an allocation sized by the input is a finding).
 # Swift's own crash handler is off too: under ASan it reported its own reads instead of the trap.
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS ?= pack-stream pack-range central-directory manifest-json manifest-compact split-manifest tag-bin file-table catalog journal tag-rules response-headers dbus-reply
+FUZZ_TARGETS ?= pack-stream pack-range central-directory manifest-json manifest-compact manifest-compact-file split-manifest tag-bin file-table catalog journal tag-rules response-headers dbus-reply
 FUZZ_DIR ?= .build-fuzz
 # More libFuzzer flags, e.g. FUZZ_FLAGS="-fork=2 -ignore_crashes=1" to go on after a crash.
 FUZZ_FLAGS ?=

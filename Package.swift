@@ -238,7 +238,7 @@ let package = Package(
 if Context.environment["ODR_FUZZ"] == "1" {
     let fuzzTargets = [
         "pack-stream", "pack-range", "central-directory", "manifest-json", "manifest-compact",
-        "split-manifest", "tag-bin", "file-table", "catalog", "journal", "tag-rules", "response-headers", "dbus-reply",
+        "manifest-compact-file", "split-manifest", "tag-bin", "file-table", "catalog", "journal", "tag-rules", "response-headers", "dbus-reply",
     ]
     package.targets.append(.systemLibrary(name: "CLibFuzzer", path: "Fuzz/LibFuzzer"))
     for name in fuzzTargets {

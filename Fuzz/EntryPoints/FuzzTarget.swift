@@ -27,6 +27,13 @@ package enum FuzzTarget: String, CaseIterable, Sendable {
     case manifestJSON = "manifest-json"
     /// A manifest's compact form, as the store keeps it, decoded and validated.
     case manifestCompact = "manifest-compact"
+    /// A compact manifest as the store keeps it in `manifests/<sha>.odrm` (layouts 5 and 6, which
+    /// record the SHA-256 of the JSON they stand for), opened from a file as the store opens it
+    /// (``VersionManifest/init(compactFileAt:source:)``, memory-mapped) under ``compactSource``,
+    /// validated, then read pack by pack. The input's checksum is made right first
+    /// (``VersionManifest/resealedCompact(_:)``): whoever writes the store can do the same, and
+    /// otherwise nearly every input would stop at the checksum.
+    case manifestCompactFile = "manifest-compact-file"
     /// A split version manifest (format 3, `versions/<n>.json`), decoded and validated
     /// (``SplitManifest/decode(from:)``), then the bins of a few tags looked up.
     case splitManifest = "split-manifest"
@@ -63,6 +70,18 @@ package enum FuzzTarget: String, CaseIterable, Sendable {
             let manifest = try VersionManifest(compact: Data(bytes))
             try manifest.validate()
             _ = manifest.makeIndex()
+        case .manifestCompactFile:
+            let sealed = VersionManifest.resealedCompact(Data(bytes))
+            try sealed.withUnsafeBytes { sealed in try ScratchFile.shared.withFile(holding: sealed) { url in
+                let manifest = try VersionManifest(compactFileAt: url, source: Self.compactSource)
+                try manifest.validate()
+                let index = manifest.makeIndex()
+                for pack in manifest.packs {
+                    _ = index.files(inPack: pack.id)
+                    _ = index.expectedEntries(inPack: pack.id)
+                }
+                for path in Self.samplePaths { _ = index.files(atPath: path) }
+            } }
         case .splitManifest:
             let manifest = try SplitManifest.decode(from: Data(bytes))
             _ = manifest.bins(forTags: Self.sampleTags)
@@ -159,10 +178,14 @@ package enum FuzzTarget: String, CaseIterable, Sendable {
         try! TrustedKeySet(keys: [SigningKey(seed: signingKeySeed).publicKey], threshold: 1)
     }()
 
-    /// Paths the fuzzed tag rules are matched against.
+    /// The digest the `manifest-compact-file` target opens its input under, as the store opens
+    /// `manifests/<digest>.odrm`; its seeds record it (any other is refused, as in a store).
+    package static let compactSource = String(repeating: "5a", count: 32)
+
     /// Tags the `split-manifest` target looks up.
     static let sampleTags = ["small", "big", "level1"]
 
+    /// Paths the fuzzed tag rules are matched against, and the compact manifests looked up.
     static let samplePaths = [
         "Levels/Level1/map.json", "levels/level1/MAP.JSON", "a/b/c/d/e/f/g/h/i/j/k/l/m/n/o/p.png",
         "Textures/sky@2x.astc", "README.md", ".hidden/file", "x",

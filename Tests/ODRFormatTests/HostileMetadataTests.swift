@@ -123,4 +123,54 @@ struct HostileMetadataTests {
         #expect(throws: FormatError.self) { try SplitMetadata.checkBudget([pin(1 << 20)], holding: SplitMetadata.maximumHeldBytes) }
         try SplitMetadata.checkBudget(Array(repeating: pin(200 << 10), count: 300))
     }
+
+    /// A split manifest over its byte limit is refused on its size, before its JSON is decoded
+    /// (before, it was decoded whole twice and refused only for its bin count).
+    @Test func aSplitManifestOverItsByteLimitIsRefusedBeforeDecoding() throws {
+        let data = CatalogFixture.splitManifestJSON(bins: 200_000, catalogID: "hostile")
+        #expect(data.count > SplitManifest.maximumBytes)
+        let error = #expect(throws: FormatError.self) { try PublishedManifest.decode(from: data) }
+        #expect(error?.code == .sizeMismatch && error?.field == "maximumBytes")
+        #expect(error?.message.contains("SplitManifest.maximumBytes") == true)
+    }
+
+    /// More bins than the format allows are counted in the pass that checks the keys and refused
+    /// there, naming the limit; a manifest within it still decodes.
+    @Test func aSplitManifestWithMoreBinsThanTheFormatAllowsIsRefusedFromItsShape() throws {
+        let data = CatalogFixture.splitManifestJSON(bins: SplitManifest.maximumBinCount + 1, catalogID: "hostile")
+        let error = #expect(throws: FormatError.self) { try PublishedManifest.decode(from: data) }
+        #expect(error?.code == .invalidValue && error?.field == "bins")
+        #expect(error?.message.contains("found \(SplitManifest.maximumBinCount + 1), refused before decoding") == true)
+        guard case .split(let split) = try PublishedManifest.decode(from: CatalogFixture.splitManifestJSON(bins: 4, catalogID: "hostile")) else {
+            Issue.record("a split manifest of 4 bins did not decode as one")
+            return
+        }
+        #expect(split.bins.count == 4)
+    }
+
+    /// Tables that together list more files than one request decodes are refused on their counts:
+    /// from the bins' counts before any is fetched, and by a table's own count before any of its
+    /// records is decoded (before, its records were decoded until one failed).
+    @Test func fileRecordsOverTheBudgetAreRefusedOnTheirCounts() throws {
+        let error = #expect(throws: FormatError.self) {
+            try SplitMetadata.checkRecordBudget([SplitMetadata.maximumFileRecords / 2, SplitMetadata.maximumFileRecords / 2 + 1])
+        }
+        #expect(error?.code == .sizeMismatch && error?.field == "maximumFileRecords")
+        #expect(error?.message.contains("SplitMetadata.maximumFileRecords") == true)
+        try SplitMetadata.checkRecordBudget([SplitMetadata.maximumFileRecords / 2, SplitMetadata.maximumFileRecords / 2])
+        #expect(throws: FormatError.self) { try SplitMetadata.checkRecordBudget([.max, .max]) }
+
+        // A table whose count its bytes could hold (38 bytes a record), one over the budget.
+        let count = SplitMetadata.maximumFileRecords + 1
+        var out = ByteWriter()
+        out.append(PackFileTable.magic)
+        out.bytes.append(PackFileTable.layout)
+        out.append([UInt8](repeating: 0xAB, count: 32))
+        out.varint(UInt64(count))
+        out.append(deterministicBytes(count: count * PackFileTable.minimumFileBytes, seed: 4003))
+        let tableError = #expect(throws: FormatError.self) {
+            try PackFileTable.decode(from: try SplitMetadata.served(compact: Data(out.bytes)))
+        }
+        #expect(tableError?.code == .sizeMismatch && tableError?.field == "maximumFileRecords")
+    }
 }

@@ -130,6 +130,7 @@ private struct FuzzSeeds {
             try write(.manifestJSON, "\(game).json", Data(contentsOf: fixture.catalog.appending(path: VersionManifest.manifestPath(forVersion: 1))))
             let compact = try manifest.compactEncoded()
             try write(.manifestCompact, "\(game).bin", compact)
+            try write(.manifestCompactFile, "\(game).bin", VersionManifest.compact(compact, recordingSource: FuzzTarget.compactSource))
             for (index, pack) in manifest.packs.enumerated() {
                 let archive = try Data(contentsOf: fixture.catalog.appending(path: pack.archivePath))
                 let name = "\(game)-pack\(index)"
@@ -218,6 +219,7 @@ private struct FuzzSeeds {
             let manifest = try fixture.manifest(1)
             let compact = try manifest.compactEncoded()
             try write(.manifestCompact, "chunked.bin", compact)
+            try write(.manifestCompactFile, "chunked.bin", VersionManifest.compact(compact, recordingSource: FuzzTarget.compactSource))
             for (index, pack) in manifest.packs.enumerated() {
                 let archive = try Data(contentsOf: fixture.catalog.appending(path: pack.archivePath))
                 try write(.packStream, "chunked-pack\(index).bin", FramedPack.encode(manifest: compact, option: 2, packIndex: UInt8(index), archive: archive))

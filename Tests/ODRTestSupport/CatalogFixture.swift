@@ -93,6 +93,20 @@ public struct CatalogFixture: Sendable {
     /// The bytes of asset `path`.
     public func contents(of path: String) throws -> Data { try Data(contentsOf: assets.appending(path: path)) }
 
+    /// The JSON of a split manifest (format 3, version 1) with `bins` pins of 100 bytes, written
+    /// as a hostile server would: compact, unvalidated, as many bins as asked.
+    public static func splitManifestJSON(bins: Int, catalogID: String) -> Data {
+        var text = Data(#"{"bins":["#.utf8)
+        let pin = Data(#"{"sha256":"\#(String(repeating: "a", count: 64))","size":100}"#.utf8)
+        text.reserveCapacity(bins * (pin.count + 1) + 256)
+        for i in 0..<bins {
+            if i > 0 { text.append(UInt8(ascii: ",")) }
+            text += pin
+        }
+        text += Data(#"],"catalogID":"\#(catalogID)","formatVersion":3,"initialInstallTags":[],"prefetchOrder":[],"totals":{"archiveBytes":1,"files":1,"installedBytes":1,"packs":1,"tags":1},"version":1}"#.utf8)
+        return text
+    }
+
     /// `value` as JSON the way a hostile server would write it: without the validation that
     /// `encoded()` does before writing a catalog or manifest.
     public static func unvalidatedJSON(_ value: some Encodable) throws -> Data {

@@ -143,3 +143,63 @@ public func waitUntil(_ what: String, timeout: Duration = .seconds(120), _ condi
         try await Task.sleep(for: .milliseconds(10))
     }
 }
+
+/// What ``runMeasuringPeakMemory(_:_:)`` saw of a finished child.
+public struct MeasuredRun: Sendable {
+    /// The exit status, or the signal's number when ``killedBySignal``.
+    public var status: Int32
+    public var killedBySignal: Bool
+    public var stdout: String
+    public var stderr: String
+    /// The child's peak resident memory (`ru_maxrss` from `wait4`), in bytes.
+    public var peakResidentBytes: Int
+}
+
+/// Runs `executable` with `arguments` to completion and reports its peak resident memory, read
+/// for exactly this child from `wait4`. A small `python3` forks and waits for it: Linux records the
+/// high-water mark of the memory a process execs from, which for a child spawned by the test
+/// process is the test process's own (hundreds of MiB after building hostile inputs), while a
+/// child forked by a small process starts from that process's few MiB. Output goes to temporary
+/// files, so no pipe can fill. Blocks: call it off the concurrency pool.
+public func runMeasuringPeakMemory(_ executable: URL, _ arguments: [String]) throws -> MeasuredRun {
+    let folder = try TemporaryDirectory(prefix: "odr-measured")
+    let outPath = folder.appending("stdout").path, errPath = folder.appending("stderr").path
+    let usagePath = folder.appending("usage").path
+    let script = """
+        import os, sys
+        pid = os.fork()
+        if pid == 0:
+            os.execv(sys.argv[2], sys.argv[2:])
+        _, status, usage = os.wait4(pid, 0)
+        with open(sys.argv[1], "w") as out:
+            out.write(f"{usage.ru_maxrss} {status}")
+        """
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    posix_spawn_file_actions_addopen(&actions, 1, outPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+    posix_spawn_file_actions_addopen(&actions, 2, errPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+    let argv = (["/usr/bin/env", "python3", "-c", script, usagePath, executable.path] + arguments).map { strdup($0) } + [nil]
+    defer { for pointer in argv { free(pointer) } }
+    let environment = ProcessInfo.processInfo.environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+    defer { for pointer in environment { free(pointer) } }
+    var pid: pid_t = 0
+    let spawned = posix_spawn(&pid, "/usr/bin/env", &actions, nil, argv, environment)
+    guard spawned == 0 else { throw POSIXError(POSIXErrorCode(rawValue: spawned) ?? .EIO) }
+    var waited: Int32 = 0
+    while waitpid(pid, &waited, 0) < 0 {
+        guard errno == EINTR else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+    }
+    let usage = ((try? String(contentsOfFile: usagePath, encoding: .utf8)) ?? "").split(separator: " ").compactMap { Int($0) }
+    guard usage.count == 2 else {
+        throw POSIXError(.EIO, userInfo: [NSLocalizedDescriptionKey: "python3 did not report the child's usage: \((try? String(contentsOfFile: errPath, encoding: .utf8)) ?? "")"])
+    }
+    // WIFSIGNALED / WTERMSIG / WEXITSTATUS, which Swift does not import as macros.
+    let status = Int32(usage[1])
+    let signal = status & 0x7F
+    let killed = signal != 0 && signal != 0x7F
+    return MeasuredRun(status: killed ? signal : (status >> 8) & 0xFF, killedBySignal: killed,
+                       stdout: (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? "",
+                       stderr: (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? "",
+                       peakResidentBytes: usage[0] * 1024)
+}

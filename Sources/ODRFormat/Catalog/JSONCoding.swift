@@ -23,8 +23,10 @@ enum CatalogJSON {
     ///
     /// The one entry point for JSON read from outside (`catalog.json`, manifests): it first refuses
     /// a duplicate key (``JSONKeyCheck``), on which readers would disagree.
-    static func decode<T: Decodable>(_ type: T.Type, from data: Data, file: String) throws(FormatError) -> T {
-        try JSONKeyCheck.check(data, file: file)
+    ///
+    /// - Parameter keysChecked: `true` when the caller ran ``JSONKeyCheck`` over `data` already.
+    static func decode<T: Decodable>(_ type: T.Type, from data: Data, file: String, keysChecked: Bool = false) throws(FormatError) -> T {
+        if !keysChecked { try JSONKeyCheck.check(data, file: file) }
         do {
             return try JSONDecoder().decode(type, from: data)
         } catch let error as FormatError {

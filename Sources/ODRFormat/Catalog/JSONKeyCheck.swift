@@ -16,16 +16,45 @@ enum JSONKeyCheck {
     /// Nesting deeper than this is refused, as `JSONDecoder` refuses it.
     static let maximumDepth = 512
 
-    /// Throws when `data` has a duplicate key, or cannot be tokenized as UTF-8 JSON.
+    /// The most values (numbers, strings, literals, objects and arrays, keys aside) a text of
+    /// `byteCount` bytes may hold: 2^20, plus one for every 32 bytes. `JSONDecoder` holds every
+    /// value of a text at once, about 48 bytes each beside the text, so a 32 MiB text of bare
+    /// `0,`s (16 million values) took 838 MiB to refuse; within this limit it takes at most about
+    /// 100 MiB. Genuine catalogs and manifests hold one value in 20 bytes or more (a pretty-printed
+    /// file record is 9 values in about 300 bytes), so they stay far below it.
+    static func maximumValueCount(forBytes byteCount: Int) -> Int { (1 << 20) + byteCount / 32 }
+
+    /// What the same pass sees of a top-level object, for checks that must come before decoding
+    /// (a decoder holds the whole text and every value at once): how many elements each of its
+    /// arrays has, and the text of its numbers and literals.
+    struct Shape {
+        /// The element count of each array value of the top-level object, by key.
+        var arrayCounts: [String: Int] = [:]
+        /// The text of each number, `true`, `false` or `null` value of the top-level object (at
+        /// most 32 bytes of it), by key.
+        var scalars: [String: String] = [:]
+
+        /// The top-level integer `key`, when its text is one.
+        func integer(_ key: String) -> Int? { scalars[key].flatMap { Int($0) } }
+    }
+
+    /// Throws when `data` has a duplicate key, or cannot be tokenized as UTF-8 JSON; returns the
+    /// shape of its top-level object.
     ///
     /// - Throws: ``FormatError`` `duplicate` naming the key's JSON path (`packs[2].id`);
-    ///   `malformed-json` for bytes that are not UTF-8 JSON.
-    static func check(_ data: Data, file: String) throws(FormatError) {
+    ///   `malformed-json` for bytes that are not UTF-8 JSON; `size-mismatch` (field
+    ///   `maximumValueCount`) for more values than ``maximumValueCount(forBytes:)``, found before
+    ///   anything is decoded.
+    @discardableResult
+    static func check(_ data: Data, file: String) throws(FormatError) -> Shape {
         let result = data.withUnsafeBytes { raw in
             var scanner = Scanner(bytes: raw)
-            return Result { () throws(FormatError) in try scanner.run(file: file) }
+            return Result { () throws(FormatError) -> Shape in
+                try scanner.run(file: file)
+                return scanner.shape
+            }
         }
-        try result.get()
+        return try result.get()
     }
 
     private struct Scanner {
@@ -39,9 +68,16 @@ enum JSONKeyCheck {
         let bytes: UnsafeRawBufferPointer
         var i = 0
         var stack: [Frame] = []
+        var shape = Shape()
+        var values = 0
+        let maximumValues: Int
+
+        /// Whether the innermost open value is the top-level object.
+        var inTopLevelObject: Bool { stack.count == 1 && stack[0].keys != nil }
 
         init(bytes: UnsafeRawBufferPointer) {
             self.bytes = bytes
+            maximumValues = JSONKeyCheck.maximumValueCount(forBytes: bytes.count)
             // A UTF-8 byte order mark, which decoders skip.
             if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { i = 3 }
         }
@@ -52,6 +88,10 @@ enum JSONKeyCheck {
                 // A value.
                 skipSpace()
                 guard i < bytes.count else { throw malformed }
+                values += 1
+                guard values <= maximumValues else {
+                    throw FormatError(.sizeMismatch, "\(file) holds more than \(maximumValues) JSON values in its \(bytes.count) bytes (JSONKeyCheck.maximumValueCount: 2^20 plus one per 32 bytes); a decoder would hold every one at once, so it is not decoded. Rebuild the catalog with odrpack.", field: "maximumValueCount")
+                }
                 switch bytes[i] {
                 case UInt8(ascii: "{"), UInt8(ascii: "["):
                     let isObject = bytes[i] == UInt8(ascii: "{")
@@ -73,6 +113,9 @@ enum JSONKeyCheck {
                     let start = i
                     while i < bytes.count, Self.isScalarByte(bytes[i]) { i += 1 }
                     guard i > start else { throw malformed }
+                    if inTopLevelObject {
+                        shape.scalars[stack[0].key] = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[start..<min(i, start + 32)]), as: UTF8.self)
+                    }
                 }
                 // After a value: close what ends here, then find the next value.
                 closing: while true {
@@ -94,6 +137,7 @@ enum JSONKeyCheck {
                         break closing
                     case UInt8(ascii: "}") where top.keys != nil, UInt8(ascii: "]") where top.keys == nil:
                         stack.removeLast()
+                        if top.keys == nil, inTopLevelObject { shape.arrayCounts[stack[0].key] = top.index + 1 }
                     default:
                         throw malformed
                     }

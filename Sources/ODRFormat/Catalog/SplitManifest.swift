@@ -77,6 +77,10 @@ public struct SplitManifest: Codable, Sendable, Equatable {
     public static func isSplitFormatVersion(_ version: Int) -> Bool { version == formatVersion || version == chunkedFormatVersion }
     /// The most bins a manifest may have.
     public static let maximumBinCount = 1 << 16
+    /// The largest split manifest a reader decodes: 16 MiB. Its pins take about 100 bytes a bin
+    /// (6.5 MB at ``maximumBinCount``), and decoding JSON holds several times its size, so a
+    /// larger text is refused before it is decoded.
+    public static let maximumBytes = 16 << 20
     /// How many tags `odrpack` places in a bin, at most on average: the bin count is the smallest
     /// power of two that keeps the average at or below it.
     public static let tagsPerBin = 64
@@ -167,8 +171,26 @@ public struct SplitManifest: Codable, Sendable, Equatable {
     /// - Throws: ``FormatError``: `malformed-json`, `duplicate` (a key twice), `unsupported-format-version`
     ///   (another format version), `invalid-value` (a bin count that is not a power of two, a bad
     ///   pin or total, a malformed tag name).
+    ///   Before decoding, `size-mismatch` (field `maximumBytes`) for a text over ``maximumBytes``
+    ///   and `invalid-value` (field `bins`) for more than ``maximumBinCount`` bins, from one pass
+    ///   over the bytes that holds nothing of them.
     public static func decode(from data: Data) throws(FormatError) -> SplitManifest {
-        let manifest = try CatalogJSON.decode(SplitManifest.self, from: data, file: "the split version manifest")
+        try decode(from: data, shape: JSONKeyCheck.check(data, file: file))
+    }
+
+    static let file = "the split version manifest"
+
+    /// Decodes `data`, whose keys ``JSONKeyCheck`` checked, yielding `shape`: its size and bin
+    /// count are checked before anything is decoded.
+    static func decode(from data: Data, shape: JSONKeyCheck.Shape) throws(FormatError) -> SplitManifest {
+        guard data.count <= maximumBytes else {
+            throw FormatError(.sizeMismatch, "\(file) is \(data.count) bytes, over the \(maximumBytes)-byte limit for a split manifest (SplitManifest.maximumBytes), so it is not decoded. Rebuild the catalog.", field: "maximumBytes")
+        }
+        let binCount = shape.arrayCounts["bins"] ?? 0
+        guard binCount <= maximumBinCount else {
+            throw FormatError(.invalidValue, "A split manifest has a power of two from 1 to \(maximumBinCount) bins (SplitManifest.maximumBinCount); found \(binCount), refused before decoding. Rebuild the catalog.", field: "bins")
+        }
+        let manifest = try CatalogJSON.decode(SplitManifest.self, from: data, file: file, keysChecked: true)
         try manifest.validate()
         return manifest
     }
@@ -234,14 +256,24 @@ public enum PublishedManifest: Sendable {
     /// Decodes either kind: a manifest of format version 3 or 5 as a ``SplitManifest``, any other as a
     /// ``VersionManifest``.
     ///
+    /// The text is scanned once first (``JSONKeyCheck``, which holds nothing of it): a manifest
+    /// whose `formatVersion` is a split one is decoded only as a ``SplitManifest``, after its size
+    /// and bin count are checked, and any other only as a ``VersionManifest``, so no text is
+    /// decoded twice.
+    ///
     /// - Throws: ``FormatError`` as ``VersionManifest/decode(from:)`` and ``SplitManifest/decode(from:)``.
     public static func decode(from data: Data) throws(FormatError) -> PublishedManifest {
+        let shape = try JSONKeyCheck.check(data, file: "the version manifest")
+        if let version = shape.integer("formatVersion"), SplitManifest.isSplitFormatVersion(version) {
+            return .split(try SplitManifest.decode(from: data, shape: shape))
+        }
         do {
-            return .full(try VersionManifest.decode(from: data))
+            return .full(try VersionManifest.decode(from: data, keysChecked: true))
         } catch where error.code == .unsupportedFormatVersion {
+            // A version spelled otherwise than as a plain integer (`3.0`) that the decoder reads as a split one.
             let original = error
             do {
-                return .split(try SplitManifest.decode(from: data))
+                return .split(try SplitManifest.decode(from: data, shape: shape))
             } catch where error.code == .unsupportedFormatVersion {
                 throw original
             }

@@ -38,18 +38,25 @@ extension SplitMetadata {
     /// The tables of every pack that `tags` reference, each once, read from their bins (fetched
     /// through `fetch`, each checked against its pin); tags no bin holds are skipped.
     ///
-    /// - Throws: as ``TagBin/decode(from:pin:index:binCount:file:)``; whatever `fetch` throws.
+    /// - Throws: as ``TagBin/decode(from:pin:index:binCount:file:)``; `size-mismatch` (field
+    ///   `maximumFileRecords`) when the bins say the tables list more files together than
+    ///   ``maximumFileRecords``, so nothing is fetched for them; whatever `fetch` throws.
     public static func tableFiles(forTags tags: some Sequence<String>, of manifest: SplitManifest,
                                   fetch: (String) throws -> Data) throws -> [File] {
         let wanted = Set(tags)
         let bins = try decodedBins(forTags: wanted, of: manifest, fetch: fetch)
         var files: [File] = []
+        var counts: [Int] = []
         var seen = Set<String>()
         for tag in bins.tags.values.filter({ wanted.contains($0.name) }).sorted(by: { $0.name < $1.name }) {
             for id in tag.packs where seen.insert(id).inserted {
-                if let entry = bins.packs[id] { files.append(File(path: tablePath(for: entry.table), pin: entry.table)) }
+                if let entry = bins.packs[id] {
+                    files.append(File(path: tablePath(for: entry.table), pin: entry.table))
+                    counts.append(entry.fileCount)
+                }
             }
         }
+        try checkRecordBudget(counts)
         return files
     }
 
@@ -123,6 +130,8 @@ extension SplitMetadata {
             if !usedBins.contains(file.path) { used.append(file) }
         }
         let decodedIDs = Set(tagRecords.filter { !carried.contains($0.name) }.flatMap(\.packs))
+        // The tables to decode, by their bins' counts, before any is read.
+        try checkRecordBudget(packIDs.filter(decodedIDs.contains).compactMap { bins.packs[$0]?.fileCount })
         for id in packIDs {
             if decodedIDs.contains(id), let entry = bins.packs[id] {
                 var pack = entry.pack

@@ -14,8 +14,16 @@ import Foundation
 public enum SplitMetadata {
     /// The largest metadata file (bin or table) a reader accepts as served: 64 MiB.
     public static let maximumFileBytes: Int64 = 64 << 20
-    /// The most bytes a metadata file may inflate to: 256 MiB.
-    public static let maximumInflatedBytes = 256 << 20
+    /// The most bytes a metadata file may inflate to: 64 MiB. A table of 100,000 files inflates to
+    /// about 10 MB; the inflated bytes are held while their records are decoded, so this bounds
+    /// what one file can claim beside them.
+    public static let maximumInflatedBytes = 64 << 20
+    /// The most file records one request decodes from file tables: 262,144 (2^18). A decoded record
+    /// takes about 230 bytes beside its path, so this holds them to about 60 MiB; a catalog of
+    /// 100,000 files stays below it even when one request needs every file. Checked from the
+    /// bins' file counts before any table is fetched (``checkRecordBudget(_:)``), and again by
+    /// each table's count before its records are decoded.
+    public static let maximumFileRecords = 1 << 18
     /// The most bytes of metadata files (as served) a client holds at once to describe tags: the
     /// bins and tables of one request, 64 MiB, checked from their pins before any is fetched. A
     /// catalog of 100,000 files has a few MB of them; sixteen tables of 48 MiB each, each within
@@ -30,6 +38,16 @@ public enum SplitMetadata {
         let total = ([held] + pins.map(\.size)).clampedSum()
         guard total <= maximumHeldBytes else {
             throw FormatError(.sizeMismatch, "The metadata files these tags need add up to \(total) bytes as served, over the \(maximumHeldBytes)-byte budget a client holds at once (SplitMetadata.maximumHeldBytes). Rebuild the catalog.", field: "maximumHeldBytes")
+        }
+    }
+
+    /// Checks that tables listing `counts` files fit ``maximumFileRecords`` together.
+    ///
+    /// - Throws: ``FormatError`` `size-mismatch`, field `maximumFileRecords`, naming the limit.
+    public static func checkRecordBudget(_ counts: some Sequence<Int>) throws(FormatError) {
+        let total = counts.map { Int64(max(0, $0)) }.clampedSum()
+        guard total <= maximumFileRecords else {
+            throw FormatError(.sizeMismatch, "The file tables these tags need list \(total) files, over the \(maximumFileRecords) file records a client decodes for one request (SplitMetadata.maximumFileRecords). Ask for fewer tags at once, or rebuild the catalog.", field: "maximumFileRecords")
         }
     }
 

@@ -263,6 +263,8 @@ public struct PackFileTable: Sendable, Equatable {
             let pack = try reader.sha256()
             var files: [FileRecord] = []
             let count = try reader.length(minimumBytes: minimumFileBytes + (chunked ? 1 : 0))
+            // The records a request decodes are budgeted: one table cannot claim more on its own.
+            try SplitMetadata.checkRecordBudget([count])
             // The bin says how many files the table holds: a table claiming more stops here,
             // before anything is allocated or decoded for them.
             if let expected, count != expected.fileCount {

@@ -158,6 +158,19 @@ extension VersionManifest {
         try self.init(compact: data, source: source)
     }
 
+    /// `data` with its checksum made right for the bytes after it, when it starts like a compact
+    /// manifest (else unchanged): what someone who writes the store itself can do, since the
+    /// checksum finds damage, not tampering. The `manifest-compact-file` fuzz target reseals its
+    /// inputs so that the fuzzer reaches the decoder behind the checksum.
+    package static func resealedCompact(_ data: Data) -> Data {
+        let header = compactMagic.count + 1 + 8
+        guard data.count >= header, data.starts(with: compactMagic) else { return data }
+        var bytes = [UInt8](data)
+        let checksum = bytes[header...].withUnsafeBytes { WordChecksum.of($0) }
+        for byte in 0..<8 { bytes[compactMagic.count + 1 + byte] = UInt8(truncatingIfNeeded: checksum >> (8 * UInt64(byte))) }
+        return Data(bytes)
+    }
+
     private static func decodeCompact(_ raw: UnsafeRawBufferPointer, data: Data, source: String?) throws(FormatError) -> VersionManifest {
         var reader = CompactReader(bytes: raw)
         let layouts = [compactLayout, compactChunkedLayout]

@@ -166,7 +166,12 @@ public struct VersionManifest: Codable, Sendable, Equatable {
     /// - Throws: ``FormatError`` naming the field: `malformed-json`, `unsupported-format-version`,
     ///   `invalid-value`, `invalid-path`, `duplicate` or `dangling-reference`.
     public static func decode(from data: Data) throws(FormatError) -> VersionManifest {
-        let manifest = try CatalogJSON.decode(VersionManifest.self, from: data, file: "the version manifest")
+        try decode(from: data, keysChecked: false)
+    }
+
+    /// Decodes and validates `data`; `keysChecked` when ``JSONKeyCheck`` ran over it already.
+    static func decode(from data: Data, keysChecked: Bool) throws(FormatError) -> VersionManifest {
+        let manifest = try CatalogJSON.decode(VersionManifest.self, from: data, file: "the version manifest", keysChecked: keysChecked)
         try manifest.validate()
         return manifest
     }

@@ -6,13 +6,13 @@
 /// one word) always changes the result; other damage goes unnoticed with a chance near 2^-64. On
 /// this project's machines it runs at several times the speed of zlib's CRC-32, which mattered
 /// because a store checks a 10 MB manifest every time it opens.
-struct WordChecksum {
+package struct WordChecksum {
     private static let prime: UInt64 = 0x9E37_79B9_7F4A_7C15
     private static let seeds: (UInt64, UInt64, UInt64, UInt64) =
         (0x243F_6A88_85A3_08D3, 0x1319_8A2E_0370_7344, 0xA409_3822_299F_31D0, 0x082E_FA98_EC4E_6C89)
 
     /// The checksum of `bytes`.
-    static func of(_ bytes: UnsafeRawBufferPointer) -> UInt64 {
+    package static func of(_ bytes: UnsafeRawBufferPointer) -> UInt64 {
         var (a, b, c, d) = seeds
         let words = bytes.count / 8
         var index = 0

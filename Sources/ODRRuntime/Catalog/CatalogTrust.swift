@@ -21,8 +21,12 @@ import ODRFormat
 public struct CatalogTrust: Sendable {
     /// The default limit of `catalog.json`: 16 MiB.
     public static let defaultMaximumCatalogBytes = 16 << 20
-    /// The default limit of one version manifest: 256 MiB.
-    public static let defaultMaximumManifestBytes = 256 << 20
+    /// The default limit of one version manifest: 32 MiB. Decoding JSON holds several times its
+    /// size, so this keeps a manifest nobody should trust (an unsigned catalog's, or one past a
+    /// broken pin) from taking more than about 256 MiB. A split manifest (`odrpack build`'s
+    /// default) of 100,000 files is about 30 KB; a whole one (`--whole-manifest`) over about
+    /// 80,000 files needs ``maximumManifestBytes`` raised.
+    public static let defaultMaximumManifestBytes = 32 << 20
 
     /// The public keys trusted to sign the catalog (`odrpack key generate` writes them as `NAME.pub`).
     public var keys: [PublicSigningKey]

@@ -143,7 +143,7 @@ extension ResourceManager {
         public var trustedKeySetVersion: Int = 1
         /// The largest `catalog.json` accepted; a longer response is cut off (default 16 MiB).
         public var maximumCatalogBytes: Int = CatalogTrust.defaultMaximumCatalogBytes
-        /// The largest version manifest accepted; a longer response is cut off (default 256 MiB).
+        /// The largest version manifest accepted; a longer response is cut off (default 32 MiB: see ``CatalogTrust/defaultMaximumManifestBytes``).
         public var maximumManifestBytes: Int = CatalogTrust.defaultMaximumManifestBytes
 
         /// This device's choice of variants (see ``VariantPreferences``): for each axis the catalog
