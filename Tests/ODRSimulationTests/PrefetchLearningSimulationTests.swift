@@ -72,6 +72,28 @@ struct PrefetchLearningSimulationTests {
         #expect(learning.prefetchMeasure == 1)
         #expect(learning.hits == 20)
     }
+
+    /// The safeguard on a generated workload (`travel`, 30 days, the seed 5): hints mostly
+    /// wrong cost far less with the rule, and hints mostly right keep their stall gain.
+    @Test func onTravelMostlyWrongHintsCostLittleAndMostlyRightOnesStillHalveTheStall() {
+        let device = DeviceSettings(diskCapacity: 8 << 30)
+        let catalog = Workload.travel.catalogGenerator().generate(seed: 5)
+        func metrics(accuracy: Double, wrong: WrongHints) -> (plain: SimulationMetrics, off: SimulationMetrics, learning: SimulationMetrics, belady: Int64) {
+            let script = Workload.travel.script(catalog: catalog, device: device, days: 30, seed: 5, hintAccuracy: accuracy, wrongHints: wrong)
+            let simulator = Simulator(script: script, device: device)
+            return (PolicyChoice.default.run(on: simulator).metrics, Self.hinted(simulator, rule: .never),
+                    Self.hinted(simulator, rule: .standard), PolicyChoice.belady.run(on: simulator).metrics.bytesDownloaded)
+        }
+        let poor = metrics(accuracy: 0.3, wrong: .random)
+        let offExtra = Double(poor.off.bytesDownloaded - poor.plain.bytesDownloaded) / Double(poor.belady)
+        let learningExtra = Double(poor.learning.bytesDownloaded - poor.plain.bytesDownloaded) / Double(poor.belady)
+        #expect(offExtra > 0.8, "without the rule: +\(offExtra)x Belady's")
+        #expect(learningExtra < 0.5 * offExtra, "with the rule: +\(learningExtra)x Belady's, without +\(offExtra)x")
+        #expect(poor.learning.stallSeconds <= 1.05 * poor.plain.stallSeconds)
+        let good = metrics(accuracy: 0.7, wrong: .neighbour)
+        #expect(good.learning.stallSeconds <= 0.5 * good.plain.stallSeconds,
+                "hinted \(good.learning.stallSeconds) s, default \(good.plain.stallSeconds) s")
+    }
 }
 
 private extension SimulationMetrics {
