@@ -22,6 +22,20 @@ public func odrAnticipate(
     }
 }
 
+/// `odr_manager_prefetch_measure`: The share of hinted prefetched bytes requests used. Documented in odr.h.
+@_cdecl("odr_manager_prefetch_measure")
+public func odrManagerPrefetchMeasure(
+    _ handle: OpaquePointer?, _ out: UnsafeMutablePointer<Double>?, _ judged: UnsafeMutablePointer<Int64>?
+) -> odr_status {
+    entryPoint { () throws(ResourceError) in
+        let manager = try CHandle.object(handle, as: ManagerHandle.self, "manager").manager
+        let out = try CInput.out(out, "out_measure")
+        let learning = manager.prefetchLearning
+        out.pointee = learning.measure
+        judged?.pointee = learning.judgedBytes < 9.2e18 ? Int64(learning.judgedBytes.rounded()) : Int64.max
+    }
+}
+
 /// `odr_hint_end`: Withdraws the hint and frees it (NULL is ignored). Documented in odr.h.
 @_cdecl("odr_hint_end")
 public func odrHintEnd(_ handle: OpaquePointer?) {

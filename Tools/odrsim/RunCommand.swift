@@ -66,7 +66,10 @@ struct RunCommand: AsyncParsableCommand {
               Only the hinted policy reads hints. --hint-prefetch
               make-room (default) prefetches as the runtime does, purging only
               packs less likely wanted; free-space never purges for a
-              prefetch; off only orders purging by the hints.
+              prefetch; off only orders purging by the hints. Like the
+              runtime, hinted keeps a measure of how many hinted bytes
+              requests used and prefetches less while it is poor
+              (--hint-learning standard; off never holds back).
 
             COLUMNS
               requests, hits (everything installed at begin), misses; bytes
@@ -159,6 +162,11 @@ struct RunCommand: AsyncParsableCommand {
         valueName: "rule"))
     var hintPrefetch = HintPrefetchArgument(rule: .makingRoom)
 
+    @Option(help: ArgumentHelp(
+        "When the hinted policy holds prefetches back for hints that went unused: standard (the runtime's rule), off (never), or MAKE-ROOM,PREFETCH[,MEMORY] thresholds of the measure.",
+        valueName: "rule"))
+    var hintLearning = HintLearningArgument(rule: .standard)
+
     @Option(name: .customLong("policy"), parsing: .singleValue,
             help: ArgumentHelp("Policies to compare, comma-separated or repeated: all, default, hinted, lru, priority-lru, gds, belady.", valueName: "names"))
     var policyNames: [String] = ["all"]
@@ -249,6 +257,7 @@ struct RunCommand: AsyncParsableCommand {
             workload: workloadName, catalog: script.catalog, days: simulatedDays, seed: seed, device: device)
         var simulator = Simulator(script: script, device: device)
         simulator.hintPrefetch = hintPrefetch.rule
+        simulator.prefetchLearning = hintLearning.rule
         let report = SimulationReport(
             scenario: scenario, simulator: simulator, policies: try policies)
         if let svg {
@@ -279,6 +288,27 @@ struct HintPrefetchArgument: ExpressibleByArgument {
     }
 
     var defaultValueDescription: String { rule.rawValue }
+}
+
+/// `--hint-learning`: standard, off, or `make-room,prefetch[,memory]` thresholds.
+struct HintLearningArgument: ExpressibleByArgument {
+    var rule: PrefetchLearning.Rule
+
+    init(rule: PrefetchLearning.Rule) { self.rule = rule }
+
+    init?(argument: String) {
+        switch argument.lowercased() {
+        case "standard": rule = .standard
+        case "off": rule = .never
+        default:
+            let numbers = argument.split(separator: ",").compactMap { Double($0.trimmingCharacters(in: .whitespaces)) }
+            guard numbers.count == argument.split(separator: ",").count, (2 ... 3).contains(numbers.count),
+                  numbers.allSatisfy({ (0 ... 1).contains($0) }) else { return nil }
+            rule = .init(makeRoomFrom: numbers[0], prefetchFrom: numbers[1], memory: numbers.count == 3 ? numbers[2] : PrefetchLearning.Rule.standard.memory)
+        }
+    }
+
+    var defaultValueDescription: String { "standard" }
 }
 
 /// `--wrong-hints`: neighbour or random (its raw values; lowercase as written).

@@ -164,10 +164,19 @@ extension ResourceManager {
             let sorted = tags.sorted()
             let ids = try Self.packIDs(forTags: sorted, in: snapshot)
             var running: [ObjectIdentifier] = []
+            var prefetched = ids
             for pack in ids where !state.installedIDs.contains(pack) {
                 if let download = state.downloads[pack] { running.append(ObjectIdentifier(download)) }
             }
-            let downloads = startDownloads(of: ids, snapshot: snapshot, state: &state,
+            if state.learning.allowance == .none {
+                // Hints have not paid lately: join what downloads anyway, start nothing, and
+                // judge the held-back packs when a request begins them or the hint ends.
+                prefetched = ids.filter { state.installedIDs.contains($0) || state.downloads[$0] != nil }
+                for pack in ids where !state.installedIDs.contains(pack) && state.downloads[pack] == nil && state.awaitingJudgment[pack] == nil {
+                    state.awaitingJudgment[pack] = (snapshot.lookup.pack(id: pack)?.archiveBytes ?? 0, true)
+                }
+            }
+            let downloads = startDownloads(of: prefetched, snapshot: snapshot, state: &state,
                                            hint: HintedPrefetch(likelihood: likelihood, tags: sorted))
             state.hints.add(id, .init(packs: ids, likelihood: likelihood, downloads: downloads))
             orderTransfers(ofPacks: ids, snapshot: snapshot, state: state)
@@ -195,6 +204,12 @@ extension ResourceManager {
         let removed = state.withLock { state -> HintTable.Live? in
             guard let hint = state.hints.remove(id) else { return nil }
             if let snapshot = state.snapshot { orderTransfers(ofPacks: hint.packs, snapshot: snapshot, state: state) }
+            if !state.awaitingJudgment.isEmpty {
+                // Held back, no longer hinted, and no request began it: the hint was wrong.
+                for pack in hint.packs where state.awaitingJudgment[pack]?.heldBack == true && state.hints.likelihood(ofPack: pack) == 0 {
+                    if let waiting = state.awaitingJudgment.removeValue(forKey: pack) { state.learning.judge(bytes: waiting.bytes, used: false) }
+                }
+            }
             return hint
         }
         guard let hint = removed else { return }
@@ -202,7 +217,32 @@ extension ResourceManager {
         withdrawPriority(of: hint.downloads, for: id)
         for download in hint.downloads {
             download.release()
-            if download.isAbandoned { hub.emit(.hintedPrefetchCancelled(packID: download.pack), from: self) }
+            if download.isAbandoned {
+                // Cancelled before any request wanted it: a wrong guess.
+                state.withLock { $0.learning.judge(bytes: download.bytes, used: false) }
+                hub.emit(.hintedPrefetchCancelled(packID: download.pack), from: self)
+            }
+        }
+    }
+
+    /// The share of recent hinted prefetched bytes that a request later used, in 0...1 (1 until
+    /// the first judgment): the measure by which hinted prefetches stop making room, then stop,
+    /// while hints go unused, and resume once they prove right (``PrefetchLearning``,
+    /// ``Configuration/prefetchLearning``).
+    ///
+    /// ```swift
+    /// if manager.prefetchMeasure < 0.5 { print("hints have not paid lately") }
+    /// ```
+    public var prefetchMeasure: Double { state.withLock { $0.learning.measure } }
+
+    /// The running measure behind ``prefetchMeasure``: its rule, allowance and judged bytes.
+    public var prefetchLearning: PrefetchLearning { state.withLock { $0.learning } }
+
+    /// Requests began `ids`: those a hinted prefetch installed or the learning rule held back were
+    /// rightly hinted. Call with the lock held.
+    static func judgeUsed<Packs: Sequence<String>>(_ ids: Packs, state: inout State) {
+        for id in ids {
+            if let waiting = state.awaitingJudgment.removeValue(forKey: id) { state.learning.judge(bytes: waiting.bytes, used: true) }
         }
     }
 

@@ -110,6 +110,10 @@ extension ResourceManager {
         public var transport: (any Transport)?
         /// The purge policy.
         public var purgePlanner = PurgePlanner()
+        /// When hinted prefetches stop making room, or stop, because hinted bytes went unused
+        /// (``PrefetchLearning``; ``ResourceManager/prefetchMeasure``). ``PrefetchLearning/Rule/never``
+        /// keeps every prefetch making room.
+        public var prefetchLearning = PrefetchLearning.Rule.standard
         /// When an update or a resumed install fetches byte ranges of a pack instead of all of it.
         public var rangePolicy = RangePolicy()
         /// Whether installed files are flushed to stable storage before they are recorded (see

@@ -171,7 +171,12 @@ extension ResourceManager {
             throw error
         }
         let requesters = download.requesters
-        let joined = state.withLock { state in requesters.contains { !state.hints.isHint($0) } }
+        let joined = state.withLock { state in
+            let joined = requesters.contains { !state.hints.isHint($0) }
+            // Used already, or awaiting a request (judged then, or unused when purged first).
+            if joined { state.learning.judge(bytes: download.bytes, used: true) } else { state.awaitingJudgment[pack.id] = (download.bytes, false) }
+            return joined
+        }
         log(pack.installedBytes, joined ? "prefetch installed: a request (or prefetch, fetch) joined it first"
                                          : "prefetch installed: before any request asked for it")
     }
@@ -185,12 +190,22 @@ extension ResourceManager {
         // store holds become hard links and take none: only the rest is reserved.
         let room = (try? makeInstaller().newDiskBytes(of: pack, in: snapshot)) ?? pack.installedBytes
         if let shield = hintShield(for: download) {
-            // Only hints want the pack: it may take room only from what is less likely wanted. A
-            // request that joined meanwhile makes room as any request does.
+            // Only hints want the pack: it may take room only from what is less likely wanted,
+            // and none at all while hinted bytes go unused (the learning rule). A request that
+            // joined meanwhile makes room as any request does.
+            let mayPurge = state.withLock { $0.learning.allowance == .makeRoom }
             do throws(ResourceError) {
-                try await makeRoom(installing: room, reserve: true, sparingHintsFrom: shield)
+                try await makeRoom(installing: room, reserve: true, sparingHintsFrom: shield, purging: mayPurge)
             } catch where hintShield(for: download) == nil && [.cacheBudgetExceeded, .outOfSpace].contains(error.code) {
                 try await makeRoom(installing: room, reserve: true)
+            } catch {
+                if !mayPurge, error.code == .cacheBudgetExceeded || error.code == .outOfSpace {
+                    // Held back by the rule: judged when a request begins it or its hints end.
+                    state.withLock { state in
+                        if state.awaitingJudgment[pack.id] == nil { state.awaitingJudgment[pack.id] = (download.bytes, true) }
+                    }
+                }
+                throw error
             }
         } else {
             try await makeRoom(installing: room, reserve: true)

@@ -66,7 +66,8 @@ extension ResourceManager {
                 for (i, id) in ledger.catalog.packIDs.enumerated() where ledger.isInUse(PackIndex(i)) { inUse.insert(id) }
             }
             var hinted: [String: Double] = [:]
-            if !state.hints.isEmpty {
+            // Hints that have not paid lately (the learning rule holds every prefetch back) shield nothing.
+            if !state.hints.isEmpty, state.learning.allowance != .none {
                 for pack in installed {
                     let likelihood = state.hints.likelihood(ofPack: pack.id)
                     if likelihood > 0 { hinted[pack.id] = likelihood }
@@ -175,6 +176,10 @@ extension ResourceManager {
                 installed.insert(deletion.packID)
                 state.installedIDs.remove(deletion.packID)
                 if let index = state.ledger?.catalog.pack(id: deletion.packID) { state.installed[index.index] = false }
+                if let waiting = state.awaitingJudgment.removeValue(forKey: deletion.packID) {
+                    // Prefetched for a hint and purged before any request used it.
+                    state.learning.judge(bytes: waiting.bytes, used: false)
+                }
                 return Self.tagCoverage(ofPack: deletion.packID, in: state.snapshot, installed: installed)
             }
             // What the removal freed, read from the inodes as it went: the plan's figure unless
@@ -215,9 +220,10 @@ extension ResourceManager {
     ///   not in use; `cache-budget-exceeded` when they do not fit the cache budget.
     @discardableResult
     ///
-    /// With `shield` (a hinted prefetch), packs a hint at least that likely names are spared.
+    /// With `shield` (a hinted prefetch), packs a hint at least that likely names are spared;
+    /// without `purging`, nothing is purged: `cache-budget-exceeded` when the bytes need room.
     func makeRoom(installing: Int64, staging: Int64 = 0, reserve: Bool = false, failWhenShort: Bool = true,
-                  sparingHintsFrom shield: Double? = nil) async throws(ResourceError) -> PurgeProposal? {
+                  sparingHintsFrom shield: Double? = nil, purging: Bool = true) async throws(ResourceError) -> PurgeProposal? {
         var purged: PurgeProposal?
         for _ in 0..<3 {
             let free = configuration.diskSpace.freeBytes(at: store.directory)
@@ -263,6 +269,11 @@ extension ResourceManager {
             }
             let need = max(budgetNeed, diskNeed)
             guard need > 0 else { return purged }
+            guard purging else {
+                throw ResourceError(
+                    .cacheBudgetExceeded,
+                    "A hinted prefetch of \(installing) bytes needs \(need) bytes of room, and hinted prefetches make none while recent hints went unused (see prefetchMeasure).")
+            }
             let done = try await purge(bytes: need, sparingHintsFrom: shield)
             purged = PurgeProposal(bytesNeeded: need, deletions: (purged?.deletions ?? []) + done.deletions)
             let freed = done.bytesFreed

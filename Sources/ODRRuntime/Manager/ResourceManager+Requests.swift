@@ -28,6 +28,7 @@ extension ResourceManager {
                 throw error
             }
             forgetPacksPurgedElsewhere(fresh, state: &state)
+            if !state.awaitingJudgment.isEmpty { Self.judgeUsed(ids, state: &state) }
             let downloads = startDownloads(of: ids, snapshot: snapshot, state: &state)
             watchDiskWhileActive(&state)
             return (held, Set(ids), downloads)
@@ -75,6 +76,7 @@ extension ResourceManager {
                 _ = try? state.ledger!.end(held)
                 return nil
             }
+            if !state.awaitingJudgment.isEmpty { Self.judgeUsed(ids, state: &state) }
             watchDiskWhileActive(&state)
             return (held, ids)
         }

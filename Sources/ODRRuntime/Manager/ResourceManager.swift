@@ -68,6 +68,12 @@ public final class ResourceManager: Sendable {
         var downloadWaits = 0
         /// The packs whose downloads are paused because only hints want them while a wait runs.
         var yieldingToWaits: Set<String> = []
+        /// The running measure of how many hinted prefetched bytes requests used, and the
+        /// allowance it gives hinted prefetches (``ResourceManager/prefetchMeasure``).
+        var learning = PrefetchLearning()
+        /// Hinted packs not judged yet, with their download bytes: installed by a prefetch no
+        /// request has used since (`heldBack` false), or held back by the learning rule (true).
+        var awaitingJudgment: [String: (bytes: Int64, heldBack: Bool)] = [:]
     }
 
     /// Opens the store (repairing what a crash left) and, when it holds a copy of the catalog,
@@ -117,7 +123,7 @@ public final class ResourceManager: Sendable {
         }
         self.client = client
         lastUse = LastUseRecorder(store: store)
-        state = Locked(State(installedIDs: try store.installedPackIDs()))
+        state = Locked(State(installedIDs: try store.installedPackIDs(), learning: PrefetchLearning(rule: configuration.prefetchLearning)))
         originLog.attach(self)
         do {
             if let stored = try client.storedSnapshot() {

@@ -17,6 +17,9 @@ public struct SimulationMetrics: Sendable, Equatable, Codable {
     /// and prefetched packs purged (or still installed at the end) before any request began using
     /// them. The cost of wrong guesses.
     public var unusedPrefetchBytes: Int64 = 0
+    /// The learning measure at the end (`hinted` only): the share of judged hinted bytes a request
+    /// used (``ODRRuntime/PrefetchLearning/measure``).
+    public var prefetchMeasure: Double?
     /// Seconds players waited for urgent requests' packs.
     public var stallSeconds = 0.0
     /// Packs deleted.

@@ -34,6 +34,9 @@ public struct Simulator: Sendable {
     public var logsPurges = false
     /// How a policy that takes hints prefetches hinted packs (the runtime's rule by default).
     public var hintPrefetch = HintPrefetch.makingRoom
+    /// When a policy that takes hints holds prefetches back because hinted bytes went unused: the
+    /// runtime's rule (``ODRRuntime/PrefetchLearning/Rule/standard``) by default.
+    public var prefetchLearning = PrefetchLearning.Rule.standard
 
     public init(script: SimulationScript, device: DeviceSettings) {
         self.script = script
@@ -116,6 +119,11 @@ struct SimulationRun<Policy: EvictionPolicy> {
     /// for policies that take no hints (kept out of ``PackState``, which the hot loop walks).
     private var prefetchedUnused: [Bool] = []
     private let hintPrefetch: HintPrefetch
+    /// The runtime's running measure of how many hinted prefetched bytes requests used.
+    private var learning: PrefetchLearning
+    /// By pack, whether the learning rule held back its prefetch and it is not judged yet (empty
+    /// for policies that take no hints).
+    private var heldBack: [Bool] = []
 
     init(simulator: Simulator, policy: Policy) {
         script = simulator.script
@@ -144,12 +152,18 @@ struct SimulationRun<Policy: EvictionPolicy> {
         logsPurges = simulator.logsPurges
         takesHints = policy.takesHints
         hintPrefetch = simulator.hintPrefetch
+        learning = PrefetchLearning(rule: simulator.prefetchLearning)
         packHint = Array(repeating: 0, count: catalog.packCount)
-        if takesHints { prefetchedUnused = Array(repeating: false, count: catalog.packCount) }
+        if takesHints {
+            prefetchedUnused = Array(repeating: false, count: catalog.packCount)
+            heldBack = Array(repeating: false, count: catalog.packCount)
+        }
     }
 
     var result: SimulationResult {
-        SimulationResult(policy: policy.name, metrics: metrics, samples: samples, purges: purges, downloadRatioToBelady: nil)
+        var metrics = self.metrics
+        if takesHints { metrics.prefetchMeasure = learning.measure }
+        return SimulationResult(policy: policy.name, metrics: metrics, samples: samples, purges: purges, downloadRatioToBelady: nil)
     }
 
     mutating func play() {
@@ -222,7 +236,7 @@ struct SimulationRun<Policy: EvictionPolicy> {
                 guard packs[p].visit != visit else { continue }
                 packs[p].visit = visit
                 packs[p].lastUse = now
-                if takesHints { prefetchedUnused[p] = false }
+                if takesHints, prefetchedUnused[p] || heldBack[p] { judgeUsed(p) }
                 packs[p].uses += 1
                 let useClass = PurgePlanner.useClass(of: packs[p].uses)
                 let promoted = useClass != PurgePlanner.useClass(of: packs[p].uses - 1)
@@ -241,6 +255,7 @@ struct SimulationRun<Policy: EvictionPolicy> {
                     missingBytes += catalog.packBytes[p]
                     if let current = prefetch, current.pack == pack {
                         // The request takes over the prefetch: only what it had left to move.
+                        learning.judge(bytes: downloadBytes[p], used: true)
                         missingDownload += current.remaining
                         storeBytes -= catalog.packBytes[p]
                         prefetch = nil
@@ -331,8 +346,8 @@ struct SimulationRun<Policy: EvictionPolicy> {
         policy.plan(
             PurgeCandidates(
                 ranks: ranks, rankPriorities: rankPriorities, useClassesSeen: useClassesSeen, inUse: ledger.packReferenceCounts,
-                packBytes: catalog.packBytes, packs: packs, packPriority: packPriority, packHint: takesHints ? packHint : [],
-                hintedPacks: takesHints ? hintedCandidates() : [], now: now),
+                packBytes: catalog.packBytes, packs: packs, packPriority: packPriority, packHint: shieldsHinted ? packHint : [],
+                hintedPacks: shieldsHinted ? hintedCandidates() : [], now: now),
             bytesNeeded: need)
     }
 
@@ -345,6 +360,7 @@ struct SimulationRun<Policy: EvictionPolicy> {
             if takesHints, prefetchedUnused[deletion.id] {
                 prefetchedUnused[deletion.id] = false
                 metrics.unusedPrefetchBytes += downloadBytes[deletion.id]
+                learning.judge(bytes: downloadBytes[deletion.id], used: false)
             }
             ranks.remove(pack)
             storeBytes -= deletion.bytes
@@ -356,6 +372,10 @@ struct SimulationRun<Policy: EvictionPolicy> {
         }
         metrics.overPurgedBytes += plan.overPurgedBytes
     }
+
+    /// Whether hints order purging now: for a policy that takes them, unless the learning measure
+    /// holds every prefetch back (hints that have not paid lately shield nothing either).
+    private var shieldsHinted: Bool { takesHints && learning.allowance != .none }
 
     /// The installed packs not in use that a live hint names, each once.
     private func hintedCandidates() -> [PackIndex] {
@@ -406,7 +426,18 @@ struct SimulationRun<Policy: EvictionPolicy> {
             // Withdrawn: the bytes moved are spent, the space held for the pack is given back.
             storeBytes -= catalog.packBytes[current.pack.index]
             metrics.unusedPrefetchBytes += downloadBytes[current.pack.index] - current.remaining
+            learning.judge(bytes: downloadBytes[current.pack.index], used: false)
             prefetch = nil
+        }
+        // Packs held back that no live hint names any more and no request began: the hint was wrong.
+        for tag in script.tags(ofHint: Int(hint)) {
+            for position in tagPackStart[tag.index] ..< tagPackStart[tag.index + 1] {
+                let p = tagPacks[position].index
+                if heldBack[p], !(packHint[p] > 0) {
+                    heldBack[p] = false
+                    learning.judge(bytes: downloadBytes[p], used: false)
+                }
+            }
         }
         reorderQueuedDownloads()
         prefetchRefused.removeAll(keepingCapacity: true)
@@ -506,10 +537,22 @@ struct SimulationRun<Policy: EvictionPolicy> {
         }
     }
 
+    /// A request began pack `p`, which a hinted prefetch installed or the learning rule held back:
+    /// the hint was right.
+    @inline(never)
+    private mutating func judgeUsed(_ p: Int) {
+        prefetchedUnused[p] = false
+        heldBack[p] = false
+        learning.judge(bytes: downloadBytes[p], used: true)
+    }
+
     /// Starts prefetching the likeliest hinted pack that is missing and fits without purging
-    /// anything in use or hinted as likely or likelier; false when there is none.
+    /// anything in use or hinted as likely or likelier, as far as the learning measure allows;
+    /// false when there is none.
     private mutating func startNextPrefetch() -> Bool {
         guard hintPrefetch != .off else { return false }
+        var allowance = learning.allowance
+        if hintPrefetch == .freeSpace { allowance = min(allowance, .freeSpace) }
         let order = liveHints.indices.sorted {
             let (a, b) = (script.hints[Int(liveHints[$0])].likelihood, script.hints[Int(liveHints[$1])].likelihood)
             return a != b ? a > b : $0 < $1
@@ -520,12 +563,19 @@ struct SimulationRun<Policy: EvictionPolicy> {
                 for position in tagPackStart[tag.index] ..< tagPackStart[tag.index + 1] {
                     let pack = tagPacks[position]
                     guard !packs[pack.index].installed, !prefetchRefused.contains(pack.index) else { continue }
-                    if makeRoomForPrefetch(catalog.packBytes[pack.index], likelihood: likelihood) {
+                    guard allowance != .none else {
+                        heldBack[pack.index] = true
+                        prefetchRefused.insert(pack.index)
+                        continue
+                    }
+                    if makeRoomForPrefetch(catalog.packBytes[pack.index], likelihood: likelihood, allowance: allowance) {
                         storeBytes += catalog.packBytes[pack.index]
                         metrics.peakDiskBytes = max(metrics.peakDiskBytes, storeBytes)
                         prefetch = (pack, downloadBytes[pack.index])
                         return true
                     }
+                    // Refused room the rule would otherwise have made: judged as if held back.
+                    if allowance != .makeRoom { heldBack[pack.index] = true }
                     prefetchRefused.insert(pack.index)
                 }
             }
@@ -535,12 +585,12 @@ struct SimulationRun<Policy: EvictionPolicy> {
 
     /// Purges so that a prefetch of `bytes` for a hint of `likelihood` fits, when the policy's plan
     /// takes nothing hinted as likely or likelier; false (nothing purged) otherwise.
-    private mutating func makeRoomForPrefetch(_ bytes: Int64, likelihood: Double) -> Bool {
+    private mutating func makeRoomForPrefetch(_ bytes: Int64, likelihood: Double, allowance: PrefetchLearning.Allowance) -> Bool {
         let free = device.diskCapacity - otherAppsBytes - storeBytes
         var need = device.freeSpaceWatermark - (free - bytes)
         if let budget = device.cacheBudget { need = max(need, storeBytes + bytes - budget) }
         guard need > 0 || bytes > free else { return true }
-        guard need > 0, hintPrefetch == .makingRoom else { return false }
+        guard need > 0, allowance == .makeRoom else { return false }
         let plan = purgePlan(need)
         guard plan.shortfall == 0, !plan.deletions.contains(where: { packHint[$0.id] >= likelihood }) else { return false }
         apply(plan)

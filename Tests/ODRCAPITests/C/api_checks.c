@@ -487,6 +487,14 @@ static void hint_checks(odr_manager *manager) {
     TRUE_THAT(hint == NULL, "a rejected hint returns no handle");
     odr_hint_end(NULL); /* ignored */
 
+    double measure = -1;
+    int64_t judged = -1;
+    EXPECT(odr_manager_prefetch_measure(NULL, &measure, &judged), ODR_E_INVALID_ARGUMENT, "a prefetch measure without a manager");
+    EXPECT(odr_manager_prefetch_measure(manager, NULL, &judged), ODR_E_INVALID_ARGUMENT, "a prefetch measure without out_measure");
+    EXPECT(odr_manager_prefetch_measure(manager, &measure, NULL), ODR_OK, "a prefetch measure without the judged bytes");
+    EXPECT(odr_manager_prefetch_measure(manager, &measure, &judged), ODR_OK, "the prefetch measure");
+    TRUE_THAT(measure == 1 && judged == 0, "before any hinted pack is judged the measure trusts the game (1, 0 bytes)");
+
     int64_t bytes = -1;
     EXPECT(odr_anticipate(manager, tags, 1, 0.9, &hint), ODR_OK, "a hint of level3");
     TRUE_THAT(hint != NULL, "a hint returns a handle");

@@ -289,6 +289,42 @@ struct AnticipationHintTests {
         }
     }
 
+    @Test func hintedBytesNoRequestUsedStopPrefetchesUntilARequestUsesHintedBytes() async throws {
+        let fixture = try await Self.fixture()
+        try await withTestServer(root: fixture.game.catalog) { server in
+            // No memory: the measure is the last judgment, so one wrong and one right guess tell.
+            let manager = try fixture.manager(url: server.baseURL) { $0.prefetchLearning = .init(makeRoomFrom: 0.6, prefetchFrom: 0.4, memory: 0) }
+            try await manager.loadCatalog()
+            let events = ManagerEventLog(manager)
+            let a = try Self.packID(manager, tag: "a"), b = try Self.packID(manager, tag: "b")
+            #expect(manager.prefetchMeasure == 1)
+            // A wrong guess: a is prefetched, the hint ends, and a goes before any request used it.
+            let wrong = try manager.anticipate(tags: ["a"], likelihood: 0.8)
+            try await waitUntil("the hinted pack to install") { try manager.store.installedPackIDs().contains(a) && events.installed.contains(a) }
+            try await waitUntil("the prefetch's last log line") { try manager.store.events().contains { $0.reason == "prefetch installed: before any request asked for it" } }
+            try wrong.end()
+            #expect(manager.prefetchMeasure == 1, "not judged while the pack may still be used")
+            #expect(try await manager.purge(bytes: 1).deletions.map(\.packID) == [a])
+            #expect(manager.prefetchMeasure == 0)
+            #expect(manager.prefetchLearning.allowance == PrefetchLearning.Allowance.none)
+            // Now a hint starts nothing (it still orders purging), and its pack awaits a request.
+            let held = try manager.anticipate(tags: ["b"], likelihood: 0.8)
+            #expect(events.hintedStarts == [a])
+            #expect(manager.state.withLock { $0.downloads[b] } == nil)
+            // The hint was right: the request downloads b itself, and the measure recovers.
+            let request = ResourceRequest(tags: ["b"], manager: manager)
+            try await request.beginAccessingResources()
+            #expect(manager.prefetchMeasure == 1)
+            #expect(manager.prefetchLearning.allowance == .makeRoom)
+            try request.endAccessingResources()
+            try held.end()
+            // Prefetching again.
+            let again = try manager.anticipate(tags: ["a"], likelihood: 0.8)
+            #expect(events.hintedStarts == [a, a])
+            try again.end()
+        }
+    }
+
     @Test func badInputGetsTypedErrorsAndManyHintsCostLittle() async throws {
         let fixture = try await Self.fixture()
         try await withTestServer(root: fixture.game.catalog) { server in
