@@ -103,7 +103,7 @@ final class TransferSession {
     }
 
     /// Body bytes taken from the network over all attempts and origins.
-    var receivedBytes: Int64 { receivedPerOrigin.reduce(0, +) }
+    var receivedBytes: Int64 { receivedPerOrigin.clampedSum() }
 
     /// The URLs that sent body bytes, in the order they first did.
     var receivedFrom: [URL] { senders.map { urls[$0] } }
@@ -211,7 +211,7 @@ final class TransferSession {
         case .accepted:
             received += Int64(bytes.count)
             if receivedPerOrigin[urlIndex] == 0 { senders.append(urlIndex) }
-            receivedPerOrigin[urlIndex] += Int64(bytes.count)
+            receivedPerOrigin[urlIndex] = receivedPerOrigin[urlIndex].clampedAdding(Int64(bytes.count))
             lastProgress = .now
             if !failedOrigins.isEmpty { failedOrigins.removeAll() }
             return bytes.count
