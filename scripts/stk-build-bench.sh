@@ -19,17 +19,7 @@
 #   KEEP=1 WORK=/tmp/stk scripts/stk-build-bench.sh              # keep the copy, catalogs and logs
 set -euo pipefail
 cd "$(dirname "$0")/.."
-STK=${STK:-/usr/share/games/supertuxkart/data}
-[ -d "$STK" ] || { echo "no $STK: apt-get install -y supertuxkart-data"; exit 1; }
-if [ -z "${ODRPACK:-}" ]; then
-  swift build -c release --product odrpack >/dev/null
-  swift build -c release --product odr >/dev/null
-  bin=$(swift build -c release --show-bin-path)
-  ODRPACK=$bin/odrpack
-  ODR=$bin/odr
-fi
-ODRPACK=$(realpath "$ODRPACK")
-ODR=$(realpath "${ODR:-$(dirname "$ODRPACK")/odr}")
+. scripts/stk-tools.sh
 # The catalog clients update from has split metadata (format 3), odrpack's default;
 # SPLIT=--whole-manifest for the whole manifest.
 SPLIT=${SPLIT:-}

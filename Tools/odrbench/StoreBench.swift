@@ -11,8 +11,8 @@ struct StoreBench: AsyncParsableCommand {
             Builds a catalog whose tag is --mib incompressible files of 1 MiB, installs it with the \
             `odr` built next to this executable (from the catalog folder, --no-sync), then publishes \
             --updates versions that each change one file and applies each with `odr update`. After \
-            every update it compares `odr status --json`'s installed bytes with `du -s -B1` of the \
-            store's packs/ (target: within 2%), and checks the store holds at most the current \
+            every update it compares `odr status --json`'s installed bytes with `du -s -B1 -c` of the \
+            pack folders in the store's packs/ (target: within 2%), and checks the store holds at most the current \
             version plus one superseded version's own bytes (target: du <= 1.03 x (mib + 1) MiB). \
             Then `odr purge --bytes 1 --json`: its reported freed bytes against what du shows \
             freed (target: within 2% and 64 KiB); then one more update and a purge of every pack, \
@@ -55,10 +55,15 @@ struct StoreBench: AsyncParsableCommand {
             guard result.status == 0 else { throw ValidationFailure("odr \(arguments.joined(separator: " ")) failed (exit \(result.status))") }
             return result.output
         }
-        func du(_ path: URL) throws -> Int64 {
-            let result = try ChildProcess.measure(["/usr/bin/du", "-s", "-B1", path.path])
-            guard result.status == 0, let bytes = Int64(result.output.split(whereSeparator: { $0 == "\t" || $0 == " " }).first ?? "") else {
-                throw ValidationFailure("du of \(path.path) failed")
+        /// du of every pack folder under `packs` (each physical file once), without `packs/` itself,
+        /// which the store neither counts nor frees.
+        func du(_ packs: URL) throws -> Int64 {
+            let folders = ((try? FileManager.default.contentsOfDirectory(atPath: packs.path)) ?? []).sorted().map { packs.path + "/" + $0 }
+            guard !folders.isEmpty else { return 0 }
+            let result = try ChildProcess.measure(["/usr/bin/du", "-s", "-B1", "-c"] + folders)
+            guard result.status == 0, let total = result.output.split(separator: "\n").last?.split(whereSeparator: { $0 == "\t" || $0 == " " }).first,
+                  let bytes = Int64(total) else {
+                throw ValidationFailure("du of \(packs.path) failed")
             }
             return bytes
         }

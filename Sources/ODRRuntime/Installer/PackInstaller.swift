@@ -115,16 +115,27 @@ public struct PackInstaller: Sendable {
         return summary
     }
 
-    /// The bytes installing `pack` adds to the disk: its installed size less the files the store
-    /// holds already, which become hard links to them (0 for an installed pack). What the cache
-    /// budget and the free-space check reserve for an install, so that an update of one file of a
-    /// large pack does not need room for a second copy of it.
+    /// The bytes installing `pack` adds to the disk, in blocks as `du` counts them: its files less
+    /// those the store holds already, which become hard links to them, each rounded up to whole
+    /// blocks, and its folders (0 for an installed pack). What the cache budget and the free-space
+    /// check reserve for an install, so that an update of one file of a large pack does not need
+    /// room for a second copy of it.
+    ///
+    /// Without the pack's file records, the estimate is its installed size and half a block per entry.
     public func newDiskBytes(of pack: PackRecord, in snapshot: CatalogSnapshot) throws(ResourceError) -> Int64 {
         if try store.pack(id: pack.id)?.isInstalled == true { return 0 }
+        let block = store.blockSize()
         let entries = snapshot.lookup.expectedEntries(inPack: pack.id)
-        guard reusesInstalledFiles, !entries.isEmpty else { return pack.installedBytes }
-        let held = try store.installedFiles(withSHA256: entries.map(\.sha256), excluding: pack.id)
-        return entries.lazy.filter { held[$0.sha256] == nil }.map(\.size).clampedSum()
+        guard !entries.isEmpty else {
+            let (slack, overflow) = Int64(max(pack.entryCount, 0)).multipliedReportingOverflow(by: block / 2)
+            return [pack.installedBytes, overflow ? .max : slack].clampedSum()
+        }
+        let held = reusesInstalledFiles ? try store.installedFiles(withSHA256: entries.map(\.sha256), excluding: pack.id) : [:]
+        // Entries of one content are one file (the installer links them), as are those held already.
+        var seen: Set<String> = []
+        let new = entries.lazy.filter { held[$0.sha256] == nil && seen.insert($0.sha256).inserted }.map(\.size)
+        return DiskBlocks.bytes(ofFileSizes: Array(new),
+                                folders: DiskBlocks.folderCount(ofEntryNames: entries.lazy.map(\.name)), blockSize: block)
     }
 
     /// The archive bytes installing each pack would download now: nothing for an installed pack,

@@ -18,9 +18,14 @@ struct Inode: Hashable {
 
 /// An item found by ``ResourceStore/walkFiles(under:_:)``.
 struct WalkedFile {
-    /// Whether it is a regular file (otherwise a folder, a link or another kind of item).
+    /// Whether it is a regular file.
     var isRegularFile: Bool
+    /// Whether it is a folder (neither this nor a regular file: a link or another kind of item).
+    var isFolder: Bool
     var inode: Inode
+    /// What it takes on disk: its allocated blocks in bytes (`st_blocks` × 512), as `du` counts
+    /// it, not its length. A 1-byte file takes a whole block (4 KiB on ext4), a sparse one less
+    /// than its length.
     var bytes: Int64
     var links: UInt64
     var modifiedAt: Double
@@ -34,9 +39,15 @@ extension ResourceStore {
     public func diskAccount() throws(ResourceError) -> StoreDiskAccount {
         let ids = try read("list packs") { db in try Self.packRows(db, installedOnly: true).packs.map(\.id) }
         var files: [Inode: (bytes: Int64, links: UInt64, seen: UInt64, packs: [Int])] = [:]
+        var folders: [PackFileAccount.File] = []
         for (index, id) in ids.enumerated() {
             guard let folder = try? packFolder(id: id) else { continue }
             Self.walkFiles(under: folder.path) { file in
+                if file.isFolder {
+                    // A pack's folders are its own (folders have no hard links): deleting it frees them.
+                    folders.append(.init(bytes: file.bytes, packs: [index]))
+                    return
+                }
                 guard file.isRegularFile else { return }
                 var entry = files[file.inode] ?? (file.bytes, file.links, 0, [])
                 entry.seen += 1
@@ -44,20 +55,31 @@ extension ResourceStore {
                 files[file.inode] = entry
             }
         }
-        let account = PackFileAccount(files: files.values.map { .init(bytes: $0.bytes, packs: $0.packs, isPinned: $0.links > $0.seen) })
+        let account = PackFileAccount(files: files.values.map { .init(bytes: $0.bytes, packs: $0.packs, isPinned: $0.links > $0.seen) } + folders)
         return StoreDiskAccount(packIDs: ids, files: account)
     }
 
-    /// The bytes deleting the folder at `path` alone frees: its files whose every link is inside it.
+    /// The bytes deleting the folder at `path` alone frees: its files whose every link is inside it,
+    /// and its folders, in allocated blocks as `du` counts them.
     static func ownBytes(ofFolder path: String) -> Int64 {
         var files: [Inode: (bytes: Int64, links: UInt64, seen: UInt64)] = [:]
+        var folders: [Int64] = []
         walkFiles(under: path) { file in
+            if file.isFolder { folders.append(file.bytes) }
             guard file.isRegularFile else { return }
             var entry = files[file.inode] ?? (file.bytes, file.links, 0)
             entry.seen += 1
             files[file.inode] = entry
         }
-        return files.values.lazy.filter { $0.seen >= $0.links }.map(\.bytes).clampedSum()
+        return [files.values.lazy.filter { $0.seen >= $0.links }.map(\.bytes).clampedSum(), folders.clampedSum()].clampedSum()
+    }
+
+    /// The block size of the store's file system (`statvfs`'s `f_bsize`), 4 KiB when unreadable;
+    /// clamped to 512 B...1 MiB.
+    func blockSize() -> Int64 {
+        var info = statvfs()
+        guard statvfs(directory.path, &info) == 0 else { return DiskBlocks.defaultBlockSize }
+        return min(max(Int64(clamping: info.f_bsize), 512), 1 << 20)
     }
 
     /// Calls `body` with every item at or below `path` (which may be a file), never following a
@@ -67,9 +89,10 @@ extension ResourceStore {
         for item in paths {
             var info = stat()
             guard lstat(item, &info) == 0 else { continue }
-            body(WalkedFile(isRegularFile: info.st_mode & S_IFMT == S_IFREG,
+            let blocks = UInt64(clamping: info.st_blocks).multipliedReportingOverflow(by: 512)
+            body(WalkedFile(isRegularFile: info.st_mode & S_IFMT == S_IFREG, isFolder: info.st_mode & S_IFMT == S_IFDIR,
                             inode: Inode(device: UInt64(info.st_dev), number: UInt64(info.st_ino)),
-                            bytes: Int64(clamping: info.st_size), links: UInt64(info.st_nlink),
+                            bytes: blocks.overflow ? .max : Int64(clamping: blocks.partialValue), links: UInt64(info.st_nlink),
                             modifiedAt: Double(info.st_mtim.tv_sec)))
         }
     }

@@ -29,8 +29,9 @@ extension ResourceStore {
 
     /// What `staging/` holds, per pack, ordered by id.
     ///
-    /// A file counts once however many of its links are in `staging/` (paths sharing an entry are
-    /// hard links), and not at all when it is linked from elsewhere too (a reused installed file).
+    /// Bytes are allocated blocks, as `du` counts them, folders included. A file counts once however
+    /// many of its links are in `staging/` (paths sharing an entry are hard links), and not at all
+    /// when it is linked from elsewhere too (a reused installed file).
     /// Sums are clamped (`clampedSum()`) rather than trap.
     public func stagedPacks() -> [StagedPack] {
         var files: [Inode: (bytes: Int64, links: UInt64, seen: UInt64, pack: String)] = [:]
@@ -43,6 +44,7 @@ extension ResourceStore {
             // Below a folder, every item (links are not followed); a file has none.
             Self.walkFiles(under: root + "/" + name) { item in
                 pack.modifiedAt = max(pack.modifiedAt, item.modifiedAt)
+                if item.isFolder { pack.bytes = [pack.bytes, item.bytes].clampedSum() }
                 guard item.isRegularFile else { return }
                 var file = files[item.inode] ?? (item.bytes, item.links, 0, id)
                 file.seen += 1

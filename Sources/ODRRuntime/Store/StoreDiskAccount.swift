@@ -1,10 +1,12 @@
 /// What the installed packs take on disk, each physical file counted once, read from the inodes.
 ///
 /// Packs of two versions of a tag share their unchanged files by hard link, so adding the packs'
-/// sizes counts those files twice. This account reads every installed file's device, inode, size
-/// and link count (`lstat`, links never followed), and counts each inode once:
+/// sizes counts those files twice. This account reads every installed file's and folder's device,
+/// inode, allocated blocks and link count (`lstat`, links never followed), and counts each inode
+/// once, in bytes as `du` counts them (`st_blocks` × 512, not the files' lengths):
 ///
-/// - a pack's **own** bytes are those of files no other installed pack holds: what deleting it frees;
+/// - a pack's **own** bytes are its folders and the files no other installed pack holds: what
+///   deleting it frees;
 /// - its **shared** bytes are those another installed pack holds too;
 /// - a file with more links than the installed packs explain (linked from outside `packs/`, by the
 ///   user or a download in progress in `staging/`) is **pinned**: deleting the packs would not free
@@ -32,7 +34,8 @@ public struct StoreDiskAccount: Sendable {
     /// Which pack holds which file, for planning purges that count shared files once.
     public var files: PackFileAccount
 
-    /// The bytes of every installed file, each once: what `du` of `packs/` shows, directories aside.
+    /// The bytes of every installed file, each once, and of the pack folders: what
+    /// `du -s -B1 -c packs/*` shows.
     public var installedBytes: Int64 { files.installedBytes }
     /// The bytes of files more than one installed pack holds (each once).
     public var sharedBytes: Int64 { files.sharedBytes }

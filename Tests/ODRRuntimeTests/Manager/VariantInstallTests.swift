@@ -170,7 +170,8 @@ struct VariantInstallTests {
             #expect(Set(plan.deletions.prefix(old.count).map(\.packID)) == old)
             #expect(plan.deletions.prefix(old.count).allSatisfy { $0.reason == .variantNotChosen })
             #expect(plan.deletions.dropFirst(old.count).allSatisfy { $0.reason != .variantNotChosen })
-            let oldBytes = try old.map { id in try #require(try fixture.game.manifest(1).packs.first { $0.id == id }).installedBytes }.reduce(0, +)
+            // What deleting them frees on disk (their files in whole blocks, and their folders).
+            let oldBytes = plan.deletions.prefix(old.count).map(\.bytes).reduce(0, +)
             let purged = try await after.purge(bytes: oldBytes)
             #expect(Set(purged.deletions.map(\.packID)) == old)
             #expect(try after.store.installedPackIDs() == new.union([common]))

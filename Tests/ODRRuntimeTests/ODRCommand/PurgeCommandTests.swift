@@ -132,8 +132,9 @@ struct PurgeCommandTests {
         let common = ["--catalog", fixture.game.catalog.path, "--store", store]
         for tag in ["a", "b"] { #expect(try await ODRExecutable.run(["fetch"] + common + [tag]).status == 0) }
         let packOfTag = Dictionary(uniqueKeysWithValues: try fixture.game.manifest(1).packs.map { ($0.tags[0], $0.id) })
-        // Room for two packs: c pushes out a, the least recently used.
-        let fetch = try await ODRExecutable.run(["fetch"] + common + ["--cache-budget", "120000", "c"])
+        // Room for two packs (each 60 KiB on disk: a 50,000-byte file in whole blocks and two
+        // folders): c pushes out a, the least recently used.
+        let fetch = try await ODRExecutable.run(["fetch"] + common + ["--cache-budget", "130000", "c"])
         #expect(fetch.status == 0, "\(fetch.stderr)")
         #expect(fetch.stdout.contains("Purged 1 pack(s) no request uses to make room"), "\(fetch.stdout)")
         #expect(fetch.stdout.contains("  \(packOfTag["a"]!.prefix(12))  "))
