@@ -137,7 +137,8 @@ extension BuildReport {
     /// split: the largest set of them (and the first, in the order of `ids`, among sets of one size)
     /// whose entries the planner's split (``PackPlanner/balancedParts(of:limit:)``, entries over
     /// `limit` in packs of their own) puts in exactly those packs; `nil` when no two are.
-    /// Every set is tried for up to 10 packs, beyond that all of them and all but one.
+    /// Every set is tried for up to 10 packs of up to 4,096 entries; beyond that all of them, and
+    /// for up to 32 packs all but one.
     static func splitParts(among ids: [String], index: ManifestIndex, limit: Int64) -> [String]? {
         let entriesOf: [[(name: String, size: Int64)]] = ids.map { id in
             var seen = Set<String>()
@@ -153,12 +154,12 @@ extension BuildReport {
         }
         let all = Array(ids.indices)
         var candidates: [[Int]] = []
-        if ids.count <= 10 {
+        if ids.count <= 10, entriesOf.reduce(0, { $0 + $1.count }) <= 4096 {
             candidates = (1..<(1 << ids.count)).map { mask in all.filter { mask & (1 << $0) != 0 } }
                 .filter { $0.count > 1 }
                 .sorted { $0.count != $1.count ? $0.count > $1.count : $0.lexicographicallyPrecedes($1) }
         } else {
-            candidates = [all] + all.map { skipped in all.filter { $0 != skipped } }
+            candidates = [all] + (ids.count <= 32 ? all.map { skipped in all.filter { $0 != skipped } } : [])
         }
         return candidates.first(where: isSplit).map { $0.map { ids[$0] } }
     }
