@@ -1,6 +1,7 @@
 import Foundation
 import ODRBuilder
 import ODRFormat
+import ODRTestSupport
 import Testing
 
 struct BuildReportTests {
@@ -18,6 +19,48 @@ struct BuildReportTests {
         // The shared content's pack holds A/same.txt and B/copy.txt: installing a puts both on disk.
         #expect(counts == ["a": 3, "b": 3, "base": 1])
         #expect(fromManifest.tags.map(\.files) == built.tags.map(\.files))
+    }
+
+    /// Two packs of one tag set that are not the planner's split of their files (packs merged into
+    /// the same tag set) are not called a split, however their sizes add up; the planner's split of
+    /// a tag set over the limit still is, in the stored report as in the build's (issue 37).
+    @Test func packsOfOneTagSetOverTheLimitAreASplitOnlyWhenTheySplitSo() async throws {
+        let fixture = try BuildFixture()
+        try fixture.write("odr.json", #"{"tags": {"a": ["A"], "b": ["B"]}, "limits": {"minimumPackSize": 0}}"#)
+        try fixture.write("A/x.bin", deterministicBytes(count: 600, seed: 1))
+        try fixture.write("A/z.bin", deterministicBytes(count: 100, seed: 2))
+        try fixture.write("B/y.bin", deterministicBytes(count: 500, seed: 3))
+        try await fixture.build()
+        // The packs of `a` ({x, z}) and of `b` ({y}), as if merges had given both the tag set [a]:
+        // two packs of one tag set, 1,200 bytes together, over a 1,000-byte limit.
+        var manifest = try fixture.manifest(1)
+        let aPack = try #require(manifest.packs.first { $0.tags == ["a"] }).id
+        let bPack = try #require(manifest.packs.first { $0.tags == ["b"] }).id
+        manifest.packs = manifest.packs.map { var pack = $0; pack.tags = ["a"]; return pack }
+        manifest.tags = manifest.tags.filter { $0.name != "b" }.map { tag in
+            var tag = tag
+            if tag.name == "a" { tag.packs = [aPack, bPack].sorted() }
+            return tag
+        }
+        var limits = TagRules.Limits()
+        limits.packSize = 1000
+        let merged = BuildReport(manifest: manifest, distribution: "live", limits: limits)
+        #expect(!merged.warnings.contains { $0.code == .splitPack }, "\(merged.warnings)")
+        #expect(merged.packs.allSatisfy { $0.partCount == 1 })
+        #expect(!merged.rendered().contains(" part 1/"))
+
+        // The same files split by the planner: {x} and {y, z}, the longest-first balance of 600, 500, 100.
+        let split = try BuildFixture()
+        try split.write("odr.json", #"{"tags": {"a": ["A", "B"]}, "limits": {"packSize": 1000, "minimumPackSize": 0}}"#)
+        try split.write("A/x.bin", deterministicBytes(count: 600, seed: 1))
+        try split.write("A/z.bin", deterministicBytes(count: 100, seed: 2))
+        try split.write("B/y.bin", deterministicBytes(count: 500, seed: 3))
+        let built = try await split.build()
+        #expect(built.warnings.map(\.code) == [.splitPack])
+        let stored = BuildReport(manifest: try split.manifest(1), distribution: "live", limits: limits)
+        #expect(stored.warnings.map(\.code) == [.splitPack])
+        #expect(stored.packs.map(\.partCount) == [2, 2] && stored.packs.map(\.part) == [1, 2])
+        #expect(stored.packs.map(\.id) == built.packs.map(\.id))
     }
 
     @Test func reportCountsBytesPerTagSharedPacksAndWarnings() async throws {

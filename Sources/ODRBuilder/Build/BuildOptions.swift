@@ -28,6 +28,13 @@ public struct BuildOptions: Sendable {
     /// How `catalog.json` is signed; `nil` writes it unsigned (refused when the catalog is signed).
     public var signing: CatalogSigning?
 
+    /// Whether a rebuild may return at once when the proof the last build left beside the cache
+    /// (``UnchangedBuild``) shows that nothing changed; tests turn it off to compare with a full rebuild.
+    var usesUnchangedProof = true
+    /// How long before the scan every scanned file and folder must have last changed for the build
+    /// to leave that proof, in nanoseconds: 2 s, the coarsest timestamps of common file systems.
+    var unchangedProofMargin: Int64 = 2_000_000_000
+
     /// Options for building `assets` into `output`.
     public init(assets: URL, output: URL) {
         self.assets = assets

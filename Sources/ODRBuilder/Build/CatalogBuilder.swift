@@ -33,6 +33,15 @@ public struct CatalogBuilder: Sendable {
         guard FileManager.default.fileExists(atPath: options.assets.path, isDirectory: &isFolder), isFolder.boolValue else {
             throw BuildError(.assetsUnreadable, "the assets folder does not exist or is not a folder", file: options.assets.path)
         }
+        // A rebuild that finds everything as the last build left it (``UnchangedBuild``) stops here.
+        let rulesData = try? Data(contentsOf: options.rulesURL)
+        let proofKey = rulesData.map { UnchangedBuild.key(options: options, rules: $0) }
+        if options.usesUnchangedProof, options.signing == nil, let proofKey,
+           let report = UnchangedBuild.report(options: options, key: proofKey) {
+            progress(BuildProgress(phase: .publishing, completedBytes: 1, totalBytes: 1))
+            return report
+        }
+        if let cache = options.cache { UnchangedBuild.forget(forCache: cache) }
         // The build cache and the earlier versions are read on the other core while this one reads
         // the rules and scans the assets: a rebuild with nothing changed is mostly these reads.
         let loadingCache = Task { [location = options.cache] in location.map { BuildCache.load(from: $0) } }
@@ -43,12 +52,18 @@ public struct CatalogBuilder: Sendable {
             guard case .success(let index?) = readIndex else { return [CatalogDirectory.LoadedVersion?]() }
             return index.versions.map { try? catalog.loadVersion($0.number, in: index) }
         }
-        let rules = try TagRules.load(from: options.rulesURL)
+        // The bytes the proof's key hashed, parsed: not read again, so the two cannot differ.
+        let rules = if let rulesData {
+            try TagRules.parse(rulesData, file: options.rulesURL.path)
+        } else {
+            try TagRules.load(from: options.rulesURL)
+        }
         let index = try readIndex.get()
         let catalogID = try resolveCatalogID(rules: rules, index: index)
         try BuildError.checkDistributionName(options.distribution, key: "--distribution")
 
         progress(BuildProgress(phase: .scanning, completedBytes: 0, totalBytes: 0))
+        let scanStart = FileStamp.now()
         let scan = try AssetScanner(root: options.assets, rules: rules, skipping: skippedPaths()).scan()
         // Variant names are checked before hashing, so a misnamed file fails the build at once.
         let names = try VariantResolver(rules: rules.variants).resolve(scan.files.map(\.path))
@@ -153,6 +168,21 @@ public struct CatalogBuilder: Sendable {
             built.splitMetadata = BuildReport.SplitMetadataCounts(written: metadata.written, reused: metadata.reused)
         }
         built.metadataForm = form
+        // What a rebuild with nothing changed reports, kept for the next build to return at once.
+        var unchanged = built
+        unchanged.publishedNewVersion = false
+        unchanged.hashedFiles = 0
+        unchanged.hashedBytes = 0
+        unchanged.writtenPacks = 0
+        for position in unchanged.packs.indices { unchanged.packs[position].reused = true }
+        if split { unchanged.splitMetadata = BuildReport.SplitMetadataCounts(written: 0, reused: 0) }
+        unchanged.metadataForm = .chosen(option: options.splitMetadata, rules: rules.splitMetadata, latest: (version, split))
+        var current = manifest
+        current.version = version
+        if unchanged.chunking != nil { unchanged.chunking = ChunkSummary(of: current, against: current) }
+        UnchangedBuild.record(
+            options: options, key: proofKey, scan: scan, scanStart: scanStart, catalog: catalog, index: newIndex,
+            version: version, manifest: current, report: unchanged)
         if let previous, published, let growth = BaseGrowth(from: previous.manifest, to: manifest),
            let warning = growth.warning(threshold: rules.limits.baseGrowthWarning) {
             built.warnings.append(warning)
@@ -174,11 +204,13 @@ public struct CatalogBuilder: Sendable {
         return cleaned.isEmpty ? "catalog" : cleaned
     }
 
-    /// Paths inside the assets folder that are not assets: the rules file, the catalog and the cache.
+    /// Paths inside the assets folder that are not assets: the rules file, the catalog, the cache
+    /// and the proof kept beside it.
     private func skippedPaths() -> Set<String> {
         let root = options.assets.standardizedFileURL.path
         var skipped: Set<String> = [TagRules.defaultFileName]
-        for location in [options.rulesURL, options.output, options.cache].compactMap({ $0 }) {
+        let proof = options.cache.map { UnchangedBuild.location(forCache: $0) }
+        for location in [options.rulesURL, options.output, options.cache, proof].compactMap({ $0 }) {
             let path = location.standardizedFileURL.path
             if path.hasPrefix(root + "/") { skipped.insert(String(path.dropFirst(root.count + 1))) }
         }

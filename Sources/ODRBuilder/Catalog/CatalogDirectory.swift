@@ -75,9 +75,13 @@ public struct CatalogDirectory: Sendable {
 
     /// Reads and validates version `number` that `index` lists, keeping a split version's parts.
     ///
+    /// - Parameter reading: given each file read (its catalog path and bytes), the manifest first.
+    ///
     /// - Throws: `catalog.unknownVersion`, `verify.missingFile` (the manifest or one of its
     ///   metadata files), `catalog.malformed` (naming the file at fault).
-    public func loadVersion(_ number: Int, in index: CatalogIndex) throws(BuildError) -> LoadedVersion {
+    public func loadVersion(
+        _ number: Int, in index: CatalogIndex, reading: (String, Data) -> Void = { _, _ in }
+    ) throws(BuildError) -> LoadedVersion {
         guard let entry = index.version(number) else {
             throw BuildError(
                 .unknownVersion,
@@ -91,6 +95,7 @@ public struct CatalogDirectory: Sendable {
         } catch {
             throw BuildError(.missingFile, "the version manifest listed in catalog.json is missing", file: location.path, cause: error)
         }
+        reading(entry.manifest, data)
         let loaded: LoadedVersion
         do {
             switch try PublishedManifest.decode(from: data) {
@@ -99,7 +104,9 @@ public struct CatalogDirectory: Sendable {
             case .split(let split):
                 let parts = try SplitMetadata.parts(of: split) { path in
                     do {
-                        return try Data(contentsOf: url(of: path))
+                        let data = try Data(contentsOf: url(of: path))
+                        reading(path, data)
+                        return data
                     } catch {
                         throw BuildError(
                             .missingFile, "a metadata file version \(number) pins is missing; restore it from a backup or rebuild the catalog",

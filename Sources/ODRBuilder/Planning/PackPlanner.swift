@@ -199,6 +199,32 @@ public struct PackPlanner: Sendable {
         return chosen?.method
     }
 
+    /// The balanced parts of entries that each fit `limit`, as indices into `entries`: one part when
+    /// they fit together, else longest-processing-time greedy. Entries by descending size (ties by
+    /// name) go to the lightest part (ties by index); the part count starts at the lower bound and
+    /// grows until every part fits. What ``split(_:tags:variant:warnings:)`` does, and what
+    /// `odrpack report` does again to tell a split's parts from packs merged into one tag set.
+    static func balancedParts(of entries: [(name: String, size: Int64)], limit: Int64) -> [[Int]] {
+        let total = entries.reduce(Int64(0)) { $0 + $1.size }
+        guard total > limit else { return entries.isEmpty ? [] : [Array(entries.indices)] }
+        let ordered = entries.indices.sorted {
+            entries[$0].size > entries[$1].size || (entries[$0].size == entries[$1].size && entries[$0].name < entries[$1].name)
+        }
+        var count = Int((total + limit - 1) / limit)
+        while true {
+            var bins = [[Int]](repeating: [], count: count)
+            var loads = [Int64](repeating: 0, count: count)
+            for entry in ordered {
+                var lightest = 0
+                for index in 1..<count where loads[index] < loads[lightest] { lightest = index }
+                bins[lightest].append(entry)
+                loads[lightest] += entries[entry].size
+            }
+            if loads.allSatisfy({ $0 <= limit }) { return bins.filter { !$0.isEmpty } }
+            count += 1
+        }
+    }
+
     /// Splits one tag set's (and variant's) entries into parts no larger than the pack size limit, balanced by size.
     ///
     /// Longest-processing-time greedy: entries by descending size (ties by name) go to the lightest
@@ -228,28 +254,7 @@ public struct PackPlanner: Sendable {
             oversize.append([entry])
         }
         let total = fitting.reduce(Int64(0)) { $0 + $1.size }
-        var parts: [[PackPlan.Entry]]
-        if total <= limit {
-            parts = fitting.isEmpty ? [] : [fitting]
-        } else {
-            let ordered = fitting.sorted { $0.size > $1.size || ($0.size == $1.size && $0.name < $1.name) }
-            var count = Int((total + limit - 1) / limit)
-            while true {
-                var bins = [[PackPlan.Entry]](repeating: [], count: count)
-                var loads = [Int64](repeating: 0, count: count)
-                for entry in ordered {
-                    var lightest = 0
-                    for index in 1..<count where loads[index] < loads[lightest] { lightest = index }
-                    bins[lightest].append(entry)
-                    loads[lightest] += entry.size
-                }
-                if loads.allSatisfy({ $0 <= limit }) {
-                    parts = bins.filter { !$0.isEmpty }
-                    break
-                }
-                count += 1
-            }
-        }
+        var parts = Self.balancedParts(of: fitting.map { ($0.name, $0.size) }, limit: limit).map { $0.map { fitting[$0] } }
         parts += oversize
         if parts.count > 1 {
             warnings.append(BuildWarning(

@@ -38,6 +38,10 @@ public struct AssetScanner: Sendable {
         public var warnings: [BuildWarning]
         /// Symbolic links followed (to files or folders).
         public var followedLinks: Int
+        /// What `stat` said of each of `files`, in the same order (links followed).
+        var fileStamps: [FileStamp] = []
+        /// Every folder walked, the root (`""`) first, with what `stat` said of it (links followed).
+        var folders: [(path: String, stamp: FileStamp)] = []
     }
 
     /// A folder's identity, to notice a link that leads back into a folder being walked.
@@ -48,7 +52,8 @@ public struct AssetScanner: Sendable {
 
     /// What the walk collects.
     private struct Walk {
-        var files: [AssetFile] = []
+        var files: [(file: AssetFile, stamp: FileStamp)] = []
+        var folders: [(path: String, stamp: FileStamp)] = []
         var skipped: [String] = []
         var loops: [String] = []
         var followedLinks = 0
@@ -65,12 +70,14 @@ public struct AssetScanner: Sendable {
         var found = Walk()
         var rootInfo = stat()
         let rootID = stat(root.path, &rootInfo) == 0 ? FolderID(device: UInt64(rootInfo.st_dev), inode: UInt64(rootInfo.st_ino)) : nil
+        if rootID != nil { found.folders.append(("", FileStamp(rootInfo))) }
         try walk(relative: "", ancestors: rootID.map { [$0] } ?? [], into: &found)
-        found.files.sort { $0.path.utf8.lexicographicallyPrecedes($1.path.utf8) }
+        found.files.sort { $0.file.path.utf8.lexicographicallyPrecedes($1.file.path.utf8) }
+        let files = found.files.map { $0.file }
         // Swift compares strings by canonical equivalence: `é` precomposed and `e` + U+0301 are
         // two files on disk but one catalog path, which no client could tell apart.
         var seen: [String: String] = [:]
-        for file in found.files {
+        for file in files {
             if let twin = seen.updateValue(file.path, forKey: file.path) {
                 throw BuildError(.assetsUnreadable, "'\(twin)' and '\(file.path)' are different bytes but the same name after Unicode normalization (NFC), so a catalog cannot hold both; rename one of them",
                                  file: file.url.path)
@@ -89,7 +96,9 @@ public struct AssetScanner: Sendable {
                 "skipped \(found.loops.count) symbolic link(s) that lead back into a folder being scanned (a loop): "
                     + found.loops.sorted().prefix(5).joined(separator: ", ") + (found.loops.count > 5 ? ", ..." : "")))
         }
-        return Result(files: found.files, warnings: warnings, followedLinks: found.followedLinks)
+        return Result(
+            files: files, warnings: warnings, followedLinks: found.followedLinks, fileStamps: found.files.map { $0.stamp },
+            folders: found.folders)
     }
 
     private func walk(relative: String, ancestors: Set<FolderID>, into found: inout Walk) throws(BuildError) {
@@ -135,6 +144,7 @@ public struct AssetScanner: Sendable {
                     continue
                 }
                 if isLink { found.followedLinks += 1 }
+                found.folders.append((path, FileStamp(info)))
                 try walk(relative: path, ancestors: ancestors.union([id]), into: &found)
             case S_IFREG:
                 if let problem = RelativePath.problem(in: path) {
@@ -142,9 +152,9 @@ public struct AssetScanner: Sendable {
                 }
                 if isLink { found.followedLinks += 1 }
                 let nanoseconds = Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec)
-                found.files.append(AssetFile(
+                found.files.append((AssetFile(
                     path: path, url: url, size: Int64(info.st_size), modificationTime: nanoseconds,
-                    inode: UInt64(info.st_ino)))
+                    inode: UInt64(info.st_ino)), FileStamp(info)))
             default:
                 found.skipped.append(path)
             }
