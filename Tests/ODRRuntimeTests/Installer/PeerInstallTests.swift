@@ -192,7 +192,7 @@ struct PeerInstallTests {
             if let share { #expect(share.requests().count <= 4, "lying: \(share.requests().count) requests") }
             // A redirect is never followed to the CDN's folder.
             if kind == "redirect" {
-                #expect(await cdn.requests().filter { $0.target == "/packs/" }.isEmpty)
+                #expect(cdn.requests().filter { $0.target == "/packs/" }.isEmpty)
             }
         }
     }
