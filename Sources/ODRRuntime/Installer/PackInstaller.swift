@@ -244,8 +244,9 @@ public struct PackInstaller: Sendable {
             let origins = (outcome.servedBy.isEmpty ? [snapshot.catalogURL] : outcome.servedBy).map(\.absoluteString).joined(separator: ", ")
             let tags = snapshot.lookup.pack(id: pack.id)?.tags ?? []
             let tagsText = tags.isEmpty ? "" : "tags \(tags.joined(separator: ", ")): "
-            let peersText = outcome.peerBytes.isEmpty ? ""
-                : "; \(outcome.peerBytes.map(\.bytes).clampedSum()) bytes from peers (" + outcome.peerBytes.map { "\($0.peer.absoluteString) \($0.bytes)" }.joined(separator: ", ") + ")"
+            let peerTotal = outcome.peerBytes.map(\.bytes).clampedSum()
+            let peerList = outcome.peerBytes.map { "\($0.peer.absoluteString) \($0.bytes)" }.joined(separator: ", ")
+            let peersText = outcome.peerBytes.isEmpty ? "" : "; \(peerTotal) bytes from peers (\(peerList))"
             let reason = isBundled ? tagsText + "bundled"
                 : "\(tagsText)\(outcome.downloaded) bytes received, \(outcome.reused) reused from the store, \(outcome.resumed) resumed; downloaded from \(origins)\(peersText)"
             try store.recordInstall(pack, entries: entries, chunks: chunkTables, reason: reason)
