@@ -98,7 +98,7 @@ struct ShareServerTests {
         try await Self.withSharedStore(limits: ShareLimits(bytesPerSecond: 1 << 20)) { shared in
             let url = shared.share.baseURL.absoluteString + "odr/v1/sha256/" + (try Self.digest(of: "level/part1.bin", in: shared))
             let underWay = Task { try await CurlCommand.fetch(url) }
-            try await Task.sleep(for: .milliseconds(300))
+            try await waitUntil("the body is under way", timeout: .seconds(60)) { shared.share.bytesSent > 0 }
             for id in try shared.snapshot.packs(forTags: ["level"]).map(\.id) {
                 _ = try await shared.store.removeInstalledPack(id: id, event: .purge, reason: "test")
             }
@@ -115,7 +115,9 @@ struct ShareServerTests {
         try await Self.withSharedStore(limits: ShareLimits(maximumConcurrentTransfers: 4, maximumTransfersPerAddress: 2, bytesPerSecond: 1 << 20)) { shared in
             let url = shared.share.baseURL.absoluteString + "odr/v1/sha256/" + (try Self.digest(of: "level/part0.bin", in: shared))
             let responses = try await withThrowingTaskGroup(of: CurlResponse.self) { group in
-                for _ in 0..<12 { group.addTask { try await CurlCommand.fetch(url, ["-r", "0-65535"]) } }
+                // Half a MiB each at 1 MiB/s in all: a served transfer holds its slot for half a
+                // second or more, so requests that start in that time find none free.
+                for _ in 0..<12 { group.addTask { try await CurlCommand.fetch(url, ["-r", "0-524287"]) } }
                 var all: [CurlResponse] = []
                 for try await response in group { all.append(response) }
                 return all
