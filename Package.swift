@@ -96,7 +96,7 @@ let package = Package(
         .target(
             name: "ODRServe",
             dependencies: [
-                "ODRFormat",
+                "ODRFormat", "ODRRuntime",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -142,8 +142,9 @@ let package = Package(
             name: "odr",
             dependencies: [
                 "ODRCommandLine",
-                "ODRRuntime", "ODRFormat",
+                "ODRRuntime", "ODRFormat", "ODRServe",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             path: "Tools/odr",
             swiftSettings: swiftSettings

@@ -30,6 +30,7 @@ final class ConfigHandle: Sendable {
         var trustedKeys: [PublicSigningKey] = []
         var signatureThreshold = 1
         var mirrors: [URL] = []
+        var peers: [URL] = []
         var allowsUnsignedCatalogFromMirrors = false
         /// `ODR_OPT_CATALOG_ID`: the catalog meant (`nil`: the one the URLs serve).
         var catalogID: String?
@@ -70,6 +71,7 @@ final class ConfigHandle: Sendable {
         configuration.downloadPolicy = settings.downloadPolicy
         configuration.variants = settings.variants
         configuration.mirrors = settings.mirrors
+        configuration.peers = settings.peers
         configuration.allowsUnsignedCatalogFromMirrors = settings.allowsUnsignedCatalogFromMirrors
         configuration.catalogID = settings.catalogID
         configuration.connectTimeout = settings.connectTimeout
@@ -165,6 +167,16 @@ public func odrConfigSetString(_ config: OpaquePointer?, _ option: odr_option, _
                 throw invalidArgument("ODR_OPT_MIRROR '\(text)' is not an http:// or https:// URL; give the URL of the catalog's folder on the other origin.")
             }
             handle.settings.withLock { if !$0.mirrors.contains(url) { $0.mirrors.append(url) } }
+        case ODR_OPT_PEER:
+            guard let value else {
+                handle.settings.withLock { $0.peers = [] }
+                return
+            }
+            let text = try CInput.nonEmptyString(value, "The peer (ODR_OPT_PEER)")
+            guard let url = URL(string: text), let scheme = url.scheme, ["http", "https"].contains(scheme), url.host != nil else {
+                throw invalidArgument("ODR_OPT_PEER '\(text)' is not an http:// or https:// URL; give the URL odr share printed on the other device, such as http://192.168.1.20:7420/.")
+            }
+            handle.settings.withLock { if !$0.peers.contains(url) { $0.peers.append(url) } }
         case ODR_OPT_CATALOG_ID:
             let id = try value.map { p throws(ResourceError) in try CInput.nonEmptyString(p, "The catalog id (ODR_OPT_CATALOG_ID)") }
             handle.settings.withLock { $0.catalogID = id }

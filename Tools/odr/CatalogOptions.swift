@@ -121,5 +121,21 @@ struct InstallOptions: ParsableArguments {
     @Flag(name: .customLong("no-sync"), help: "Do not flush installed files to disk before recording them (faster; a power loss may then lose recently installed packs, which the next open repairs).")
     var noSync = false
 
+    @Option(name: .customLong("peer"),
+            help: ArgumentHelp("Another device's store shared with odr share (its http:// URL), asked first for each file; repeatable. Every byte is checked against the catalog's digests; a peer that fails or lies is dropped and the CDN serves the rest.",
+                               valueName: "url"))
+    var peers: [String] = []
+
     var bundledCatalog: URL? { bundled.map { URL(filePath: $0, directoryHint: .isDirectory) } }
+
+    /// The `--peer` URLs.
+    var peerURLs: [URL] { peers.compactMap { URL(string: $0) } }
+
+    func validate() throws {
+        for peer in peers {
+            guard let url = URL(string: peer), let scheme = url.scheme?.lowercased(), ["http", "https"].contains(scheme), url.host != nil else {
+                throw ValidationError("--peer \(peer): give the http:// URL odr share printed on the other device, such as http://192.168.1.20:7420/.")
+            }
+        }
+    }
 }

@@ -146,6 +146,8 @@ struct FetchCommand: AsyncParsableCommand {
                 print("Installed \(summary.installed.count) pack(s) (\(byteText(summary.downloadedBytes)) downloaded"
                       + (summary.reusedFiles > 0 ? ", \(summary.reusedFiles) unchanged file(s) reused, \(byteText(summary.reusedBytes))" : "")
                       + (summary.resumedBytes > 0 ? ", \(byteText(summary.resumedBytes)) resumed" : "")
+                      + (summary.peerBytes > 0 ? ", \(byteText(summary.peerBytes)) from peers ("
+                         + summary.bytesByPeer.sorted { $0.key < $1.key }.map { "\($0.key) \(byteText($0.value))" }.joined(separator: ", ") + ")" : "")
                       + "); \(summary.alreadyInstalled.count) already installed. Tags: \(tags.joined(separator: ", ")).")
                 for line in Self.updateLines(summary, tags: tags, snapshot: snapshot) { print(line) }
                 if let notice = Self.initialTagsNotice(manager, snapshot: snapshot, fetched: tags) {

@@ -26,7 +26,7 @@ struct ODR: AsyncParsableCommand {
               odr verify --store ~/odr-store
             """,
         version: ODRVersion.current,
-        subcommands: [FetchCommand.self, StatusCommand.self, PathCommand.self, VerifyCommand.self, UpdateCommand.self, PurgeCommand.self, LogCommand.self, HoldCommand.self, DemoCommand.self]
+        subcommands: [FetchCommand.self, StatusCommand.self, PathCommand.self, VerifyCommand.self, UpdateCommand.self, PurgeCommand.self, LogCommand.self, HoldCommand.self, DemoCommand.self, ShareCommand.self]
     )
 
     static func main() async { await runReportingErrors() }

@@ -49,6 +49,7 @@ extension CatalogOptions {
         metered?.apply(to: &configuration.downloadPolicy)
         configuration.variants = try variants()
         configuration.mirrors = mirrorURLs
+        configuration.peers = install?.peerURLs ?? []
         configuration.allowsUnsignedCatalogFromMirrors = allowUnsignedMirrors
         configuration.catalogID = catalogID
         return try ResourceManager(configuration: configuration)

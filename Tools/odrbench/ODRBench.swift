@@ -10,6 +10,6 @@ struct ODRBench: AsyncParsableCommand {
             Run it in release mode: swift run -c release odrbench <suite>. Every suite prints its \
             own figures and the baseline it compares to, so the ratios hold on any machine.
             """,
-        subcommands: [FormatBench.self, FormatWorker.self, TransferBench.self, SimBench.self, BuildBench.self, BuildWorker.self, InstallBench.self, DeltaBench.self, RequestBench.self, SoakBench.self, StoreBench.self]
+        subcommands: [FormatBench.self, FormatWorker.self, TransferBench.self, SimBench.self, BuildBench.self, BuildWorker.self, InstallBench.self, DeltaBench.self, RequestBench.self, SoakBench.self, StoreBench.self, PeersBench.self]
     )
 }

@@ -172,6 +172,12 @@ typedef enum odr_option {
                                        added; NULL removes every mirror. A download that fails on
                                        one origin continues on the next where it stopped; the
                                        failing origin is avoided for a minute (docs/HOSTING.md) */
+    ODR_OPT_PEER = 8,               /* adds a peer: another device's store shared with `odr share`
+                                       (its http:// or https:// URL), asked first for each file an
+                                       install needs; every byte is checked against the catalog's
+                                       digests, and a peer that fails or lies is dropped for the
+                                       rest of the install; NULL removes every peer. None by
+                                       default (docs/STORE.md, "Local network peers") */
     ODR_OPT_CATALOG_ID = 109,       /* the id of the catalog meant (the "id" of its catalog.json);
                                        NULL (default) for the one the URLs serve. A catalog.json of
                                        another id is refused; offline, a store that has not seen

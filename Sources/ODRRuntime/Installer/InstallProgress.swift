@@ -15,10 +15,15 @@ public struct InstallProgress: Sendable, Hashable {
     /// The latest failed attempt of a transfer that waits to try again; `nil` while bytes flow (or
     /// nothing failed). The install goes on by itself when the next attempt succeeds.
     public var retry: TransferRetry?
+    /// Bytes received from peers on the local network so far (see ``PackInstaller/peers``), over
+    /// all packs; included in ``completedBytes`` while a pack's peer round runs, and in
+    /// ``heldBytes`` once its plan for the origins is made.
+    public var fromPeersBytes: Int64 = 0
 
     /// Creates a progress snapshot from its counts.
     public init(completedBytes: Int64, totalBytes: Int64, completedPacks: Int, totalPacks: Int,
-                heldBytes: Int64 = 0, retry: TransferRetry? = nil) {
+                heldBytes: Int64 = 0, retry: TransferRetry? = nil, fromPeersBytes: Int64 = 0) {
+        self.fromPeersBytes = fromPeersBytes
         self.completedBytes = completedBytes
         self.totalBytes = totalBytes
         self.completedPacks = completedPacks

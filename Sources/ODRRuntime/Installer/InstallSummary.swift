@@ -24,6 +24,12 @@ public struct InstallSummary: Sendable, Hashable, Codable {
     public var fetchedFiles: Int = 0
     /// HTTP requests made for pack bytes (byte ranges or whole archives; retries not counted).
     public var requests: Int = 0
+    /// Bytes received from peers on the local network (see ``PackInstaller/peers``), bytes a
+    /// peer sent that were refused or cut included; not part of ``downloadedBytes``, which counts
+    /// the origins' bytes only.
+    public var peerBytes: Int64 = 0
+    /// ``peerBytes`` by peer base URL.
+    public var bytesByPeer: [String: Int64] = [:]
 
     /// How each installed pack was assembled, in the order they finished.
     public var packs: [PackReport] = []
@@ -42,6 +48,8 @@ public struct InstallSummary: Sendable, Hashable, Codable {
         reusedFiles += other.reusedFiles
         fetchedFiles += other.fetchedFiles
         requests += other.requests
+        peerBytes = peerBytes.clampedAdding(other.peerBytes)
+        bytesByPeer.merge(other.bytesByPeer) { $0.clampedAdding($1) }
         packs += other.packs
     }
 

@@ -17,6 +17,9 @@ struct PackTraffic: Sendable {
     var continuedBytes: Int64 = 0
     /// The origins whose bytes the pack kept, in the order they first sent (only with several origins).
     var origins: [URL] = []
+    /// Body bytes received from each peer (see ``PackInstaller/peers``), checked or not, in the
+    /// order they first sent.
+    var peerBytes: [(peer: URL, bytes: Int64)] = []
 }
 
 /// The origin bookkeeping every request for pack bytes shares, whole archive, entry ranges or chunk

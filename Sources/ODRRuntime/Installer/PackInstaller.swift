@@ -59,6 +59,12 @@ public struct PackInstaller: Sendable {
     /// stopped; bytes that fail verification make the installer fetch the refused entries again
     /// from the next origin. `nil` (the default) downloads from the snapshot's URL only.
     public var origins: OriginSet?
+    /// Other devices' stores on the local network to ask first for each entry (see ``PeerSet``);
+    /// `nil` (the default) asks none. A peer that fails or lies is dropped for the rest of the
+    /// install; every byte from a peer is verified against the manifest's digest.
+    public var peers: PeerSet?
+    /// How many entries are asked of peers at once.
+    public var maximumConcurrentPeerRequests: Int = 4
     /// Called with the pack's id each time one of its downloads moves to another origin (the
     /// manager turns it into ``ResourceManagerEvent/originSwitched(from:to:reason:)`` and a log line).
     public var originSwitched: (@Sendable (String, TransferOriginSwitch) -> Void)?
@@ -249,8 +255,11 @@ public struct PackInstaller: Sendable {
             let origins = (outcome.servedBy.isEmpty ? [snapshot.catalogURL] : outcome.servedBy).map(\.absoluteString).joined(separator: ", ")
             let tags = snapshot.lookup.pack(id: pack.id)?.tags ?? []
             let tagsText = tags.isEmpty ? "" : "tags \(tags.joined(separator: ", ")): "
+            let peerTotal = outcome.peerBytes.map(\.bytes).clampedSum()
+            let peerList = outcome.peerBytes.map { "\($0.peer.absoluteString) \($0.bytes)" }.joined(separator: ", ")
+            let peersText = outcome.peerBytes.isEmpty ? "" : "; \(peerTotal) bytes from peers (\(peerList))"
             let reason = isBundled ? tagsText + "bundled"
-                : "\(tagsText)\(outcome.downloaded) bytes received, \(outcome.reused) reused from the store, \(outcome.resumed) resumed; downloaded from \(origins)"
+                : "\(tagsText)\(outcome.downloaded) bytes received, \(outcome.reused) reused from the store, \(outcome.resumed) resumed; downloaded from \(origins)\(peersText)"
             try store.recordInstall(pack, entries: entries, chunks: chunkTables, reason: reason)
         } catch {
             ResourceStore.removeTree(destination)
@@ -270,6 +279,23 @@ public struct PackInstaller: Sendable {
         var integrityFailovers = 0
         // What travelled in every round: a round that fails still moved bytes.
         let traffic = Locked(PackTraffic())
+        // Peers first, once per install, for what neither staging nor the store holds.
+        var peerRound = PeerRound()
+        var peerRetried = false
+        if let peers, peers.hasLivePeers, !source.isFileURL {
+            let staged = StagedEntries.look(in: folder, entries: entries, journal: journal, parts: parts, hashing: false)
+            var missing = entries.filter { !staged.complete.contains($0.name) && staged.partial[$0.name] == nil && staged.heldPrefixes[$0.name] == nil }
+            if reusesInstalledFiles {
+                let held = try store.installedFiles(withSHA256: missing.map(\.sha256), excluding: pack.id)
+                missing = missing.filter { held[$0.sha256] == nil }
+            }
+            missing = try entriesForPeers(missing, tables: chunkTables, of: pack)
+            if !missing.isEmpty {
+                tracker.plan(pack, bytes: missing.reduce(Int64(0)) { $0.clampedAdding($1.size) }, held: 0)
+                peerRound = try await fetchFromPeers(missing, of: pack, peers: peers, into: folder, journal: journal, traffic: traffic,
+                                                     received: { tracker.received($0, of: pack, fromPeer: true) })
+            }
+        }
         while true {
             try StoreFiles.makeFolder(folder.path)
             let staged = StagedEntries.look(in: folder, entries: entries, journal: journal, parts: parts, hashing: true,
@@ -293,10 +319,13 @@ public struct PackInstaller: Sendable {
             let plan = PackFetchPlan.make(entries: entries, archiveBytes: pack.archiveBytes, complete: complete.union(chunked.map(\.plan.entry.name)),
                                         partial: staged.partial, heldPrefixes: staged.heldPrefixes, policy: policy)
             // Partial entries count only when the plan continues them (their journal line fit).
-            outcome.resumed = chunked.reduce(staged.completeBytes + plan.resumedBytes) { $0.clampedAdding($1.plan.resumedBytes) }
+            // Entries the peers delivered are staged complete: they count as received from peers, not resumed.
+            let fromPeers = entries.filter { peerRound.complete.contains($0.name) && staged.complete.contains($0.name) }
+                .reduce(Int64(0)) { $0.clampedAdding($1.storedSize) }
+            outcome.resumed = chunked.reduce(staged.completeBytes.clampedSubtracting(fromPeers) + plan.resumedBytes) { $0.clampedAdding($1.plan.resumedBytes) }
             outcome.reused = chunked.reduce(outcome.reused) { $0.clampedAdding($1.plan.heldBytes) }
             let chunkBytes = chunked.reduce(Int64(0)) { $0.clampedAdding($1.plan.fetchBytes) }
-            tracker.plan(pack, bytes: plan.fetchBytes.clampedAdding(chunkBytes), held: outcome.resumed + outcome.reused)
+            tracker.plan(pack, bytes: plan.fetchBytes.clampedAdding(chunkBytes), held: outcome.resumed + outcome.reused + fromPeers)
             // Whatever a fetch writes afresh must not meet a stale partial file.
             for fetch in plan.fetches {
                 for target in fetch.targets where target.resume == nil {
@@ -315,8 +344,23 @@ public struct PackInstaller: Sendable {
                 outcome.downloaded = moved.receivedBytes
                 outcome.resumed = outcome.resumed.clampedAdding(moved.continuedBytes)
                 outcome.servedBy = moved.origins
-                outcome.fetchedFiles = plan.fetchedEntries + chunked.count
+                outcome.peerBytes = moved.peerBytes
+                outcome.fetchedFiles = plan.fetchedEntries + chunked.count + peerRound.complete.count
                 return
+            } catch where error.code == .integrity && !peerRound.partial.isEmpty && !peerRetried {
+                // A peer's cut entry was continued from an origin and the whole failed its digest:
+                // the peer's prefix may have been wrong. Every entry a peer cut that is not
+                // verified yet leaves staging; one more round fetches them from the origins.
+                peerRetried = true
+                for entry in entries where peerRound.partial.contains(entry.name) {
+                    let path = folder.appending(path: entry.name).path
+                    var info = stat()
+                    if lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_mode & 0o222 == 0, Int64(info.st_size) == entry.size {
+                        continue
+                    }
+                    unlink(path)
+                }
+                peerRound.partial = []
             } catch where error.code == .integrity && !source.isFileURL && integrityFailovers + 1 < (origins?.origins.count ?? 0) {
                 // The fetch marked the origin that served the refused bytes as failed: the next
                 // round asks another one, for what is not verified yet.
@@ -501,6 +545,8 @@ private struct PackOutcome: Sendable {
     var report: InstallSummary.PackReport?
     /// The origins that served bytes, when the catalog has several (in the order they served).
     var servedBy: [URL] = []
+    /// Bytes received from each peer (in the order they first sent).
+    var peerBytes: [(peer: URL, bytes: Int64)] = []
 
     func add(to summary: inout InstallSummary) {
         switch kind {
@@ -514,6 +560,10 @@ private struct PackOutcome: Sendable {
         summary.reusedFiles += reusedFiles
         summary.fetchedFiles += fetchedFiles
         summary.requests += requests
+        for (peer, bytes) in peerBytes {
+            summary.peerBytes = summary.peerBytes.clampedAdding(bytes)
+            summary.bytesByPeer[peer.absoluteString, default: 0] = summary.bytesByPeer[peer.absoluteString, default: 0].clampedAdding(bytes)
+        }
         if let report { summary.packs.append(report) }
     }
 }
@@ -533,6 +583,8 @@ private final class ProgressTracker: Sendable {
         var planned: [String: Int64]
         var held: [String: Int64] = [:]
         var received: [String: Int64] = [:]
+        /// Bytes received from peers, over all packs.
+        var fromPeers: Int64 = 0
         /// Packs whose transfer waits to try again, with the latest retry.
         var stalls: [String: TransferRetry] = [:]
         var completedPacks = 0
@@ -563,9 +615,10 @@ private final class ProgressTracker: Sendable {
         }
     }
 
-    func received(_ bytes: Int64, of pack: PackRecord) {
+    func received(_ bytes: Int64, of pack: PackRecord, fromPeer: Bool = false) {
         var crash = false
         update { state in
+            if fromPeer { state.fromPeers = state.fromPeers.clampedAdding(bytes) }
             let now = state.received[pack.id, default: 0].clampedAdding(bytes)
             state.received[pack.id] = now
             // The `download` crash point: half of the pack's planned bytes are in.
@@ -601,7 +654,7 @@ private final class ProgressTracker: Sendable {
                 let retry = state.stalls.values.max { $0.nextAttempt < $1.nextAttempt }
                 let next = InstallProgress(completedBytes: min(total, state.received.values.clampedSum()), totalBytes: total,
                                            completedPacks: state.completedPacks, totalPacks: packs,
-                                           heldBytes: state.held.values.clampedSum(), retry: retry)
+                                           heldBytes: state.held.values.clampedSum(), retry: retry, fromPeersBytes: state.fromPeers)
                 guard next != state.last else { return (nil, nil) }
                 let clock = ContinuousClock.now
                 let due = state.lastTime.map { $0.advanced(by: Self.interval) } ?? clock

@@ -33,6 +33,11 @@ extension ResourceManager {
         /// accepted from any origin (with the same signature and serial checks); an unsigned one only
         /// from the primary, unless ``allowsUnsignedCatalogFromMirrors``.
         public var mirrors: [URL] = []
+        /// Other devices' stores on the local network that share their content (`odr share`,
+        /// `startSharing` in ODRServe), asked first for each entry an install needs; every byte is
+        /// verified against the catalog's digests, and a peer that fails or lies is dropped for the
+        /// rest of the install (see ``PeerSet``). Empty (the default): no peer is asked.
+        public var peers: [URL] = []
         /// How long an origin that failed is avoided: transfers start at the next one meanwhile
         /// (default 60 seconds). The failure is recorded in the store, so other processes on it
         /// and the next launch avoid the origin too (``OriginSet``).

@@ -134,6 +134,7 @@ extension ResourceManager {
     func makeInstaller() -> PackInstaller {
         var installer = PackInstaller(store: store, transport: transport, bundledCatalog: configuration.bundledCatalog)
         installer.rangePolicy = configuration.rangePolicy
+        if !configuration.peers.isEmpty { installer.peers = PeerSet(configuration.peers) }
         if origins.origins.count > 1 {
             installer.origins = origins
             installer.originSwitched = { [originLog] in originLog.record($0, $1) }

@@ -90,3 +90,60 @@ extension ResourceStore {
         }
     }
 }
+
+/// Content the store can share with peers (docs/STORE.md, "Local network peers"): `size` bytes of
+/// an installed file from `offset` (a whole file, or a chunk of a chunked one).
+public struct SharedContent: Sendable, Hashable {
+    /// The installed file, inside `packs/<packID>/`.
+    public var file: URL
+    /// The installed pack the file belongs to.
+    public var packID: String
+    /// The content's first byte in the file (0 for a whole file).
+    public var offset: Int64
+    /// The content's size.
+    public var size: Int64
+
+    /// Describes content: `size` bytes of `file` (of pack `packID`) from `offset`.
+    public init(file: URL, packID: String, offset: Int64, size: Int64) {
+        self.file = file
+        self.packID = packID
+        self.offset = offset
+        self.size = size
+    }
+}
+
+extension ResourceStore {
+    /// Where the content with SHA-256 `digest` (64 lowercase hex digits) is: an installed file with
+    /// that content, else a chunk of an installed chunked file; `nil` when the store's database
+    /// says no installed (and so verified) pack holds it, or `digest` is not a digest.
+    ///
+    /// What `odr share` serves: only the database decides, a path never comes from the request,
+    /// and a pack being purged is not installed any more by the time its folder leaves `packs/`
+    /// (the purge clears the row first).
+    public func sharedContent(sha256 digest: String) throws(ResourceError) -> SharedContent? {
+        guard digest.utf8.count == 64, digest.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }) else { return nil }
+        let rows = try rows(withSHA256: [digest], action: "find shared content", sql: { marks in """
+            SELECT e.packID, e.name, e.size FROM packEntry e JOIN pack p ON p.id = e.packID
+            WHERE p.isInstalled AND e.sha256 IN (\(marks)) LIMIT 4
+            """ }) { row throws(DamagedRow) in
+            (pack: try StoreRow.packID(row, "packID"), name: try StoreRow.entryName(row, "name"), size: try StoreRow.bytes(row, "size"))
+        }
+        if let row = rows.first {
+            return SharedContent(file: packURL(id: row.pack).appending(path: row.name), packID: row.pack, offset: 0, size: row.size)
+        }
+        let chunks = try heldChunks(withSHA256: [digest])
+        guard let chunk = chunks[digest], let pack = packID(ofInstalledFile: chunk.file) else { return nil }
+        return SharedContent(file: chunk.file, packID: pack, offset: chunk.offset, size: chunk.size)
+    }
+
+    /// Whether pack `id` is installed, as the database says now.
+    public func isPackInstalled(_ id: String) -> Bool {
+        (try? pack(id: id)?.isInstalled) == true
+    }
+
+    private func packID(ofInstalledFile file: URL) -> String? {
+        let packs = packsURL.path.hasSuffix("/") ? packsURL.path : packsURL.path + "/"
+        guard file.path.hasPrefix(packs) else { return nil }
+        return file.path.dropFirst(packs.count).split(separator: "/").first.map(String.init)
+    }
+}

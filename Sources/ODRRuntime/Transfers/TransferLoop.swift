@@ -246,7 +246,7 @@ final class TransferLoop {
         try easy.set(CURLOPT_PROTOCOLS_STR, "http,https,file")
         // A redirect may lead to another host (a CDN's edge), never to a local file or another scheme.
         try easy.set(CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
-        try easy.set(CURLOPT_FOLLOWLOCATION, true)
+        try easy.set(CURLOPT_FOLLOWLOCATION, session.operation.request.followsRedirects)
         try easy.set(CURLOPT_MAXREDIRS, configuration.maximumRedirects)
         try easy.set(CURLOPT_SSL_VERIFYPEER, true)
         try easy.set(CURLOPT_SSL_VERIFYHOST, 2)
@@ -255,10 +255,12 @@ final class TransferLoop {
         // Both timeouts end within what is left of the progress timeout (at least a second each).
         // Clamped to a day so that no configured value can overflow the conversion to an integer.
         let left = min(86_400, max(1, configuration.progressTimeout - session.secondsWithoutProgress))
-        let connect = configuration.connectTimeout.isFinite ? max(0.001, min(configuration.connectTimeout * session.timeoutFactor, left)) : left
+        var connect = configuration.connectTimeout.isFinite ? max(0.001, min(configuration.connectTimeout * session.timeoutFactor, left)) : left
+        if let limit = session.operation.request.connectSeconds, limit.isFinite, limit > 0 { connect = min(connect, limit) }
         try easy.set(CURLOPT_CONNECTTIMEOUT_MS, Int(connect * 1000))
         try easy.set(CURLOPT_LOW_SPEED_LIMIT, configuration.lowSpeedLimit)
-        let stallWindow = configuration.lowSpeedTime == 0 ? 0 : min(configuration.lowSpeedTime, Int(left.rounded(.up)))
+        var stallWindow = configuration.lowSpeedTime == 0 ? 0 : min(configuration.lowSpeedTime, Int(left.rounded(.up)))
+        if let limit = session.operation.request.stallSeconds, limit > 0 { stallWindow = stallWindow == 0 ? limit : min(stallWindow, limit) }
         try easy.set(CURLOPT_LOW_SPEED_TIME, stallWindow)
         try easy.set(CURLOPT_USERAGENT, configuration.userAgent)
         try easy.set(CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS)
@@ -405,7 +407,8 @@ final class TransferLoop {
     }
 
     private func retryOrFail(_ session: TransferSession, _ failure: TransferFailure, immediately: Bool = false) {
-        guard failure.isRetryable, configuration.retryPolicy.allowsRetry(after: session.attempts) else {
+        guard failure.isRetryable, configuration.retryPolicy.allowsRetry(after: session.attempts),
+              session.attempts < session.operation.request.maximumAttempts ?? Int.max else {
             fail(session, failure.error)
             return
         }

@@ -72,6 +72,18 @@ public struct TransferRequest: Sendable {
     /// then (every attempt and origin; from a `file://` source, the bytes read): a failed transfer
     /// returns no ``TransferResult`` to carry ``TransferResult/receivedBytes``, but its bytes moved.
     public var failedAfterReceiving: (@Sendable (Int64) -> Void)?
+    /// Whether a redirect is followed (`true`, the default: a CDN may send a client to its edge).
+    /// Requests to a peer set it `false`: a peer that redirects elsewhere is refused with
+    /// `unexpected-response`, so a peer cannot point the installer at another host.
+    public var followsRedirects = true
+    /// At most this many attempts, fewer than the engine's ``RetryPolicy`` allows (`nil`: the
+    /// policy's). Peers get one: a peer that fails is dropped and the origins serve the bytes.
+    public var maximumAttempts: Int?
+    /// Seconds without a byte after which the transfer counts as stalled, when shorter than the
+    /// engine's `lowSpeedTime` (`nil`: the engine's). A peer that sends nothing is given up quickly.
+    public var stallSeconds: Int?
+    /// Seconds to connect, when shorter than the engine's `connectTimeout` (`nil`: the engine's).
+    public var connectSeconds: Double?
     /// The likelihood of the likeliest live anticipation hint naming the pack this transfer fetches
     /// (0: none): among queued transfers of equal priority the likelier starts first
     /// (``TransferOrder``). Set by the resource manager; changed later through

@@ -1,3 +1,4 @@
+import Hummingbird
 import Logging
 
 /// Whether the server's port accepts connections, and the switch between online and offline.
@@ -13,23 +14,28 @@ actor Listener {
 
     private var state: State
     private let host: String
-    private let responder: CatalogResponder
+    /// Starts the application on the listener's host and port.
+    private let startApplication: @Sendable (String, Int, Logger) async throws(ServeError) -> RunningApplication
     private let logger: Logger
     /// The port, fixed for the server's lifetime.
     nonisolated let port: Int
 
     /// Starts listening on `host` and `port` (0 picks a free port), or only reserves the port
     /// when starting offline.
-    init(host: String, port: Int, offline: Bool, responder: CatalogResponder, logger: Logger) async throws(ServeError) {
+    init<Responder: HTTPResponder>(
+        host: String, port: Int, offline: Bool, responder: Responder, logger: Logger, serverName: String = "odrpack-serve"
+    ) async throws(ServeError) where Responder.Context == ServeContext {
         self.host = host
-        self.responder = responder
+        startApplication = { host, port, logger throws(ServeError) in
+            try await RunningApplication.start(host: host, port: port, responder: responder, logger: logger, serverName: serverName)
+        }
         self.logger = logger
         if offline {
             let reservation = try PortReservation(host: host, port: port)
             self.port = reservation.port
             state = .offline(reservation)
         } else {
-            let application = try await RunningApplication.start(host: host, port: port, responder: responder, logger: logger)
+            let application = try await startApplication(host, port, logger)
             self.port = application.port
             state = .listening(application)
         }
@@ -57,7 +63,7 @@ actor Listener {
             state = .offline(reservation)
         case (.offline(let reservation), false):
             // Bind while the reservation still holds the port (both use SO_REUSEADDR), then release it.
-            let application = try await RunningApplication.start(host: host, port: port, responder: responder, logger: logger)
+            let application = try await startApplication(host, port, logger)
             guard case .offline = state else {
                 await application.stop()
                 throw ServeError(.stopped, "The server was stopped: start a new one.")

@@ -14,13 +14,13 @@ struct RunningApplication: Sendable {
     let port: Int
 
     /// Starts listening and returns once connections are accepted.
-    static func start(host: String, port: Int, responder: CatalogResponder, logger: Logger) async throws(ServeError)
-        -> RunningApplication
-    {
+    static func start<Responder: HTTPResponder>(
+        host: String, port: Int, responder: Responder, logger: Logger, serverName: String = "odrpack-serve"
+    ) async throws(ServeError) -> RunningApplication where Responder.Context == ServeContext {
         let (bound, reportBound) = AsyncStream<Int>.makeStream()
         let application = Application(
             responder: responder,
-            configuration: ApplicationConfiguration(address: .hostname(host, port: port), serverName: "odrpack-serve"),
+            configuration: ApplicationConfiguration(address: .hostname(host, port: port), serverName: serverName),
             onServerRunning: { channel in
                 reportBound.yield(channel.localAddress?.port ?? port)
                 reportBound.finish()

@@ -160,6 +160,11 @@ static void mirror_checks(const char *catalog_url, const char *store) {
     EXPECT(odr_config_set_string(config, ODR_OPT_ALLOW_UNSIGNED_MIRRORS, "1"), ODR_E_INVALID_ARGUMENT, "ODR_OPT_ALLOW_UNSIGNED_MIRRORS set as a string");
     EXPECT(odr_config_set_string(config, ODR_OPT_MIRROR, "http://mirror.example.com/game/"), ODR_OK, "a mirror");
     EXPECT(odr_config_set_string(config, ODR_OPT_MIRROR, NULL), ODR_OK, "NULL removes every mirror");
+    EXPECT(odr_config_set_string(config, ODR_OPT_PEER, ""), ODR_E_INVALID_ARGUMENT, "an empty peer");
+    EXPECT(odr_config_set_string(config, ODR_OPT_PEER, "file:///srv/store/"), ODR_E_INVALID_ARGUMENT, "a file: peer");
+    EXPECT(odr_config_set_int(config, ODR_OPT_PEER, 1), ODR_E_INVALID_ARGUMENT, "a peer set as a number");
+    EXPECT(odr_config_set_string(config, ODR_OPT_PEER, "http://192.168.1.20:7420/"), ODR_OK, "a peer");
+    EXPECT(odr_config_set_string(config, ODR_OPT_PEER, NULL), ODR_OK, "NULL removes every peer");
     odr_config_free(config);
 
     snprintf(path, sizeof path, "%s-mirror", store);

@@ -22,7 +22,7 @@ struct HelpTextTests {
 
     @Test(arguments: [
         ("odr", []), ("odr", ["fetch"]), ("odr", ["status"]), ("odr", ["path"]), ("odr", ["update"]), ("odr", ["demo"]),
-        ("odr", ["purge"]), ("odr", ["log"]), ("odr", ["hold"]), ("odr", ["verify"]),
+        ("odr", ["purge"]), ("odr", ["log"]), ("odr", ["hold"]), ("odr", ["verify"]), ("odr", ["share"]), ("odrbench", ["peers"]),
         ("odrbench", []), ("odrbench", ["install"]), ("odrbench", ["delta"]), ("odrbench", ["sim"]), ("odrbench", ["request"]),
         ("odrbench", ["build"]), ("odrbench", ["transfer"]), ("odrbench", ["format"]), ("odrpack", ["inspect"]),
         ("odrpack", ["sign"]), ("odrpack", ["key", "generate"]),

@@ -1,0 +1,247 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import ODRFormat
+
+/// Peers (docs/STORE.md, "Local network peers"): before a pack's plan is made, each entry the
+/// store does not hold is asked of the peers by its SHA-256; what they deliver, checked against the
+/// manifest's digest by the transport, lands in `staging/<id>.d/` as a verified entry, so the plan
+/// that follows fetches from the origins only what no peer had.
+///
+/// A stored (uncompressed) entry cut in the middle when a peer dies stays in staging with a journal
+/// line, as a cut range from an origin does: the origins continue it from its last byte, so a dying
+/// peer costs nothing fetched twice. A cut deflated entry cannot be continued from archive bytes
+/// and is fetched again whole from the origins.
+extension PackInstaller {
+    /// What the peers delivered for one pack.
+    struct PeerRound: Sendable {
+        /// Entries complete and verified from a peer.
+        var complete: Set<String> = []
+        /// Stored entries a peer cut in the middle, left for the origins to continue.
+        var partial: Set<String> = []
+        /// Bytes of the verified entries (uncompressed: what the peers sent for them).
+        var verifiedBytes: Int64 = 0
+    }
+
+    /// Asks the peers for `missing` (at most ``maximumConcurrentPeerRequests`` at once); every byte
+    /// received goes to `traffic` under the peer that sent it. Never throws for a peer's failure:
+    /// the peer is dropped and the origins serve the entry. Throws only for local problems
+    /// (`storage-failure`, `out-of-space`) and cancellation.
+    func fetchFromPeers(
+        _ missing: [PackEntryExpectation], of pack: PackRecord, peers: PeerSet, into folder: URL, journal: StagingJournal,
+        traffic: Locked<PackTraffic>, received: @escaping @Sendable (Int64) -> Void
+    ) async throws(ResourceError) -> PeerRound {
+        guard !missing.isEmpty, peers.hasLivePeers else { return PeerRound() }
+        try StoreFiles.makeFolder(folder.path)
+        let round = Locked(PeerRound())
+        let syncFiles = store.synchronousWrites
+        let one: @Sendable (PackEntryExpectation) async throws(ResourceError) -> Void = { entry throws(ResourceError) in
+            for peer in peers.live {
+                if Task.isCancelled { throw ResourceError(.cancelled, "The install was cancelled.") }
+                try StoreFiles.makeFolders(above: entry.name, below: folder.path)
+                let sink = PeerEntrySink(path: folder.appending(path: entry.name).path, entry: entry, journal: journal,
+                                         syncFiles: syncFiles, received: received)
+                var request = peers.request(peer: peer, sha256: entry.sha256, size: entry.size, priority: priority)
+                request.failedAfterReceiving = { bytes in
+                    peers.addReceived(bytes, from: peer)
+                    traffic.withLock { $0.addPeer(bytes, from: peer) }
+                }
+                do throws(ResourceError) {
+                    let result = try await transport.download(request, into: sink)
+                    peers.addReceived(result.receivedBytes, from: peer)
+                    traffic.withLock { $0.addPeer(result.receivedBytes, from: peer) }
+                    round.withLock {
+                        $0.complete.insert(entry.name)
+                        $0.verifiedBytes = $0.verifiedBytes.clampedAdding(entry.size)
+                    }
+                    return
+                } catch {
+                    if let local = sink.localFailure { throw local }
+                    if error.code == .cancelled { throw error }
+                    // 404: this peer does not hold the file; the next one may.
+                    if error.code == .resourceUnavailable { continue }
+                    peers.markFailed(peer, reason: "\(error.code.rawValue): \(error.message)")
+                    // A cut stored entry is continued by the origins from its last byte.
+                    if sink.keptBytes > 0 {
+                        round.withLock { _ = $0.partial.insert(entry.name) }
+                        return
+                    }
+                }
+            }
+        }
+        do {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                var queue = missing[...]
+                for _ in 0..<max(1, maximumConcurrentPeerRequests) {
+                    guard let next = queue.popFirst() else { break }
+                    group.addTask { try await one(next) }
+                }
+                while try await group.next() != nil {
+                    guard peers.hasLivePeers else { break }
+                    if let next = queue.popFirst() { group.addTask { try await one(next) } }
+                }
+                try await group.waitForAll()
+            }
+        } catch let error as ResourceError {
+            throw error
+        } catch {
+            throw ResourceError(.cancelled, "The install was cancelled.", cause: error)
+        }
+        return round.withLock { $0 }
+    }
+
+    /// The entries of `missing` worth asking peers for: not chunked with chunks the store holds
+    /// (those assemble from disk), nothing of them staged.
+    func entriesForPeers(_ missing: [PackEntryExpectation], tables: [String: [FileChunk]], of pack: PackRecord) throws(ResourceError)
+        -> [PackEntryExpectation] {
+        let chunked = missing.filter { tables[$0.name] != nil }
+        guard !chunked.isEmpty, reusesInstalledFiles else { return missing }
+        let held = try store.heldChunks(withSHA256: chunked.flatMap { tables[$0.name]!.map(\.sha256) }, excluding: pack.id)
+        return missing.filter { entry in
+            guard let table = tables[entry.name] else { return true }
+            return !table.contains { held[$0.sha256] != nil }
+        }
+    }
+}
+
+extension PackTraffic {
+    mutating func addPeer(_ bytes: Int64, from peer: URL) {
+        guard bytes > 0 else { return }
+        if let index = peerBytes.firstIndex(where: { $0.peer == peer }) {
+            peerBytes[index].bytes = peerBytes[index].bytes.clampedAdding(bytes)
+        } else {
+            peerBytes.append((peer, bytes))
+        }
+    }
+
+    /// Bytes received from every peer.
+    var peerTotal: Int64 { peerBytes.map(\.bytes).clampedSum() }
+}
+
+/// Writes one entry's bytes from a peer into its staging file: the transport checks the size and
+/// the digest; a verified entry is made read-only (flushed first when the store writes
+/// synchronously), as one from the archive is. A stored entry records where its data starts in the
+/// archive before its first byte, so a cut leaves a partial file the origins continue.
+final class PeerEntrySink: TransferSink, Sendable {
+    private struct State {
+        var descriptor: Int32 = -1
+        var written: Int64 = 0
+        var localFailure: ResourceError?
+        var finished = false
+    }
+    private let path: String
+    private let entry: PackEntryExpectation
+    private let journal: StagingJournal
+    private let syncFiles: Bool
+    private let received: @Sendable (Int64) -> Void
+    private let state = Locked(State())
+
+    init(path: String, entry: PackEntryExpectation, journal: StagingJournal, syncFiles: Bool, received: @escaping @Sendable (Int64) -> Void) {
+        self.path = path
+        self.entry = entry
+        self.journal = journal
+        self.syncFiles = syncFiles
+        self.received = received
+    }
+
+    /// A problem of this machine (the disk), not of the peer.
+    var localFailure: ResourceError? { state.withLock { $0.localFailure } }
+
+    /// Bytes left in staging after a failure (a cut stored entry whose data offset the journal has).
+    var keptBytes: Int64 { state.withLock { $0.finished ? 0 : $0.written } }
+
+    private var resumable: Bool { entry.method == .stored && entry.predictedDataOffset != nil }
+
+    func begin(_ head: TransferResponseHead) async throws {
+        // A peer that announces another size (a huge or endless body) is refused before a byte is kept.
+        if let total = head.totalBytes, total != entry.size {
+            throw ResourceError(.integrity, "The peer announced \(total) bytes for '\(entry.name)', which has \(entry.size); it was refused.")
+        }
+        try state.withLock { state throws(ResourceError) in
+            if state.descriptor < 0 {
+                unlink(path)
+                let descriptor = StoreFiles.openFile(path, O_WRONLY | O_CREAT | O_TRUNC)
+                guard descriptor >= 0 else {
+                    state.localFailure = StoreFailure.posix("create '\(entry.name)' in staging")
+                    throw state.localFailure!
+                }
+                state.descriptor = descriptor
+                if resumable, let offset = entry.predictedDataOffset {
+                    do throws(ResourceError) { try journal.recordDataOffset(offset, of: entry.name) } catch {
+                        state.localFailure = error
+                        throw error
+                    }
+                }
+            }
+            guard ftruncate(state.descriptor, off_t(head.offset)) == 0, lseek(state.descriptor, off_t(head.offset), SEEK_SET) >= 0 else {
+                state.localFailure = StoreFailure.posix("truncate '\(entry.name)' in staging")
+                throw state.localFailure!
+            }
+            state.written = head.offset
+        }
+    }
+
+    func write(_ bytes: Data) async throws {
+        try state.withLock { state throws(ResourceError) in
+            let ok = bytes.withUnsafeBytes { buffer -> Bool in
+                var done = 0
+                while done < buffer.count {
+                    let count = posixWrite(state.descriptor, buffer.baseAddress! + done, buffer.count - done)
+                    if count < 0, errno == EINTR { continue }
+                    guard count > 0 else { return false }
+                    done += count
+                }
+                return true
+            }
+            guard ok else {
+                state.localFailure = StoreFailure.posix("write '\(entry.name)' in staging")
+                throw state.localFailure!
+            }
+            state.written += Int64(bytes.count)
+        }
+        received(Int64(bytes.count))
+    }
+
+    func finish() async throws {
+        try state.withLock { state throws(ResourceError) in
+            if syncFiles, fsync(state.descriptor) != 0 {
+                state.localFailure = StoreFailure.posix("flush '\(entry.name)' in staging")
+                throw state.localFailure!
+            }
+            close(state.descriptor)
+            state.descriptor = -1
+            state.finished = true
+            chmod(path, 0o444)
+        }
+    }
+
+    func fail(_ error: ResourceError) async {
+        state.withLock { state in
+            if state.descriptor >= 0 {
+                close(state.descriptor)
+                state.descriptor = -1
+            }
+            // Wrong bytes, a deflated entry (its file cannot be continued from archive bytes), or
+            // nothing: nothing stays. A cut stored entry stays for the origins to continue.
+            if error.code == .integrity || !resumable || state.written <= 0 || state.written >= entry.size || state.localFailure != nil {
+                unlink(path)
+                state.written = 0
+            }
+        }
+    }
+}
+
+private func posixWrite(_ descriptor: Int32, _ buffer: UnsafeRawPointer, _ count: Int) -> Int {
+#if canImport(Glibc)
+    Glibc.write(descriptor, buffer, count)
+#else
+    Musl.write(descriptor, buffer, count)
+#endif
+}

@@ -1,0 +1,107 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import ODRFormat
+
+/// Other devices' stores that share their verified content over the local network (`odr share`,
+/// `startSharing` in ODRServe), asked for an entry's bytes before the origins are.
+///
+/// A peer needs no trust: it serves files by their SHA-256 (`GET <peer>/odr/v1/sha256/<digest>`),
+/// and every byte the installer takes from it is checked against the digest the signed catalog
+/// pins, exactly as bytes from an origin are. What a peer can do is waste time, so one that fails
+/// in any way (no connection, a stall, a redirect, a wrong size or digest, an error status other
+/// than 404) is dropped for the rest of the install (``markFailed(_:)``) and the origins serve what
+/// it did not. A 404 only means the peer does not hold that file.
+///
+/// Peer requests are made with one attempt, no redirects, and short connect and stall timeouts
+/// (``connectSeconds``, ``stallSeconds``), so a dead or silent peer costs little.
+///
+/// ```swift
+/// var installer = PackInstaller(store: store, transport: engine)
+/// installer.peers = PeerSet([URL(string: "http://192.168.1.20:7420/")!])
+/// let summary = try await installer.install(packs, from: snapshot)
+/// print(summary.peerBytes, summary.bytesByPeer)
+/// ```
+public final class PeerSet: Sendable {
+    /// The peers' base URLs (each ending in `/`), in the order they are asked.
+    public let peers: [URL]
+    /// Seconds a peer gets to accept the connection (default 2).
+    public let connectSeconds: Double
+    /// Seconds without a byte after which a peer counts as stalled (default 3).
+    public let stallSeconds: Int
+    private let state: Locked<State>
+
+    private struct State {
+        var failed: Set<URL> = []
+        var reasons: [URL: String] = [:]
+        /// Body bytes received from each peer, checked or not.
+        var received: [URL: Int64] = [:]
+    }
+
+    /// The path under a peer's base URL that serves content by SHA-256.
+    public static let contentPath = "odr/v1/sha256/"
+
+    /// Peers in the order given; duplicates and URLs that are not `http` or `https` are dropped.
+    public init(_ peers: [URL], connectSeconds: Double = 2, stallSeconds: Int = 3) {
+        var seen = Set<String>()
+        self.peers = peers.filter { ["http", "https"].contains($0.scheme?.lowercased() ?? "") }
+            .map(Self.base).filter { seen.insert($0.absoluteString).inserted }
+        self.connectSeconds = connectSeconds
+        self.stallSeconds = max(1, stallSeconds)
+        state = Locked(State())
+    }
+
+    /// `url` as a base URL: with a trailing `/`, without query or fragment.
+    static func base(_ url: URL) -> URL {
+        var text = url.absoluteString
+        if let cut = text.firstIndex(where: { $0 == "?" || $0 == "#" }) { text = String(text[..<cut]) }
+        if !text.hasSuffix("/") { text += "/" }
+        return URL(string: text) ?? url
+    }
+
+    /// The peers not dropped yet, in order.
+    public var live: [URL] { state.withLock { state in peers.filter { !state.failed.contains($0) } } }
+
+    /// Whether any peer is still asked.
+    public var hasLivePeers: Bool { !live.isEmpty }
+
+    /// Drops `peer` for the rest of the install.
+    public func markFailed(_ peer: URL, reason: String) {
+        state.withLock {
+            $0.failed.insert(peer)
+            if $0.reasons[peer] == nil { $0.reasons[peer] = reason }
+        }
+    }
+
+    /// Why each dropped peer was dropped.
+    public var dropped: [URL: String] { state.withLock { $0.reasons } }
+
+    /// Adds `bytes` received from `peer`.
+    func addReceived(_ bytes: Int64, from peer: URL) {
+        guard bytes > 0 else { return }
+        state.withLock { $0.received[peer] = $0.received[peer, default: 0].clampedAdding(bytes) }
+    }
+
+    /// Body bytes received from each peer so far (bytes later refused included).
+    public var receivedBytes: [URL: Int64] { state.withLock { $0.received } }
+
+    /// The URL of the content with SHA-256 `digest` on `peer`.
+    public static func contentURL(peer: URL, sha256 digest: String) -> URL {
+        base(peer).appending(path: contentPath + digest)
+    }
+
+    /// A request for the content `digest` of `size` bytes on `peer`: checked for size and digest by
+    /// the transport, one attempt, no redirects, short timeouts.
+    func request(peer: URL, sha256 digest: String, size: Int64, priority: TransferPriority) -> TransferRequest {
+        var request = TransferRequest(url: Self.contentURL(peer: peer, sha256: digest), priority: priority,
+                                      expectedSize: size, expectedSHA256: digest)
+        request.followsRedirects = false
+        request.maximumAttempts = 1
+        request.retriesUnreachableServer = false
+        request.stallSeconds = stallSeconds
+        request.connectSeconds = connectSeconds
+        return request
+    }
+}

@@ -1,0 +1,199 @@
+import Foundation
+import Hummingbird
+import Logging
+import NIOCore
+import ODRFormat
+import ODRRuntime
+
+/// Answers the share server's requests: `GET`/`HEAD /odr/v1/sha256/<digest>`, nothing else.
+struct ShareResponder: HTTPResponder {
+    typealias Context = ServeContext
+
+    static let prefix = "/odr/v1/sha256/"
+
+    let source: any ShareSource
+    let limits: ShareLimits
+    let log: RequestLog
+    let logger: Logger
+    let files = FileReader(chunkLength: 256 * 1024)
+    let slots: TransferSlots
+    let rate: RateLimiter?
+    let bytesSent = Locked<Int64>(0)
+    /// Set by ``ShareServer/kill()``: bodies under way end at their next chunk.
+    let killed = Locked(false)
+
+    init(source: any ShareSource, limits: ShareLimits, log: RequestLog, logger: Logger) {
+        self.source = source
+        self.limits = limits
+        self.log = log
+        self.logger = logger
+        slots = TransferSlots(total: limits.maximumConcurrentTransfers, perAddress: limits.maximumTransfersPerAddress)
+        rate = limits.bytesPerSecond.map { RateLimiter(bytesPerSecond: Double($0)) }
+    }
+
+    /// The digest a request target names, `.malformed` under the prefix with anything but 64
+    /// lowercase hex digits (an encoded dot or slash included), `nil` for any other path.
+    enum Target: Equatable {
+        case digest(String)
+        case malformed
+    }
+
+    static func target(of raw: String) -> Target? {
+        let path = raw.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? raw
+        guard path.hasPrefix(prefix) else { return nil }
+        let digest = path.dropFirst(prefix.count)
+        guard digest.utf8.count == 64, digest.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }) else {
+            return .malformed
+        }
+        return .digest(String(digest))
+    }
+
+    func respond(to request: Request, context: ServeContext) async throws -> Response {
+        let exchange = Exchange(request: request, context: context, log: log, logger: logger)
+        guard request.method == .get || request.method == .head else {
+            return exchange.message(.methodNotAllowed, "Only GET and HEAD are served.", headers: [.allow: "GET, HEAD"])
+        }
+        switch Self.target(of: exchange.entry.target) {
+        case nil:
+            return exchange.message(.notFound, "Not found: only /odr/v1/sha256/<digest> is served.")
+        case .malformed?:
+            return exchange.message(.badRequest, "Malformed digest: 64 lowercase hex digits (SHA-256).")
+        case .digest(let digest)?:
+            guard let content = source.locate(sha256: digest), content.size >= 0, content.size <= Int64(Int.max) else {
+                return exchange.message(.notFound, "This store does not hold that content installed.")
+            }
+            return respond(with: content, digest: digest, to: request, context: context, exchange: exchange)
+        }
+    }
+
+    private func respond(with content: SharedContent, digest: String, to request: Request, context: ServeContext, exchange: Exchange) -> Response {
+        let size = Int(content.size)
+        var headers: HTTPFields = [
+            .eTag: "\"\(digest)\"",
+            .cacheControl: "no-store",
+            .acceptRanges: "bytes",
+            .contentType: "application/octet-stream",
+        ]
+        var range = 0...max(0, size - 1)
+        var status = HTTPResponse.Status.ok
+        switch ByteRangeRequest(header: request.headers[.range], size: size) {
+        case .whole:
+            break
+        case .unsatisfiable:
+            return exchange.message(.rangeNotSatisfiable, "No requested range starts inside the content.",
+                                    headers: [.contentRange: "bytes */\(size)", .acceptRanges: "bytes"])
+        case .ranges(let list):
+            // One range is served; several are answered with the whole content (RFC 9110 allows it).
+            if list.count == 1 {
+                range = list[0]
+                status = .partialContent
+                headers[.contentRange] = "bytes \(range.lowerBound)-\(range.upperBound)/\(size)"
+            }
+        }
+        let length = size == 0 ? 0 : range.count
+        headers[.contentLength] = String(length)
+        if request.method == .head || length == 0 {
+            return exchange.empty(status, headers: headers, contentLength: length)
+        }
+        let address = context.channel.remoteAddress?.ipAddress ?? "?"
+        guard let slot = slots.acquire(address: address) else {
+            return exchange.message(.serviceUnavailable, "Busy: every transfer slot is taken. Try again later, or fetch from the origin.",
+                                    headers: [.retryAfter: "1"])
+        }
+        guard source.isStillShared(content) else {
+            return exchange.message(.notFound, "This store does not hold that content installed.")
+        }
+        let fileRange = (Int(content.offset) + range.lowerBound)...(Int(content.offset) + range.upperBound)
+        let (files, rate, source, killed, bytesSent) = (files, rate, source, killed, bytesSent)
+        return exchange.stream(status, headers: headers, length: length) { bodyWriter, _ in
+            var writer = bodyWriter
+            var sent = 0
+            do {
+                try await files.read(fileRange, ofFileAt: content.file.path) { chunk in
+                    // A pack being purged (or a server being killed) stops here, mid-body.
+                    guard !killed.withLock({ $0 }), source.isStillShared(content) else { throw ShapedBodyWriter.Interrupted() }
+                    try await rate?.take(chunk.readableBytes)
+                    try await writer.write(chunk)
+                    sent += chunk.readableBytes
+                    bytesSent.withLock { $0 += Int64(chunk.readableBytes) }
+                    exchange.progress(bytesSent: sent)
+                }
+                guard sent == length else { throw ShapedBodyWriter.Interrupted() }
+                try await writer.finish(nil)
+                exchange.finish(outcome: .completed, bytesSent: sent)
+                withExtendedLifetime(slot) {}
+            } catch {
+                exchange.finish(outcome: .aborted, bytesSent: sent)
+                withExtendedLifetime(slot) {}
+                throw error
+            }
+        }
+    }
+}
+
+/// Transfer slots: at most `total` at once, `perAddress` per client address. A slot is held by a
+/// ``Lease`` and freed when it goes (the body ended, or the response was dropped unsent).
+final class TransferSlots: Sendable {
+    final class Lease: Sendable {
+        let slots: TransferSlots
+        let address: String
+        init(slots: TransferSlots, address: String) {
+            self.slots = slots
+            self.address = address
+        }
+        deinit { slots.release(address) }
+    }
+
+    private struct State {
+        var active = 0
+        var byAddress: [String: Int] = [:]
+    }
+    let total: Int
+    let perAddress: Int
+    private let state = Locked(State())
+
+    init(total: Int, perAddress: Int) {
+        self.total = total
+        self.perAddress = perAddress
+    }
+
+    var active: Int { state.withLock { $0.active } }
+
+    func acquire(address: String) -> Lease? {
+        let granted = state.withLock { state -> Bool in
+            guard state.active < total, state.byAddress[address, default: 0] < perAddress else { return false }
+            state.active += 1
+            state.byAddress[address, default: 0] += 1
+            return true
+        }
+        return granted ? Lease(slots: self, address: address) : nil
+    }
+
+    fileprivate func release(_ address: String) {
+        state.withLock { state in
+            state.active -= 1
+            let left = state.byAddress[address, default: 1] - 1
+            state.byAddress[address] = left > 0 ? left : nil
+        }
+    }
+}
+
+/// A byte rate shared by every transfer: each chunk reserves its time on one schedule and waits
+/// for it, with a burst of at most 50 ms worth of bytes.
+final class RateLimiter: Sendable {
+    let bytesPerSecond: Double
+    private let next = Locked<ContinuousClock.Instant?>(nil)
+
+    init(bytesPerSecond: Double) { self.bytesPerSecond = max(1, bytesPerSecond) }
+
+    func take(_ bytes: Int) async throws {
+        let now = ContinuousClock.now
+        let cost = Duration.nanoseconds(Int64((Double(bytes) / bytesPerSecond * 1e9).rounded()))
+        let start = next.withLock { next -> ContinuousClock.Instant in
+            let start = max(now, next ?? now)
+            next = start + cost
+            return start
+        }
+        if start > now + .milliseconds(50) { try await Task.sleep(until: start, clock: .continuous) }
+    }
+}

@@ -1,0 +1,164 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Foundation
+import Logging
+import ODRRuntime
+
+/// What a share server serves: content by SHA-256, located by the caller (a ``ResourceStore`` by
+/// default, see ``StoreShareSource``). The server never builds a path from a request: it hands a
+/// validated digest to ``locate(sha256:)`` and serves what that returns.
+public protocol ShareSource: Sendable {
+    /// Where the content with SHA-256 `digest` (64 lowercase hex digits, already validated) is, or
+    /// `nil` when it is not shared.
+    func locate(sha256 digest: String) -> SharedContent?
+    /// Whether `content` may still be served: checked before the body starts and as it goes, so a
+    /// file whose pack is being purged stops being served mid-body.
+    func isStillShared(_ content: SharedContent) -> Bool
+}
+
+/// Shares a store's installed, verified content: a file or chunk is located in the store's
+/// database by its digest, and must still be installed (and its file still in `packs/`) while it
+/// is served.
+public struct StoreShareSource: ShareSource {
+    /// The store shared.
+    public let store: ResourceStore
+
+    /// Shares `store`.
+    public init(store: ResourceStore) { self.store = store }
+
+    public func locate(sha256 digest: String) -> SharedContent? {
+        guard let content = try? store.sharedContent(sha256: digest) else { return nil }
+        // Defence in depth: the file must be a regular file inside the store's pack folder.
+        let packs = store.packURL(id: content.packID).path
+        guard let real = realpath(content.file.path, nil) else { return nil }
+        defer { free(real) }
+        let resolved = String(cString: real)
+        guard resolved.hasPrefix(packs.hasSuffix("/") ? packs : packs + "/") else { return nil }
+        var info = stat()
+        guard lstat(resolved, &info) == 0, info.st_mode & S_IFMT == S_IFREG,
+              Int64(info.st_size) >= content.offset + content.size else { return nil }
+        return content
+    }
+
+    public func isStillShared(_ content: SharedContent) -> Bool {
+        access(content.file.path, F_OK) == 0 && store.isPackInstalled(content.packID)
+    }
+}
+
+/// How much a share server may take from the device that shares (docs/STORE.md, "Local network peers").
+public struct ShareLimits: Sendable, Hashable {
+    /// Transfers (bodies being sent) at once over all clients; more are answered 503 at once
+    /// (default 4).
+    public var maximumConcurrentTransfers: Int
+    /// Transfers at once from one client address (default 2), so one device (or one flood of
+    /// connections) cannot take every slot.
+    public var maximumTransfersPerAddress: Int
+    /// Bytes per second over all transfers, `nil` for no limit (default 32 MiB/s: a quarter of a
+    /// gigabit link, a fraction of any disk, so the game that shares keeps its own bandwidth).
+    public var bytesPerSecond: Int64?
+
+    /// The defaults: 4 transfers, 2 per address, 32 MiB/s.
+    public init(maximumConcurrentTransfers: Int = 4, maximumTransfersPerAddress: Int = 2, bytesPerSecond: Int64? = 32 << 20) {
+        self.maximumConcurrentTransfers = max(1, maximumConcurrentTransfers)
+        self.maximumTransfersPerAddress = max(1, maximumTransfersPerAddress)
+        self.bytesPerSecond = bytesPerSecond.map { max(1, $0) }
+    }
+
+    /// No rate limit and generous slots: for measurements over loopback.
+    public static let unlimited = ShareLimits(maximumConcurrentTransfers: 64, maximumTransfersPerAddress: 64, bytesPerSecond: nil)
+}
+
+/// Serves a store's verified content to peers, read-only over HTTP (`odr share`,
+/// ``ODRRuntime/ResourceManager/startSharing(host:port:limits:logger:)``).
+///
+/// One resource family only: `GET` or `HEAD /odr/v1/sha256/<64 lowercase hex digits>`, whole or
+/// with one byte range. Nothing lists what is shared, any other path is 404, a malformed digest
+/// 400, content the store does not hold installed 404, and a full server 503. Built on the same
+/// Hummingbird listener as `odrpack serve` (``CatalogServer``).
+///
+/// ```swift
+/// let server = try await ShareServer.start(source: StoreShareSource(store: store), host: "0.0.0.0", port: 7420)
+/// // peers: Configuration.peers = [URL(string: "http://<this machine>:7420/")!]
+/// await server.stop()
+/// ```
+public final class ShareServer: Sendable {
+    /// The host the server listens on.
+    public let host: String
+    /// The port the server listens on.
+    public let port: Int
+    /// `http://host:port/`: the URL peers name.
+    public let baseURL: URL
+    /// The limits in force.
+    public let limits: ShareLimits
+
+    private let listener: Listener
+    private let log: RequestLog
+    private let responder: ShareResponder
+
+    /// The port `odr share` listens on by default.
+    public static let defaultPort = 7420
+
+    private init(host: String, baseURL: URL, limits: ShareLimits, listener: Listener, log: RequestLog, responder: ShareResponder) {
+        self.host = host
+        port = listener.port
+        self.baseURL = baseURL
+        self.limits = limits
+        self.listener = listener
+        self.log = log
+        self.responder = responder
+    }
+
+    /// Starts serving `source` and returns once the port accepts connections.
+    ///
+    /// - Parameters:
+    ///   - host: the address to listen on; loopback by default. Sharing on a LAN needs `0.0.0.0`
+    ///     (or the LAN address): an explicit choice.
+    ///   - port: the port; 0 picks a free one (read it back from ``port``).
+    /// - Throws: ``ServeError`` with `bindFailed`.
+    public static func start(
+        source: any ShareSource, host: String = "127.0.0.1", port: Int = defaultPort, limits: ShareLimits = ShareLimits(),
+        logger: Logger = Logger(label: "odr.share")
+    ) async throws(ServeError) -> ShareServer {
+        guard (0...65535).contains(port) else {
+            throw ServeError(.bindFailed, "The port \(port) is not a TCP port: use 0 (any free port) to 65535.")
+        }
+        var frameworkLogger = logger
+        frameworkLogger.logLevel = logger.logLevel <= .debug ? logger.logLevel : .critical
+        let log = RequestLog()
+        let responder = ShareResponder(source: source, limits: limits, log: log, logger: logger)
+        let listener = try await Listener(host: host, port: port, offline: false, responder: responder, logger: frameworkLogger,
+                                          serverName: "odr-share")
+        let urlHost = host.contains(":") ? "[\(host)]" : host
+        guard let baseURL = URL(string: "http://\(urlHost):\(listener.port)/") else {
+            await listener.stop()
+            throw ServeError(.bindFailed, "The host \(host) cannot appear in a URL: use an IP address such as 127.0.0.1.")
+        }
+        logger.info("Sharing at \(baseURL) (\(limits.maximumConcurrentTransfers) transfers, \(limits.bytesPerSecond.map { "\($0) bytes/s" } ?? "no rate limit"))")
+        return ShareServer(host: host, baseURL: baseURL, limits: limits, listener: listener, log: log, responder: responder)
+    }
+
+    /// Every request since the start, in arrival order (see ``CatalogServer/requests()``).
+    public func requests() -> [ServedRequest] { log.requests }
+
+    /// Returns once no request is being answered.
+    public func waitUntilIdle() async { await log.waitUntilIdle() }
+
+    /// Transfers being sent now.
+    public var activeTransfers: Int { responder.slots.active }
+
+    /// Body bytes sent since the start.
+    public var bytesSent: Int64 { responder.bytesSent.withLock { $0 } }
+
+    /// Stops listening and closes every connection. Calling it again does nothing.
+    public func stop() async { await listener.stop() }
+
+    /// Cuts every connection at once, as a peer that dies (a laptop closed, a cable pulled) does:
+    /// responses under way end mid-body. For tests and `odrbench peers`.
+    public func kill() async {
+        responder.killed.withLock { $0 = true }
+        await listener.stop()
+    }
+}

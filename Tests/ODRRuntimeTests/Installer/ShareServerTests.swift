@@ -1,0 +1,133 @@
+import Foundation
+import ODRFormat
+@testable import ODRRuntime
+import ODRServe
+import ODRTestSupport
+import Testing
+
+/// `odr share` (issue 43): a store's installed, verified content by SHA-256, nothing else.
+@Suite(.serialized)
+struct ShareServerTests {
+    struct Shared {
+        var fixture: CatalogFixture
+        var store: ResourceStore
+        var snapshot: CatalogSnapshot
+        var share: ShareServer
+        var storeDirectory: TemporaryDirectory
+    }
+
+    /// A store with tag `level` installed (tag `menu` not), shared on a free port.
+    static func withSharedStore(limits: ShareLimits = .unlimited, _ body: (Shared) async throws -> Void) async throws {
+        let fixture = try await PeerInstallTests.game(files: 2, fileBytes: 1 << 20)
+        let directory = try TemporaryDirectory(prefix: "odr-share")
+        try await withTestServer(root: fixture.catalog) { cdn in
+            let installed = try await PeerInstallTests.install(["level"], from: cdn.baseURL, into: directory.url)
+            let share = try await ShareServer.start(source: StoreShareSource(store: installed.store), port: 0, limits: limits,
+                                                    logger: testServerLogger())
+            do {
+                try await body(Shared(fixture: fixture, store: installed.store, snapshot: installed.snapshot, share: share,
+                                      storeDirectory: directory))
+            } catch {
+                await share.stop()
+                throw error
+            }
+            await share.stop()
+        }
+    }
+
+    static func digest(of path: String, in shared: Shared) throws -> String {
+        ContentHash.sha256Hex(of: try shared.fixture.contents(of: path))
+    }
+
+    @Test func servesInstalledContentByDigestWholeAndInRanges() async throws {
+        try await Self.withSharedStore { shared in
+            let contents = try shared.fixture.contents(of: "level/part0.bin")
+            let url = shared.share.baseURL.absoluteString + "odr/v1/sha256/" + (try Self.digest(of: "level/part0.bin", in: shared))
+            let whole = try await CurlCommand.fetch(url)
+            #expect(whole.status == 200)
+            #expect(whole.body == contents)
+            let range = try await CurlCommand.fetch(url, ["-r", "100-199"])
+            #expect(range.status == 206)
+            #expect(range.body == contents[100..<200])
+            #expect(range.header("content-range") == "bytes 100-199/\(contents.count)")
+            // A range past the end: 416, nothing served.
+            let past = try await CurlCommand.fetch(url, ["-r", "\(contents.count)-"])
+            #expect(past.status == 416)
+            #expect(past.body.count < 200)
+            let head = try await CurlCommand.fetch(url, ["-I"])
+            #expect(head.status == 200)
+            #expect(head.header("content-length") == "\(contents.count)")
+        }
+    }
+
+    /// No request reaches a file outside what the database says is installed: traversal, encoded
+    /// dots and slashes, malformed digests, digests of files not installed, other methods, listings.
+    @Test func servesNothingElse() async throws {
+        try await Self.withSharedStore { shared in
+            let base = shared.share.baseURL.absoluteString
+            let notInstalled = try Self.digest(of: "menu/menu.json", in: shared)
+            let database = ContentHash.sha256Hex(of: try Data(contentsOf: shared.storeDirectory.appending(ResourceStore.databaseName)))
+            let cases: [(String, [String], Int)] = [
+                (base, [], 404),
+                (base + "odr/v1/sha256/", [], 400),
+                (base + "odr/v1/sha256/../../store.sqlite", ["--path-as-is"], 400),
+                (base + "odr/v1/sha256/%2e%2e%2fstore.sqlite", ["--path-as-is"], 400),
+                (base + "odr/v1/sha256/..%2F..%2F" + String(repeating: "a", count: 58), ["--path-as-is"], 400),
+                (base + "odr/v1/sha256/" + String(repeating: "A", count: 64), [], 400),
+                (base + "odr/v1/sha256/" + String(repeating: "a", count: 65), [], 400),
+                (base + "odr/v1/sha256/" + String(repeating: "g", count: 64), [], 400),
+                (base + "packs/", [], 404),
+                (base + "../store.sqlite", ["--path-as-is"], 404),
+                (base + "odr/v1/sha256/" + notInstalled, [], 404),
+                (base + "odr/v1/sha256/" + database, [], 404),
+                (base + "odr/v1/sha256/" + String(repeating: "0", count: 64), [], 404),
+            ]
+            for (url, arguments, status) in cases {
+                let response = try await CurlCommand.fetch(url, arguments)
+                #expect(response.status == status, "\(url)")
+                #expect(response.body.count < 200, "\(url)")
+            }
+            let post = try await CurlCommand.fetch(base + "odr/v1/sha256/" + (try Self.digest(of: "level/part0.bin", in: shared)), ["-X", "POST"])
+            #expect(post.status == 405)
+        }
+    }
+
+    /// A pack purged stops being served: at once for new requests, and mid-body for one under way.
+    @Test func stopsServingAPackBeingPurged() async throws {
+        // 1 MiB/s: a 1 MiB body takes a second, long enough to purge under it.
+        try await Self.withSharedStore(limits: ShareLimits(bytesPerSecond: 1 << 20)) { shared in
+            let url = shared.share.baseURL.absoluteString + "odr/v1/sha256/" + (try Self.digest(of: "level/part1.bin", in: shared))
+            let underWay = Task { try await CurlCommand.fetch(url) }
+            try await waitUntil("the body is under way", timeout: .seconds(60)) { shared.share.bytesSent > 0 }
+            for id in try shared.snapshot.packs(forTags: ["level"]).map(\.id) {
+                _ = try await shared.store.removeInstalledPack(id: id, event: .purge, reason: "test")
+            }
+            let cut = try await underWay.value
+            #expect(cut.body.count < 1 << 20)
+            #expect(cut.exitCode != 0)
+            let after = try await CurlCommand.fetch(url)
+            #expect(after.status == 404)
+        }
+    }
+
+    /// More transfers than the limit, from one address: the rest are answered 503 at once.
+    @Test func aFloodOfTransfersGets503() async throws {
+        try await Self.withSharedStore(limits: ShareLimits(maximumConcurrentTransfers: 4, maximumTransfersPerAddress: 2, bytesPerSecond: 1 << 20)) { shared in
+            let url = shared.share.baseURL.absoluteString + "odr/v1/sha256/" + (try Self.digest(of: "level/part0.bin", in: shared))
+            let responses = try await withThrowingTaskGroup(of: CurlResponse.self) { group in
+                // Half a MiB each at 1 MiB/s in all: a served transfer holds its slot for half a
+                // second or more, so requests that start in that time find none free.
+                for _ in 0..<12 { group.addTask { try await CurlCommand.fetch(url, ["-r", "0-524287"]) } }
+                var all: [CurlResponse] = []
+                for try await response in group { all.append(response) }
+                return all
+            }
+            let served = responses.filter { $0.status == 206 }.count
+            #expect(served >= 1)
+            #expect(served <= 12 - 1)
+            #expect(responses.filter { $0.status == 503 }.count == 12 - served)
+            await shared.share.waitUntilIdle()
+            try await waitUntil("slots are free", timeout: .seconds(5)) { shared.share.activeTransfers == 0 }
+        }
+    }
+}

@@ -1,0 +1,85 @@
+import ArgumentParser
+import Foundation
+import Logging
+import ODRCommandLine
+import ODRRuntime
+import ODRServe
+
+/// `odr share`: serves the store's verified content to peers on the local network.
+struct ShareCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "share",
+        abstract: "Serve the store's installed, verified content to other devices, read-only over HTTP, until stopped.",
+        discussion: """
+            Another device's odr fetch --peer URL (or a game's Configuration.peers) then asks this \
+            store first for each file it needs, by SHA-256, and the CDN only for the rest. Only \
+            GET and HEAD of /odr/v1/sha256/<digest> are served, whole or one byte range: a file \
+            (or a chunk of a chunked file) the store's database says is installed, and never a \
+            path from the request. Nothing lists what the store holds. A pack purged while shared \
+            stops being served at once. A peer needs no trust: the device that installs checks \
+            every byte against its signed catalog's digests.
+
+            Sharing is off unless this runs (or a game calls startSharing). It listens on \
+            loopback unless --host says otherwise; --host 0.0.0.0 shares with the local network. \
+            Limits keep the device that shares responsive: --max-transfers bodies at once \
+            (default 4, then 503), --max-per-address from one address (default 2), and --rate \
+            bytes per second over all of them (default 32 MiB; 0 for no limit).
+
+            Examples:
+              odr share --store ./store
+              odr share --store ./store --host 0.0.0.0 --port 7420
+              odr fetch --catalog $CDN --store ./other --peer http://192.168.1.20:7420/ level1
+            """)
+
+    @OptionGroup var storeOption: StoreOption
+
+    @Option(help: "The address to listen on (0.0.0.0 for every interface).")
+    var host = "127.0.0.1"
+
+    @Option(help: "The TCP port (0 picks a free one, printed at start).")
+    var port = ShareServer.defaultPort
+
+    @Option(name: .customLong("max-transfers"), help: "Bodies sent at once over all peers; more are answered 503.")
+    var maxTransfers = 4
+
+    @Option(name: .customLong("max-per-address"), help: "Bodies sent at once to one address.")
+    var maxPerAddress = 2
+
+    @Option(help: "Bytes per second over all transfers, as a byte size (32MiB, 100MB); 0 for no limit. (default: 32 MiB)",
+            transform: ByteSizeArgument.bytes)
+    var rate: Int64 = 32 << 20
+
+    @Flag(help: "Log every request (method, path, status, bytes, time) to standard error.")
+    var verbose = false
+
+    func validate() throws {
+        guard maxTransfers >= 1 else { throw ValidationError("--max-transfers must be at least 1.") }
+        guard maxPerAddress >= 1 else { throw ValidationError("--max-per-address must be at least 1.") }
+        guard rate >= 0 else { throw ValidationError("--rate must be 0 (no limit) or a positive byte size.") }
+    }
+
+    func run() async throws {
+        try await reportingResourceErrors {
+            let directory = URL(filePath: storeOption.path, directoryHint: .isDirectory)
+            guard FileManager.default.fileExists(atPath: directory.appending(path: ResourceStore.databaseName).path) else {
+                throw ResourceError(.storageFailure, "'\(storeOption.path)' holds no store (no \(ResourceStore.databaseName)). Pass the --store directory that odr fetch or your game uses.")
+            }
+            let store = try ResourceStore(directory: directory)
+            var logger = Logger(label: "odr.share") { StreamLogHandler.standardError(label: $0) }
+            logger.logLevel = verbose ? .info : .warning
+            let limits = ShareLimits(maximumConcurrentTransfers: maxTransfers, maximumTransfersPerAddress: maxPerAddress,
+                                     bytesPerSecond: rate == 0 ? nil : rate)
+            let server: ShareServer
+            do {
+                server = try await ShareServer.start(source: StoreShareSource(store: store), host: host, port: port, limits: limits, logger: logger)
+            } catch {
+                throw ResourceError(.invalidArgument, "\(error)")
+            }
+            print("Sharing \(storeOption.path) at \(server.baseURL) (\(maxTransfers) transfers, \(rate == 0 ? "no rate limit" : "\(byteText(rate))/s")). Stop with Ctrl-C.")
+            fflush(nil)
+            // Until the process is stopped.
+            while !Task.isCancelled { try? await Task.sleep(for: .seconds(3600)) }
+            await server.stop()
+        }
+    }
+}

@@ -1,0 +1,178 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import ArgumentParser
+import Foundation
+import ODRBuilder
+import ODRFormat
+
+/// `odrbench peers`: `odr fetch --peer` from another store's `odr share`, against `odr fetch` from
+/// the CDN alone (`odrpack serve`), every party a child process of its own on 127.0.0.1.
+///
+/// 1. A second store installs the tag with one peer that holds it: the CDN's pack bytes (from its
+///    request log) at most 1% of the tag's pack bytes, and the fetch at least as fast as from the
+///    CDN alone (best of --runs each, alternating which goes first).
+/// 2. The peer (rate-limited to 16 MiB/s so the transfer lasts) is killed (SIGKILL) once the store
+///    holds a quarter of the tag's bytes: the fetch completes from the CDN, and the peer's bytes
+///    (odr fetch --json's peerBytes) plus the CDN's, less the tag's, are at most 1 MiB.
+struct PeersBench: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "peers",
+        abstract: "odr fetch --peer from another store's odr share against odr fetch from the CDN alone, over loopback; a peer killed mid-transfer.",
+        discussion: """
+            Builds a catalog of --mib MiB of incompressible 4 MiB files (tag bench, stored \
+            entries), serves it with odrpack serve, installs it into a first store, shares that \
+            store with odr share (no rate limit), and times odr fetch into fresh stores from the \
+            CDN alone and with --peer. Then a peer limited to 16 MiB/s is killed once the second \
+            store holds a quarter of the tag, and the bytes fetched twice are counted.
+
+            Targets: with a peer, the CDN sends <= 1% of the tag's pack bytes and the fetch is no \
+            slower than from the CDN alone; a killed peer costs <= 1 MiB fetched twice.
+            """
+    )
+
+    @Option(help: "Size of the tag in MiB.")
+    var mib = 32
+
+    @Option(help: "Runs of each timed fetch; the best is reported.")
+    var runs = 3
+
+    func validate() throws {
+        guard mib > 0, runs > 0 else { throw ValidationError("--mib and --runs must be positive.") }
+    }
+
+    func run() async throws {
+        let odr = try ChildProcess.sibling("odr"), odrpack = try ChildProcess.sibling("odrpack")
+        let workspace = FileManager.default.temporaryDirectory.appending(path: "odrbench-peers-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: workspace) }
+        let catalog = workspace.appending(path: "catalog")
+        print("Generating and building a \(mib) MiB stored-only catalog under \(workspace.path) ...")
+        try await buildCatalog(at: catalog, assets: workspace.appending(path: "assets"))
+        let packs = try FileManager.default.contentsOfDirectory(atPath: catalog.appending(path: "packs").path).filter { $0.hasSuffix(".zip") }
+        let tagBytes = packs.reduce(Int64(0)) { $0 + DiskUsage.bytes(under: catalog.appending(path: "packs/\($1)")) }
+        let row = { (title: String, value: String) in print(BenchFormat.row(title, value, width: 34)) }
+
+        let cdn = try CatalogServerProcess.start(serving: catalog, executable: odrpack)
+        defer { cdn.stop() }
+        let holder = workspace.appending(path: "holder")
+        _ = try ChildProcess.measure(fetch(cdn, store: holder, peer: nil)).succeeded()
+        print("\npeers: \(packs.count) packs, \(BenchFormat.mib(tagBytes)) tag bytes; CDN odrpack serve, peer odr share, each its own process")
+
+        // 1. One peer that holds the tag.
+        let share = try ShareProcess.start(odr: odr, store: holder, rate: "0", output: workspace.appending(path: "share.out").path)
+        var alone = Double.infinity, withPeer = Double.infinity
+        var cdnBytesWithPeer: Int64 = 0, peerBytes: Int64 = 0
+        for run in 0..<runs {
+            for usesPeer in run % 2 == 0 ? [false, true] : [true, false] {
+                let store = workspace.appending(path: "run-\(run)-\(usesPeer)")
+                try ChildProcess.syncFileSystems()
+                let mark = cdn.logMark
+                let json = workspace.appending(path: "run-\(run)-\(usesPeer).json").path
+                let started = ContinuousClock.now
+                let pid = try ChildProcess.spawn(fetch(cdn, store: store, peer: usesPeer ? share.baseURL : nil, json: true), stdout: json, stderr: json)
+                let (status, _) = try ChildProcess.wait(pid, name: "odr fetch")
+                let seconds = (ContinuousClock.now - started).seconds
+                guard status == 0 else { throw ValidationFailure("odr fetch failed (status \(status)):\n\((try? String(contentsOfFile: json, encoding: .utf8)) ?? "")") }
+                if usesPeer {
+                    withPeer = min(withPeer, seconds)
+                    cdnBytesWithPeer = max(cdnBytesWithPeer, cdn.requests(since: mark).filter { $0.target.contains("/packs/") }.reduce(0) { $0 + $1.bytes })
+                    peerBytes = Self.peerBytes(json)
+                } else {
+                    alone = min(alone, seconds)
+                }
+                try? FileManager.default.removeItem(at: store)
+            }
+        }
+        share.kill()
+        let share1 = Double(cdnBytesWithPeer) / Double(max(1, tagBytes))
+        row("odr fetch, CDN alone", "\(BenchFormat.seconds(alone))  (\(BenchFormat.rate(tagBytes, alone)))")
+        row("odr fetch --peer", "\(BenchFormat.seconds(withPeer))  \(BenchFormat.ratio(withPeer / alone)) of the CDN alone (target <= 1.00x): \(withPeer <= alone ? "met" : "MISSED")")
+        row("bytes from the peer", "\(peerBytes) (\(BenchFormat.mib(peerBytes)))")
+        row("CDN pack bytes with a peer", "\(cdnBytesWithPeer) = \(String(format: "%.3f", share1 * 100))% of the tag (target <= 1%, worst of \(runs)): \(share1 <= 0.01 ? "met" : "MISSED")")
+
+        // 2. The peer dies mid-transfer.
+        var worst: (twice: Int64, peer: Int64, cdn: Int64, seconds: Double)?
+        for run in 0..<runs {
+            let dying = try ShareProcess.start(odr: odr, store: holder, rate: "16MiB", output: workspace.appending(path: "dying-\(run).out").path)
+            let store = workspace.appending(path: "dying-\(run)")
+            let json = workspace.appending(path: "dying-\(run).json").path
+            let mark = cdn.logMark
+            let started = ContinuousClock.now
+            let pid = try ChildProcess.spawn(fetch(cdn, store: store, peer: dying.baseURL, json: true), stdout: json, stderr: json)
+            while DiskUsage.bytes(under: store) < tagBytes / 4 {
+                guard Glibc.kill(pid, 0) == 0 else { break }
+                usleep(2_000)
+            }
+            dying.kill()
+            let (status, _) = try ChildProcess.wait(pid, name: "odr fetch")
+            let seconds = (ContinuousClock.now - started).seconds
+            guard status == 0 else { throw ValidationFailure("odr fetch failed after the peer died (status \(status)):\n\((try? String(contentsOfFile: json, encoding: .utf8)) ?? "")") }
+            let fromPeer = Self.peerBytes(json)
+            let fromCDN = cdn.requests(since: mark).filter { $0.target.contains("/packs/") }.reduce(Int64(0)) { $0 + $1.bytes }
+            let twice = fromPeer + fromCDN - tagBytes
+            if worst.map({ twice > $0.twice }) ?? true { worst = (twice, fromPeer, fromCDN, seconds) }
+            try? FileManager.default.removeItem(at: store)
+        }
+        if let worst {
+            row("peer killed at 25%", "peer \(worst.peer) + CDN \(worst.cdn) bytes for \(tagBytes) tag bytes (worst of \(runs)), \(BenchFormat.seconds(worst.seconds))")
+            row("fetched twice", "\(max(0, worst.twice)) bytes (target <= 1 MiB): \(worst.twice <= 1 << 20 ? "met" : "MISSED")")
+        }
+    }
+
+    /// `peerBytes` of an `odr fetch --json` output file.
+    static func peerBytes(_ path: String) -> Int64 {
+        guard let data = FileManager.default.contents(atPath: path),
+              let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else { return 0 }
+        return (object["peerBytes"] as? NSNumber)?.int64Value ?? 0
+    }
+
+    private func fetch(_ cdn: CatalogServerProcess, store: URL, peer: URL?, json: Bool = false) -> [String] {
+        (try? [ChildProcess.sibling("odr")]).map { $0 + ["fetch", json ? "--json" : "--quiet", "--no-sync", "--catalog", cdn.baseURL.absoluteString, "--store", store.path]
+            + (peer.map { ["--peer", $0.absoluteString] } ?? []) + ["bench"] } ?? []
+    }
+
+    /// `mib` MiB of incompressible 4 MiB files as tag `bench`.
+    private func buildCatalog(at output: URL, assets: URL) async throws {
+        try FileManager.default.createDirectory(at: assets.appending(path: "files"), withIntermediateDirectories: true)
+        let rules = #"{"catalogID":"bench","tags":{"bench":{"include":["files"]}}}"#
+        try Data(rules.utf8).write(to: assets.appending(path: "odr.json"))
+        var generator = SplitMix64(seed: 43)
+        var bytes = [UInt8](repeating: 0, count: 4 << 20)
+        for index in 0..<max(1, mib / 4) {
+            generator.fill(&bytes)
+            try Data(bytes).write(to: assets.appending(path: "files/media-\(index).bin"))
+        }
+        var options = BuildOptions(assets: assets, output: output)
+        options.concurrency = 2
+        _ = try await CatalogBuilder(options: options).build()
+        try? FileManager.default.removeItem(at: assets)
+    }
+}
+
+/// `odr share` as a child process, on a free port read from what it prints.
+private struct ShareProcess {
+    let pid: pid_t
+    let baseURL: URL
+
+    static func start(odr: String, store: URL, rate: String, output: String) throws -> ShareProcess {
+        let pid = try ChildProcess.spawn([odr, "share", "--store", store.path, "--port", "0", "--rate", rate,
+                                          "--max-transfers", "16", "--max-per-address", "16"], stdout: output, stderr: output)
+        let deadline = ContinuousClock.now + .seconds(30)
+        while ContinuousClock.now < deadline {
+            let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
+            if let start = text.range(of: " at http://"), let end = text[start.upperBound...].firstIndex(of: " "),
+               let url = URL(string: "http://" + text[start.upperBound..<end]) {
+                return ShareProcess(pid: pid, baseURL: url)
+            }
+            usleep(20_000)
+        }
+        Glibc.kill(pid, SIGKILL)
+        throw ValidationFailure("odr share did not print its URL within 30 s")
+    }
+
+    func kill() {
+        Glibc.kill(pid, SIGKILL)
+        var status: Int32 = 0
+        waitpid(pid, &status, 0)
+    }
+}
