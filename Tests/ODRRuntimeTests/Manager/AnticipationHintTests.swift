@@ -356,7 +356,9 @@ struct AnticipationHintTests {
             let b = try Self.packID(restarted, tag: "b")
             let held = try restarted.anticipate(tags: ["b"], likelihood: 0.8)
             #expect(restarted.state.withLock { $0.downloads[b] } == nil, "no prefetch starts")
+            // Ended before any request began b: the held-back pack is judged unused too.
             try held.end()
+            try await waitUntil("the second judgment in the store") { try restarted.store.prefetchLearning()?.judgments == 2 }
 
             let common = ["--catalog", server.baseURL.absoluteString, "--store", fixture.stores.appending("store").path]
             struct Status: Decodable {
@@ -366,9 +368,9 @@ struct AnticipationHintTests {
             let json = try await ODRExecutable.run(["status", "--json"] + common)
             #expect(json.status == 0, "\(json.stderr)")
             let learning = try #require(try JSONDecoder().decode(Status.self, from: Data(json.stdout.utf8)).prefetchLearning)
-            #expect(learning.measure == 0 && learning.judgments == 1 && learning.allowance == "none")
+            #expect(learning.measure == 0 && learning.judgments == 2 && learning.allowance == "none")
             let text = try await ODRExecutable.run(["status"] + common)
-            #expect(text.stdout.contains("hints: 0% of recent hinted prefetched bytes were used (measure 0.00, 1 hinted pack(s) judged); hinted prefetches are held back under the standard rule"),
+            #expect(text.stdout.contains("hints: 0% of recent hinted prefetched bytes were used (measure 0.00, 2 hinted pack(s) judged); hinted prefetches are held back under the standard rule"),
                     "\(text.stdout)")
         }
     }
