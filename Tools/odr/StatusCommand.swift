@@ -25,6 +25,11 @@ struct StatusCommand: AsyncParsableCommand {
             odr fetch takes it) plus the common ones; packs of other variants are listed only when \
             installed, marked 'not chosen' (purged first).
 
+            When the app gave anticipation hints, a 'hints:' line gives the prefetch learning \
+            measure its manager recorded in the store: the share of recent hinted prefetched \
+            bytes a request later used, and what it lets hinted prefetches do (under the \
+            standard rule: make room from 0.5, free space only from 0.4, none below).
+
             Example:
               odr status --catalog http://127.0.0.1:8080/ --store ./store --json
               odr status --catalog http://127.0.0.1:8080/ --store ./store \\
@@ -73,6 +78,16 @@ struct StatusCommand: AsyncParsableCommand {
         var tags: [Tag]
         var packs: [Pack]
         var store: StoreUsage
+        /// The prefetch learning measure the last manager on the store recorded, if any.
+        var prefetchLearning: Learning?
+        struct Learning: Encodable {
+            /// The share of recent hinted prefetched bytes a request used (``PrefetchLearning/measure``).
+            var measure: Double
+            /// How many hinted packs were judged, in all.
+            var judgments: Int
+            /// What hinted prefetches may do under the standard rule: `make-room`, `free-space` or `none`.
+            var allowance: String
+        }
     }
 
     func run() async throws {
@@ -122,7 +137,11 @@ struct StatusCommand: AsyncParsableCommand {
                 catalog: .init(url: snapshot.catalogURL.absoluteString, id: snapshot.index.id, serial: snapshot.index.serial,
                                distribution: options.distribution, version: snapshot.version),
                 expires: snapshot.index.expires, signedBy: (snapshot.index.signatures ?? []).map(\.keyID),
-                tags: tags, packs: packs, store: try store.usage(of: account))
+                tags: tags, packs: packs, store: try store.usage(of: account),
+                prefetchLearning: try store.prefetchLearning().map { learning in
+                    let allowance = switch learning.allowance { case .makeRoom: "make-room"; case .freeSpace: "free-space"; case .none: "none" }
+                    return .init(measure: learning.measure, judgments: learning.judgments, allowance: allowance)
+                })
             if json { try printJSON(report) } else { printText(report) }
         }
     }
@@ -138,6 +157,14 @@ struct StatusCommand: AsyncParsableCommand {
         print(line)
         if usage.pinnedBytes > 0 {
             print("  \(byteText(usage.pinnedBytes)) of installed files are also linked from outside the store's packs: no purge frees them")
+        }
+        if let learning = report.prefetchLearning {
+            let allowance = switch learning.allowance {
+            case "make-room": "hinted prefetches make room"
+            case "free-space": "hinted prefetches use free space only"
+            default: "hinted prefetches are held back"
+            }
+            print("hints: \(Int((learning.measure * 100).rounded()))% of recent hinted prefetched bytes were used (measure \(String(format: "%.2f", learning.measure)), \(learning.judgments) hinted pack(s) judged); \(allowance) under the standard rule")
         }
         let old = report.packs.filter(\.superseded)
         let kept = old.filter { $0.kept == true }, reclaimed = old.filter { $0.kept != true }

@@ -457,7 +457,8 @@ ODR_EXTERN void odr_hint_end(odr_hint *hint);
 /** The share, in [0, 1], of recent hinted prefetched bytes that a request later used (1 before any
  *  prefetch was judged): below 0.5 hinted prefetches stop purging to make room, below 0.4 they stop,
  *  until hints prove right again (RUNTIME.md, "Prefetch that learns"). `out_judged_bytes` (may be
- *  NULL) receives the decayed bytes the measure weighs, 0 when none.
+ *  NULL) receives the decayed bytes the measure weighs, 0 when none. The measure is kept in the
+ *  store: a manager created on it starts from the one the last manager recorded.
  *  Errors: ODR_E_INVALID_ARGUMENT (NULL manager or out_measure). */
 ODR_EXTERN odr_status odr_manager_prefetch_measure(odr_manager *manager, double *out_measure, int64_t *out_judged_bytes);
 

@@ -63,6 +63,19 @@ public struct PrefetchLearning: Sendable, Equatable {
         self.rule = rule
     }
 
+    /// A measure as recorded earlier (the store keeps the manager's, docs/STORE.md "Prefetch
+    /// learning"), under `rule`. Figures that are not finite or below 0 count as no evidence, and
+    /// used bytes above the judged ones count as the judged: a stored row can lower the measure
+    /// but never lift it above 1, so it cannot make a prefetch happen that perfect hints would not.
+    public init(rule: Rule = .standard, usedBytes: Double, judgedBytes: Double, judgments: Int) {
+        self.rule = rule
+        let judged = judgedBytes.isFinite ? max(judgedBytes, 0) : 0
+        let used = usedBytes.isFinite ? min(max(usedBytes, 0), judged) : 0
+        self.judgedBytes = judged
+        self.usedBytes = judged > 0 ? used : 0
+        self.judgments = judged > 0 ? max(judgments, 0) : 0
+    }
+
     /// The share of judged hinted bytes a request used, in 0...1; 1 before any judgment.
     public var measure: Double {
         judgedBytes > 0 ? min(1, usedBytes / judgedBytes) : 1

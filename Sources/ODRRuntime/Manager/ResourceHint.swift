@@ -207,7 +207,7 @@ extension ResourceManager {
             if !state.awaitingJudgment.isEmpty {
                 // Held back, no longer hinted, and no request began it: the hint was wrong.
                 for pack in hint.packs where state.awaitingJudgment[pack]?.heldBack == true && state.hints.likelihood(ofPack: pack) == 0 {
-                    if let waiting = state.awaitingJudgment.removeValue(forKey: pack) { state.learning.judge(bytes: waiting.bytes, used: false) }
+                    if let waiting = state.awaitingJudgment.removeValue(forKey: pack) { state.judge(bytes: waiting.bytes, used: false) }
                 }
             }
             return hint
@@ -219,7 +219,7 @@ extension ResourceManager {
             download.release()
             if download.isAbandoned {
                 // Cancelled before any request wanted it: a wrong guess.
-                state.withLock { $0.learning.judge(bytes: download.bytes, used: false) }
+                state.withLock { $0.judge(bytes: download.bytes, used: false) }
                 hub.emit(.hintedPrefetchCancelled(packID: download.pack), from: self)
             }
         }
@@ -242,7 +242,7 @@ extension ResourceManager {
     /// rightly hinted. Call with the lock held.
     static func judgeUsed<Packs: Sequence<String>>(_ ids: Packs, state: inout State) {
         for id in ids {
-            if let waiting = state.awaitingJudgment.removeValue(forKey: id) { state.learning.judge(bytes: waiting.bytes, used: true) }
+            if let waiting = state.awaitingJudgment.removeValue(forKey: id) { state.judge(bytes: waiting.bytes, used: true) }
         }
     }
 

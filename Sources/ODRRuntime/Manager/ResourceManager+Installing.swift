@@ -175,7 +175,7 @@ extension ResourceManager {
         let joined = state.withLock { state in
             let joined = requesters.contains { !state.hints.isHint($0) }
             // Used already, or awaiting a request (judged then, or unused when purged first).
-            if joined { state.learning.judge(bytes: download.bytes, used: true) } else { state.awaitingJudgment[pack.id] = (download.bytes, false) }
+            if joined { state.judge(bytes: download.bytes, used: true) } else { state.awaitingJudgment[pack.id] = (download.bytes, false) }
             return joined
         }
         log(pack.installedBytes, joined ? "prefetch installed: a request (or prefetch, fetch) joined it first"

@@ -178,7 +178,7 @@ extension ResourceManager {
                 if let index = state.ledger?.catalog.pack(id: deletion.packID) { state.installed[index.index] = false }
                 if let waiting = state.awaitingJudgment.removeValue(forKey: deletion.packID) {
                     // Prefetched for a hint and purged before any request used it.
-                    state.learning.judge(bytes: waiting.bytes, used: false)
+                    state.judge(bytes: waiting.bytes, used: false)
                 }
                 return Self.tagCoverage(ofPack: deletion.packID, in: state.snapshot, installed: installed)
             }

@@ -74,6 +74,15 @@ public final class ResourceManager: Sendable {
         /// Hinted packs not judged yet, with their download bytes: installed by a prefetch no
         /// request has used since (`heldBack` false), or held back by the learning rule (true).
         var awaitingJudgment: [String: (bytes: Int64, heldBack: Bool)] = [:]
+        /// Stores ``learning`` after each judgment, so the next launch and `odr status` see it.
+        var learningRecorder: PrefetchLearningRecorder?
+
+        /// Judges a hinted pack of `bytes` (``PrefetchLearning/judge(bytes:used:)``) and records
+        /// the new measure in the store, in the background.
+        mutating func judge(bytes: Int64, used: Bool) {
+            learning.judge(bytes: bytes, used: used)
+            learningRecorder?.note(learning)
+        }
     }
 
     /// Opens the store (repairing what a crash left) and, when it holds a copy of the catalog,
@@ -123,7 +132,12 @@ public final class ResourceManager: Sendable {
         }
         self.client = client
         lastUse = LastUseRecorder(store: store)
-        state = Locked(State(installedIDs: try store.installedPackIDs(), learning: PrefetchLearning(rule: configuration.prefetchLearning)))
+        // The measure the last manager on this store learned (1 on a new store): hints that went
+        // unused before a restart are still held back after it.
+        let learning = (try? store.prefetchLearning(rule: configuration.prefetchLearning)) ?? nil
+        state = Locked(State(installedIDs: try store.installedPackIDs(),
+                             learning: learning ?? PrefetchLearning(rule: configuration.prefetchLearning),
+                             learningRecorder: PrefetchLearningRecorder(store: store)))
         originLog.attach(self)
         do {
             if let stored = try client.storedSnapshot() {
@@ -135,12 +149,15 @@ public final class ResourceManager: Sendable {
     }
 
     deinit {
-        state.withLock { state in
+        let recorder = state.withLock { state in
             state.prefetch?.cancel()
             state.updateChecks?.cancel()
             state.watcher?.cancel()
             state.networkWatcher?.cancel()
+            return state.learningRecorder
         }
+        // The last judgments reach the store before the manager goes (a game quitting).
+        recorder?.flush()
         try? traceRecorder.withLock { $0 }?.finish()
         hub.finish()
     }

@@ -209,6 +209,18 @@ enum StoreSchema {
                 INSERT OR IGNORE INTO catalogOrigin (origin, catalogKey) SELECT url, url FROM catalog;
                 """)
         }
+        migrator.registerMigration("v12") { db in
+            // The manager's prefetch learning measure (docs/STORE.md, "Prefetch learning"): one row,
+            // so that it survives restarts and `odr status` can report it. Older releases leave it alone.
+            try db.execute(sql: """
+                CREATE TABLE prefetchLearning (
+                    id INTEGER PRIMARY KEY NOT NULL CHECK (id = 1),
+                    usedBytes DOUBLE NOT NULL,
+                    judgedBytes DOUBLE NOT NULL,
+                    judgments INTEGER NOT NULL
+                )
+                """)
+        }
         return migrator
     }
 

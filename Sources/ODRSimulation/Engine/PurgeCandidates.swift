@@ -68,7 +68,7 @@ public struct PurgeCandidates {
     /// among packs of one priority and use class is the planner's order, so merging the lists'
     /// heads by ``PurgePlanner/goesBefore(_:_:now:)`` yields the whole order of the unhinted packs;
     /// the hinted packs, which go after them all, follow sorted.
-    public func makePurgeOrderIterator(planner: PurgePlanner) -> PurgeOrderIterator {
+    public __consuming func makePurgeOrderIterator(planner: PurgePlanner) -> PurgeOrderIterator {
         PurgeOrderIterator(candidates: self, planner: planner)
     }
 
@@ -105,26 +105,27 @@ public struct PurgeCandidates {
         var hinted: [PurgeCandidate] = []
         var hintedPosition = 0
 
-        init(candidates: PurgeCandidates, planner: PurgePlanner) {
+        init(candidates: __owned PurgeCandidates, planner: PurgePlanner) {
             self.candidates = candidates
             self.planner = planner
             comparesWeightedIdleTimes = planner.priorityHalvingStep > 0
-            for rank in candidates.rankPriorities.indices {
-                let range = candidates.lists(ofRank: rank)
+            lists.reserveCapacity(self.candidates.rankPriorities.count * self.candidates.useClassesSeen)
+            for rank in self.candidates.rankPriorities.indices {
+                let range = self.candidates.lists(ofRank: rank)
                 var priorityRate: Double?
                 for list in range {
-                    guard let first = candidates.ranks.first(in: list) else { continue }
+                    guard let first = self.candidates.ranks.first(in: list) else { continue }
                     // The planner's own rate for the list's priority and use class, so that the
                     // weighted idle times below are bit for bit the planner's.
-                    let rate = priorityRate ?? planner.agingRate(priority: candidates.rankPriorities[rank])
+                    let rate = priorityRate ?? planner.agingRate(priority: self.candidates.rankPriorities[rank])
                     priorityRate = rate
                     lists.append(Head(cursor: first, pack: nil, rate: planner.agingRate(priorityRate: rate, useCount: 1 << (list - range.lowerBound))))
                 }
             }
             for list in lists.indices { advance(list) }
-            if !candidates.hintedPacks.isEmpty {
-                hinted = candidates.hintedPacks.map { candidates.candidate($0) }
-                hinted.sort { planner.goesBefore($0, $1, now: candidates.now) }
+            if !self.candidates.hintedPacks.isEmpty {
+                hinted = self.candidates.hintedPacks.map { self.candidates.candidate($0) }
+                hinted.sort { planner.goesBefore($0, $1, now: self.candidates.now) }
             }
         }
 

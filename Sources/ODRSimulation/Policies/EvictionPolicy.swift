@@ -16,7 +16,10 @@ public protocol EvictionPolicy {
     mutating func didAccess(_ pack: PackIndex, access: Int, time: Double)
 
     /// Chooses packs to delete among `candidates` to free `bytesNeeded`.
-    mutating func plan(_ candidates: PurgeCandidates, bytesNeeded: Int64) -> PurgePlan
+    ///
+    /// `candidates` is passed owned, so a policy that keeps it (in an iterator) takes it without
+    /// copying its arrays: a purge per request makes that copy count.
+    mutating func plan(_ candidates: __owned PurgeCandidates, bytesNeeded: Int64) -> PurgePlan
 
     /// Whether the policy reads the script's anticipation hints: candidates then carry their
     /// ``PurgeCandidate/hintLikelihood``, and the simulator prefetches hinted packs in the link's

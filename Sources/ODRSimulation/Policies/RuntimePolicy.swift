@@ -18,8 +18,10 @@ public struct RuntimePolicy: EvictionPolicy {
 
     public var name: String { takesHints ? "hinted" : planner.name }
 
-    public mutating func plan(_ candidates: PurgeCandidates, bytesNeeded: Int64) -> PurgePlan {
+    public mutating func plan(_ candidates: __owned PurgeCandidates, bytesNeeded: Int64) -> PurgePlan {
+        let topPriority = candidates.topPriority
+        // The candidates move into the iterator (no copy of their arrays, retained one by one).
         var order = candidates.makePurgeOrderIterator(planner: planner)
-        return planner.plan(bytesNeeded: bytesNeeded, topPriority: candidates.topPriority) { order.next() }
+        return planner.plan(bytesNeeded: bytesNeeded, topPriority: topPriority) { order.next() }
     }
 }

@@ -325,6 +325,56 @@ struct AnticipationHintTests {
         }
     }
 
+    /// The measure is kept in the store: a manager that learned its hints go unused writes it, the
+    /// next manager on the store starts from it (holding prefetches back), and `odr status`, another
+    /// process, reports it.
+    @Test(.enabled(if: ODRExecutable.url != nil))
+    func theMeasureSurvivesARestartAndOdrStatusReportsIt() async throws {
+        let fixture = try await Self.fixture()
+        let rule = PrefetchLearning.Rule(makeRoomFrom: 0.6, prefetchFrom: 0.4, memory: 0)
+        try await withTestServer(root: fixture.game.catalog) { server in
+            do {
+                let manager = try fixture.manager(url: server.baseURL) { $0.prefetchLearning = rule }
+                try await manager.loadCatalog()
+                #expect(try manager.store.prefetchLearning() == nil, "a new store has none")
+                let events = ManagerEventLog(manager)
+                let a = try Self.packID(manager, tag: "a")
+                let wrong = try manager.anticipate(tags: ["a"], likelihood: 0.8)
+                try await waitUntil("the hinted pack to install") { try manager.store.installedPackIDs().contains(a) && events.installed.contains(a) }
+                try await waitUntil("the prefetch's last log line") { try manager.store.events().contains { $0.reason == "prefetch installed: before any request asked for it" } }
+                try wrong.end()
+                #expect(try await manager.purge(bytes: 1).deletions.map(\.packID) == [a])
+                #expect(manager.prefetchMeasure == 0)
+                try await waitUntil("the measure in the store") { try manager.store.prefetchLearning()?.judgments == 1 }
+                #expect(try manager.store.prefetchLearning()?.measure == 0)
+            }
+            // A restart: the new manager holds prefetches back from the start.
+            let restarted = try fixture.manager(url: server.baseURL) { $0.prefetchLearning = rule }
+            try await restarted.loadCatalog()
+            #expect(restarted.prefetchMeasure == 0 && restarted.prefetchLearning.judgments == 1)
+            #expect(restarted.prefetchLearning.allowance == PrefetchLearning.Allowance.none)
+            let b = try Self.packID(restarted, tag: "b")
+            let held = try restarted.anticipate(tags: ["b"], likelihood: 0.8)
+            #expect(restarted.state.withLock { $0.downloads[b] } == nil, "no prefetch starts")
+            // Ended before any request began b: the held-back pack is judged unused too.
+            try held.end()
+            try await waitUntil("the second judgment in the store") { try restarted.store.prefetchLearning()?.judgments == 2 }
+
+            let common = ["--catalog", server.baseURL.absoluteString, "--store", fixture.stores.appending("store").path]
+            struct Status: Decodable {
+                struct Learning: Decodable { var measure: Double; var judgments: Int; var allowance: String }
+                var prefetchLearning: Learning?
+            }
+            let json = try await ODRExecutable.run(["status", "--json"] + common)
+            #expect(json.status == 0, "\(json.stderr)")
+            let learning = try #require(try JSONDecoder().decode(Status.self, from: Data(json.stdout.utf8)).prefetchLearning)
+            #expect(learning.measure == 0 && learning.judgments == 2 && learning.allowance == "none")
+            let text = try await ODRExecutable.run(["status"] + common)
+            #expect(text.stdout.contains("hints: 0% of recent hinted prefetched bytes were used (measure 0.00, 2 hinted pack(s) judged); hinted prefetches are held back under the standard rule"),
+                    "\(text.stdout)")
+        }
+    }
+
     @Test func badInputGetsTypedErrorsAndManyHintsCostLittle() async throws {
         let fixture = try await Self.fixture()
         try await withTestServer(root: fixture.game.catalog) { server in

@@ -54,6 +54,24 @@ struct PrefetchLearningTests {
         #expect(learning.measure.isFinite)
     }
 
+    /// A measure read back from the store: figures out of range are clamped, so a stored row can
+    /// lower the measure but never lift it above 1 (no prefetch perfect hints would not make).
+    @Test func aRecordedMeasureIsRestoredAndClamped() {
+        var learned = PrefetchLearning(rule: .init(makeRoomFrom: 0.6, prefetchFrom: 0.4, memory: 0.5))
+        learned.judge(bytes: 3_000, used: true)
+        learned.judge(bytes: 1_000, used: false)
+        let restored = PrefetchLearning(rule: learned.rule, usedBytes: learned.usedBytes, judgedBytes: learned.judgedBytes,
+                                        judgments: learned.judgments)
+        #expect(restored == learned)
+        let tooMuchUsed = PrefetchLearning(usedBytes: 5_000, judgedBytes: 2_000, judgments: 3)
+        #expect(tooMuchUsed.measure == 1 && tooMuchUsed.usedBytes == 2_000)
+        for (used, judged) in [(Double.nan, 1.0), (1, .nan), (-1, 10), (1, -10), (.infinity, .infinity)] {
+            let learning = PrefetchLearning(usedBytes: used, judgedBytes: judged, judgments: -4)
+            #expect((0...1).contains(learning.measure) && learning.usedBytes >= 0 && learning.judgments >= 0)
+        }
+        #expect(PrefetchLearning(usedBytes: 1, judgedBytes: .nan, judgments: 7) == PrefetchLearning())
+    }
+
     @Test func neverHoldsNothingBack() {
         var learning = PrefetchLearning(rule: .never)
         for _ in 0 ..< 10 { learning.judge(bytes: 1, used: false) }

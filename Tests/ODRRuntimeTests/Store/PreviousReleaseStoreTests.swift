@@ -46,12 +46,13 @@ struct PreviousReleaseStoreTests {
         #expect(try store.verify().isEmpty)
 
         // The migrations it recorded stand as they were: none ran again; only v8 (the split-metadata
-        // cache's table), v9 (the chunks of installed files), v10 (origins that failed) and v11 (the
-        // origins each catalog was served by), which the previous release did not have, were added.
+        // cache's table), v9 (the chunks of installed files), v10 (origins that failed), v11 (the
+        // origins each catalog was served by) and v12 (the prefetch learning measure), which the
+        // previous release did not have, were added.
         let database = try SQLiteDatabase(path: directory.appending(ResourceStore.databaseName).path)
         let applied = try database.fetchAll(sql: "SELECT identifier FROM \(SQLiteMigrator.appliedTable) ORDER BY identifier")
             .compactMap { try $0.value(at: 0).text() }
-        #expect(applied == ["v1", "v10", "v11", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9"])
+        #expect(applied == ["v1", "v10", "v11", "v12", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9"])
 
         // It goes on working: a use is recorded, and a second open finds the same.
         try store.markUsed([Self.installed], beginnings: [Self.installed: 1])
@@ -87,7 +88,8 @@ struct PreviousReleaseStoreTests {
 
     /// A store this release creates has exactly the schema the previous release's had, plus the
     /// tables of migrations v8 (`manifestMeta`), v9 (`packChunk` and its index), v10
-    /// (`originFailure`) and v11 (`catalogOrigin`), which older releases leave alone, so either release can open the other's.
+    /// (`originFailure`), v11 (`catalogOrigin`) and v12 (`prefetchLearning`), which older releases leave alone, so either
+    /// release can open the other's.
     @Test func aNewStoreHasThePreviousReleasesSchema() throws {
         let previous = try Self.makeStore()
         let created = try TemporaryDirectory(prefix: "odr-new")
@@ -97,8 +99,9 @@ struct PreviousReleaseStoreTests {
                 .fetchAll(sql: "SELECT type, name, sql FROM sqlite_master ORDER BY type, name")
                 .map { row in "\(try row.value("type").text() ?? "") \(try row.value("name").text() ?? ""): \(try row.value("sql").text() ?? "")" }
         }
-        let added = { (line: String) in line.contains("manifestMeta") || line.contains("packChunk") || line.contains("originFailure") || line.contains("catalogOrigin") }
+        let added = { (line: String) in line.contains("manifestMeta") || line.contains("packChunk") || line.contains("originFailure") || line.contains("catalogOrigin")
+            || line.contains("prefetchLearning") }
         #expect(try schema(created).filter { !added($0) } == schema(previous))
-        #expect(try schema(created).filter(added).count == 5)
+        #expect(try schema(created).filter(added).count == 6)
     }
 }
