@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import Foundation
 @testable import ODRBuilder
 import ODRFormat
@@ -33,13 +36,20 @@ struct UnchangedBuildTests {
     }
 
     /// Rebuilds, and says whether the rebuild returned from the proof: a full build removes the
-    /// proof first and writes a new file, so only a rebuild from the proof keeps its inode.
+    /// proof first and writes a new file, so only a rebuild from the proof keeps its inode. A second
+    /// link keeps the old inode alive meanwhile: without it, the file system may give the new proof
+    /// the number the removed one just freed (ext4 often does).
     static func rebuiltFromProof(
         _ fixture: BuildFixture, configure: (inout BuildOptions) -> Void = { _ in }
     ) async throws -> (fromProof: Bool, report: BuildReport) {
+        let proof = UnchangedBuild.location(forCache: fixture.cache).path
+        let kept = proof + ".kept-by-test"
+        _ = unlink(kept)
+        let held = link(proof, kept) == 0
+        defer { _ = unlink(kept) }
         let before = proofInode(fixture)
         let report = try await build(fixture, configure: configure)
-        return (before != nil && proofInode(fixture) == before, report)
+        return (held && before != nil && proofInode(fixture) == before, report)
     }
 
     /// The catalog and the build cache, byte for byte.
