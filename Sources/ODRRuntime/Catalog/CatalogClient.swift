@@ -198,7 +198,14 @@ public struct CatalogClient: Sendable {
     }
 
     /// How often storing a part of a split version is tried while other processes store other parts.
-    static let scopeAttempts = 4
+    ///
+    /// An attempt fails only when another process stored, meanwhile, a part with a tag this one's
+    /// lacks; the next attempt takes the union. The stored part only grows (within the version's
+    /// tags), so every failed attempt is another process's progress and the attempts end; the bound
+    /// is there for a store whose processes keep adding tags faster than this one can assemble them.
+    /// Four, as it was, was too few for four processes beginning tags of one version at once: the
+    /// soak test saw it run out.
+    static let scopeAttempts = 64
 
     /// A snapshot of the same version as `snapshot` that also describes `tags`: for a split
     /// catalog (format 3) whose stored part does not describe them yet, their bins and the tables
