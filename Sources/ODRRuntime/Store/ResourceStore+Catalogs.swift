@@ -327,8 +327,15 @@ extension ResourceStore {
                        : "INSERT OR IGNORE INTO manifest (catalogURL, version, json, fetchedAt) VALUES (?, ?, ?, ?)",
                        arguments: [key, manifest.version, json, now])
         // Only for a manifest stored now: a version already stored keeps its JSON and file.
-        if db.changesCount > 0, let compactDigest {
-            try recordCompactFile(digest: compactDigest, catalogKey: key, version: manifest.version, db)
+        if db.changesCount > 0 {
+            if let compactDigest {
+                try recordCompactFile(digest: compactDigest, catalogKey: key, version: manifest.version, db)
+            } else {
+                // No compact file of this JSON (writing it failed): a reader must not keep reading
+                // the file of the part this replaced, or a process assembling the union of the
+                // stored part's tags never sees the others' and fails every attempt.
+                try db.execute(sql: "DELETE FROM manifestFile WHERE catalogURL = ? AND version = ?", arguments: [key, manifest.version])
+            }
         }
         try recordMetadataFiles(metadataFiles, catalogKey: key, version: manifest.version, db)
         for pack in manifest.packs {
