@@ -115,7 +115,7 @@ struct ShareResponder: HTTPResponder {
                     try await rate?.take(chunk.readableBytes)
                     try await writer.write(chunk)
                     sent += chunk.readableBytes
-                    bytesSent.withLock { $0 += Int64(chunk.readableBytes) }
+                    bytesSent.withLock { $0 = $0.clampedAdding(Int64(chunk.readableBytes)) }
                     exchange.progress(bytesSent: sent)
                 }
                 guard sent == length else { throw ShapedBodyWriter.Interrupted() }
