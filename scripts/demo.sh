@@ -92,7 +92,7 @@ fi
 cat "$out/error.txt"
 
 step "Play levels 1-5 like a game: prefetch the next level, urgent when the player waits, purge old levels"
-"$odr" demo --catalog "$url" --store "$out/game-store" "${trust[@]}" --cache-budget 819200 --play-seconds 0.15
+"$odr" demo --catalog "$url" --store "$out/game-store" "${trust[@]}" --cache-budget 1310720 --play-seconds 0.15
 
 step "What purging 200 KB of the game's store would take, and why (odr purge --dry-run)"
 "$odr" purge --catalog "$url" --store "$out/game-store" "${trust[@]}" --bytes 200000 --dry-run

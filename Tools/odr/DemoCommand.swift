@@ -11,12 +11,12 @@ struct DemoCommand: AsyncParsableCommand {
             For each level it prefetches the next level at low priority while "playing" the \
             current one, asks for the current level as urgent when the player arrives before the \
             prefetch finished (with a progress bar), ends the previous level's request, and prints \
-            the gauge: each tag's state and size. The cache budget (800 KiB unless --cache-budget \
+            the gauge: each tag's state and size. The cache budget (1.25 MiB unless --cache-budget \
             says otherwise) is small enough that old levels are purged; each purge is printed with \
             its reason. It ends with a summary.
 
             Example (with `odrpack serve SampleAssets-catalog --rate 2000000`):
-              odr demo --catalog http://127.0.0.1:8080/ --store /tmp/game-store --cache-budget 819200
+              odr demo --catalog http://127.0.0.1:8080/ --store /tmp/game-store --cache-budget 1310720
             """
     )
 
@@ -29,7 +29,7 @@ struct DemoCommand: AsyncParsableCommand {
     @OptionGroup var space: SpaceOptions
 
     /// The demo's budget: small, so that old levels are purged.
-    var cacheBudget: Int64 { space.cacheBudget ?? 800 << 10 }
+    var cacheBudget: Int64 { space.cacheBudget ?? 1280 << 10 }
 
     @Option(name: .customLong("play-seconds"), help: "How long the player spends in each level.")
     var playSeconds = 0.05
