@@ -48,6 +48,10 @@ final class TransferLoop {
             schedule()
             reconcilePauses()
             var finishedAny = false
+            // A lone transfer's full buffer waits a moment for its sink rather than pausing curl;
+            // with others running, a wait would hold them up.
+            let alone = running.count == 1
+            for session in running.values { session.mayWaitForRoom = alone }
             do {
                 try multi.perform()
                 for session in running.values { session.operation.flushDelivery() }

@@ -61,6 +61,10 @@ final class TransferSession {
     var rangeRefusal: ResourceError?
     /// Whether curl has this exchange paused (by us or by the write callback).
     var curlPaused = false
+    /// Whether the write callback may wait a moment for room in a full buffer rather than pause
+    /// (``TransferOperation/offer(_:mayWait:)``): only while no other exchange runs, which the
+    /// wait would hold up. Set by the loop before each turn.
+    var mayWaitForRoom = false
     /// Header bytes of the current response (a status line starts a new response).
     var headerBytes = 0
     /// The response's headers exceeded the cap; the attempt is aborted and fails with this, unretried.
@@ -207,7 +211,7 @@ final class TransferSession {
             // range: a server that ignores `Range` would otherwise send the whole file for nothing.
             return restartFromZero || rangeRefusal != nil ? 0 : bytes.count
         }
-        switch operation.offer(bytes) {
+        switch operation.offer(bytes, mayWait: mayWaitForRoom) {
         case .accepted:
             received += Int64(bytes.count)
             if receivedPerOrigin[urlIndex] == 0 { senders.append(urlIndex) }

@@ -395,4 +395,28 @@ struct HTTPTransferTests {
             #expect(result.peakBufferedBytes <= limit + 16 * 1024)
         }
     }
+
+    /// A lone transfer whose buffer is full waits a moment for its sink instead of pausing curl
+    /// (issue 44), and stops waiting once another transfer runs: a sink that takes 50 ms a write
+    /// holds up neither the loop nor a second transfer on the same engine, which finishes first.
+    @Test func aSlowSinkDoesNotHoldUpAnotherTransfer() async throws {
+        let slowBody = deterministicBytes(count: 1024 * 1024, seed: 29)
+        let fastBody = deterministicBytes(count: 1024 * 1024, seed: 30)
+        try await withTestServer(files: ["packs/slow.zip": slowBody, "packs/fast.zip": fastBody]) { server, _ in
+            let engine = try engine(bufferLimit: 64 * 1024)
+            let slowSink = RecordingSink(writeDelay: .milliseconds(50))
+            let slow = Task { try await engine.download(request(server, "packs/slow.zip", body: slowBody), into: slowSink) }
+            // The slow transfer runs, alone at first, with its buffer full.
+            try await slowSink.waitForBytes(atLeast: 64 * 1024)
+            let fastSink = RecordingSink()
+            _ = try await engine.download(request(server, "packs/fast.zip", body: fastBody), into: fastSink)
+            #expect(fastSink.bytes == fastBody)
+            // 1 MiB in writes of at most 16 KiB, each taking 50 ms, takes seconds; the fast one is
+            // done first.
+            #expect(slowSink.bytes.count < slowBody.count)
+            let result = try await slow.value
+            #expect(slowSink.bytes == slowBody)
+            #expect(result.peakBufferedBytes <= 64 * 1024 + 16 * 1024)
+        }
+    }
 }
