@@ -11,6 +11,9 @@ public struct ServeError: Error, CustomStringConvertible, Sendable {
         public static let bindFailed = Code(rawValue: "bind-failed")
         /// A network condition is out of range.
         public static let invalidConditions = Code(rawValue: "invalid-conditions")
+        /// The share server could not announce itself by DNS-SD (no bus, no Avahi, a refusal; the
+        /// cause is a ``PeerDiscoveryError``).
+        public static let announceFailed = Code(rawValue: "announce-failed")
         /// The server was already stopped.
         public static let stopped = Code(rawValue: "stopped")
 

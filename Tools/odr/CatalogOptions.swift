@@ -126,6 +126,9 @@ struct InstallOptions: ParsableArguments {
                                valueName: "url"))
     var peers: [String] = []
 
+    @Flag(help: "Also ask peers found on the local network: odr share --announce services (DNS-SD _odr._tcp through Avahi) of this catalog, after the --peer URLs. Waits at most 1 s; without Avahi the fetch goes on without them.")
+    var discover = false
+
     var bundledCatalog: URL? { bundled.map { URL(filePath: $0, directoryHint: .isDirectory) } }
 
     /// The `--peer` URLs.

@@ -49,6 +49,9 @@ struct ShareCommand: AsyncParsableCommand {
             transform: ByteSizeArgument.bytes)
     var rate: Int64 = 32 << 20
 
+    @Flag(help: "Announce the share on the local network (DNS-SD _odr._tcp through Avahi, with the ids of the store's catalogs), so odr fetch --discover finds it. Needs a --host the LAN reaches, such as 0.0.0.0.")
+    var announce = false
+
     @Flag(help: "Log every request (method, path, status, bytes, time) to standard error.")
     var verbose = false
 
@@ -74,6 +77,16 @@ struct ShareCommand: AsyncParsableCommand {
                 server = try await ShareServer.start(source: StoreShareSource(store: store), host: host, port: port, limits: limits, logger: logger)
             } catch {
                 throw ResourceError(.invalidArgument, "\(error)")
+            }
+            if announce {
+                let ids = try store.storedCatalogIDs()
+                do throws(ServeError) {
+                    try server.announce(catalogIDs: ids)
+                } catch {
+                    await server.stop()
+                    throw ResourceError(.networkUnavailable, error.message)
+                }
+                print("Announced as \(server.announcedNames.map { "'\($0)'" }.joined(separator: ", ")) (DNS-SD \(DiscoveredService.serviceType)).")
             }
             print("Sharing \(storeOption.path) at \(server.baseURL) (\(maxTransfers) transfers, \(rate == 0 ? "no rate limit" : "\(byteText(rate))/s")). Stop with Ctrl-C.")
             fflush(nil)

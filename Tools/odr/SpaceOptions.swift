@@ -50,6 +50,7 @@ extension CatalogOptions {
         configuration.variants = try variants()
         configuration.mirrors = mirrorURLs
         configuration.peers = install?.peerURLs ?? []
+        configuration.discoversPeers = install?.discover ?? false
         configuration.allowsUnsignedCatalogFromMirrors = allowUnsignedMirrors
         configuration.catalogID = catalogID
         return try ResourceManager(configuration: configuration)

@@ -157,13 +157,24 @@ final class ChunkedEntryWriter: @unchecked Sendable {
             heldFiles[path] = file
         }
         guard read(Int(chunk.size), from: file, at: held.offset) else { return false }
-        return try withPrefix(of: buffer, count: Int(chunk.size)) { piece throws(ResourceError) in
-            var hash = StreamingSHA256()
-            hash.update(piece)
-            guard hash.finalize() == chunk.sha256 else { return false }
-            try writeChecked(piece)
-            return true
-        }
+        return try withPrefix(of: buffer, count: Int(chunk.size)) { piece throws(ResourceError) in try appendFileBytes(piece) }
+    }
+
+    /// ``appendFileBytes(_:)-(UnsafeRawBufferPointer)`` of bytes a peer sent.
+    func appendFileBytes(_ data: Data) throws(ResourceError) -> Bool {
+        try withPrefix(of: data, count: data.count) { piece throws(ResourceError) in try appendFileBytes(piece) }
+    }
+
+    /// Writes the next chunk from its file bytes (an installed file's, a peer's), checking them.
+    ///
+    /// - Returns: `false` (nothing written) when they do not match the chunk's size and SHA-256.
+    func appendFileBytes(_ piece: UnsafeRawBufferPointer) throws(ResourceError) -> Bool {
+        guard done < chunks.count, piece.count == chunks[done].size else { return false }
+        var hash = StreamingSHA256()
+        hash.update(piece)
+        guard hash.finalize() == chunks[done].sha256 else { return false }
+        try writeChecked(piece)
+        return true
     }
 
     /// Checks the whole file's SHA-256 and moves it, read-only, to its entry's place in `folder`.

@@ -73,14 +73,16 @@ extension PackInstaller {
 
     /// Assembles a chunked entry into `folder` in one pass, in chunk order: chunks written before
     /// are kept, held ones copied from disk (checked as they are read; one that does not match is
-    /// fetched on its own instead), and the plan's ranges downloaded one after another, from the
-    /// origins as entry ranges are (see ``downloadFromOrigins(_:of:into:traffic:check:)``), which
-    /// adds what they move to `traffic`.
+    /// fetched on its own instead), and the missing ones asked of the peers by their SHA-256
+    /// (``chunkFromPeers(_:peers:traffic:received:)``), then the rest of each of the plan's ranges
+    /// downloaded, from the origins as entry ranges are (see
+    /// ``downloadFromOrigins(_:of:into:traffic:check:)``), which adds what they move to `traffic`.
     ///
     /// - Returns: the requests made.
     func assembleChunked(
         _ item: ChunkedEntry, of pack: PackRecord, from source: URL, into folder: URL, journal: StagingJournal, traffic: Locked<PackTraffic>,
-        received: @escaping @Sendable (Int64) -> Void, stalled: @escaping @Sendable (TransferRetry?) -> Void
+        received: @escaping @Sendable (Int64) -> Void, receivedFromPeer: @escaping @Sendable (Int64) -> Void,
+        stalled: @escaping @Sendable (TransferRetry?) -> Void
     ) async throws(ResourceError) -> Int {
         guard let writer = item.writer else { return 0 }
         defer { writer.close() }
@@ -88,9 +90,21 @@ extension PackInstaller {
         var fetches = plan.fetches[...]
         var requests = 0
         func download(_ fetch: ChunkedEntryPlan.Fetch) async throws(ResourceError) {
-            let sink = ChunkRangeSink(writer: writer, fetch: fetch, journal: journal, source: source, received: received, stalled: stalled)
+            // Peers first, chunk by chunk: the first chunk none of them delivers sends the rest of
+            // the fetch to the origins, as one range.
+            var first = fetch.chunks.lowerBound
+            if let peers, !source.isFileURL {
+                while first < fetch.chunks.upperBound, writer.done == first,
+                      try await chunkFromPeers(writer, peers: peers, traffic: traffic, received: receivedFromPeer) {
+                    first += 1
+                }
+            }
+            guard first < fetch.chunks.upperBound else { return }
+            let rest = first == fetch.chunks.lowerBound ? fetch
+                : ChunkedEntryPlan.Fetch(range: plan.chunks[first].archive.lowerBound..<fetch.range.upperBound, chunks: first..<fetch.chunks.upperBound)
+            let sink = ChunkRangeSink(writer: writer, fetch: rest, journal: journal, source: source, received: received, stalled: stalled)
             // A refused chunk blames the origin that sent it: the next attempt asks another.
-            _ = try await downloadFromOrigins(rangeRequest(for: pack, source: source, range: fetch.range, journal: journal),
+            _ = try await downloadFromOrigins(rangeRequest(for: pack, source: source, range: rest.range, journal: journal),
                                                        of: pack, into: sink, traffic: traffic)
             requests += 1
         }

@@ -48,15 +48,8 @@ extension PackInstaller {
                 try StoreFiles.makeFolders(above: entry.name, below: folder.path)
                 let sink = PeerEntrySink(path: folder.appending(path: entry.name).path, entry: entry, journal: journal,
                                          syncFiles: syncFiles, received: received)
-                var request = peers.request(peer: peer, sha256: entry.sha256, size: entry.size, priority: priority)
-                request.failedAfterReceiving = { bytes in
-                    peers.addReceived(bytes, from: peer)
-                    traffic.withLock { $0.addPeer(bytes, from: peer) }
-                }
                 do throws(ResourceError) {
-                    let result = try await transport.download(request, into: sink)
-                    peers.addReceived(result.receivedBytes, from: peer)
-                    traffic.withLock { $0.addPeer(result.receivedBytes, from: peer) }
+                    try await download(sha256: entry.sha256, size: entry.size, from: peer, of: peers, into: sink, traffic: traffic)
                     round.withLock {
                         $0.complete.insert(entry.name)
                         $0.verifiedBytes = $0.verifiedBytes.clampedAdding(entry.size)
@@ -108,6 +101,92 @@ extension PackInstaller {
             guard let table = tables[entry.name] else { return true }
             return !table.contains { held[$0.sha256] != nil }
         }
+    }
+}
+
+extension PackInstaller {
+    /// Asks the live peers, in order, for the next chunk of `writer`'s entry by its SHA-256 and
+    /// writes it when one delivers it (the transport checks its size and digest, the writer again).
+    /// A 404 moves on to the next peer; any other failure drops the peer for the rest of the install.
+    ///
+    /// - Returns: whether the chunk was written; `false` sends it to the origins.
+    /// - Throws: only for local problems (`storage-failure`) and cancellation.
+    func chunkFromPeers(
+        _ writer: ChunkedEntryWriter, peers: PeerSet, traffic: Locked<PackTraffic>, received: @escaping @Sendable (Int64) -> Void
+    ) async throws(ResourceError) -> Bool {
+        guard writer.done < writer.chunks.count else { return false }
+        let chunk = writer.chunks[writer.done]
+        for peer in peers.live {
+            if Task.isCancelled { throw ResourceError(.cancelled, "The install was cancelled.") }
+            let sink = PeerChunkSink(size: chunk.size, received: received)
+            do throws(ResourceError) {
+                try await download(sha256: chunk.sha256, size: chunk.size, from: peer, of: peers, into: sink, traffic: traffic)
+            } catch {
+                if error.code == .cancelled { throw error }
+                // 404: this peer does not hold the chunk; the next one may.
+                if error.code != .resourceUnavailable { peers.markFailed(peer, reason: "\(error.code.rawValue): \(error.message)") }
+                continue
+            }
+            if try writer.appendFileBytes(sink.bytes) { return true }
+            peers.markFailed(peer, reason: "\(ResourceError.Code.integrity.rawValue): a chunk did not match its SHA-256")
+        }
+        return false
+    }
+}
+
+extension PackInstaller {
+    /// Downloads the content `digest` of `size` bytes from `peer` into `sink`; what the peer sent,
+    /// kept or refused, counts under it in `peers` and `traffic`.
+    func download(sha256 digest: String, size: Int64, from peer: URL, of peers: PeerSet, into sink: any TransferSink,
+                  traffic: Locked<PackTraffic>) async throws(ResourceError) {
+        var request = peers.request(peer: peer, sha256: digest, size: size, priority: priority)
+        request.failedAfterReceiving = { bytes in
+            peers.addReceived(bytes, from: peer)
+            traffic.withLock { $0.addPeer(bytes, from: peer) }
+        }
+        let result = try await transport.download(request, into: sink)
+        peers.addReceived(result.receivedBytes, from: peer)
+        traffic.withLock { $0.addPeer(result.receivedBytes, from: peer) }
+    }
+}
+
+/// Holds one chunk's bytes from a peer in memory: at most the chunk's size (16 MiB at most, the
+/// format's limit), more is refused as it arrives.
+final class PeerChunkSink: TransferSink, Sendable {
+    private let size: Int64
+    private let received: @Sendable (Int64) -> Void
+    private let state = Locked(Data())
+
+    init(size: Int64, received: @escaping @Sendable (Int64) -> Void) {
+        self.size = size
+        self.received = received
+    }
+
+    /// The bytes received.
+    var bytes: Data { state.withLock { $0 } }
+
+    func begin(_ head: TransferResponseHead) async throws {
+        if let total = head.totalBytes, total != size {
+            throw ResourceError(.integrity, "The peer announced \(total) bytes for a chunk of \(size); it was refused.")
+        }
+        guard head.offset == 0 else { throw ResourceError(.integrity, "The peer resumed a chunk at byte \(head.offset).") }
+        state.withLock { $0.removeAll(keepingCapacity: true) }
+    }
+
+    func write(_ bytes: Data) async throws {
+        try state.withLock { data throws(ResourceError) in
+            guard Int64(bytes.count) <= size.clampedSubtracting(Int64(data.count)) else {
+                throw ResourceError(.integrity, "The peer sent more than the chunk's \(size) bytes; they were refused.")
+            }
+            data.append(bytes)
+        }
+        received(Int64(bytes.count))
+    }
+
+    func finish() async throws {}
+
+    func fail(_ error: ResourceError) async {
+        state.withLock { $0 = Data() }
     }
 }
 

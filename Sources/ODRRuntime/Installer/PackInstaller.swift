@@ -338,7 +338,9 @@ public struct PackInstaller: Sendable {
                 outcome.requests = plan.fetches.count
                 for item in chunked {
                     outcome.requests += try await assembleChunked(item, of: pack, from: source, into: folder, journal: journal, traffic: traffic,
-                                                                  received: { tracker.received($0, of: pack) }, stalled: { tracker.stalled($0, of: pack) })
+                                                                  received: { tracker.received($0, of: pack) },
+                                                                  receivedFromPeer: { tracker.received($0, of: pack, fromPeer: true) },
+                                                                  stalled: { tracker.stalled($0, of: pack) })
                 }
                 let moved = traffic.withLock { $0 }
                 outcome.downloaded = moved.receivedBytes

@@ -38,6 +38,16 @@ extension ResourceManager {
         /// verified against the catalog's digests, and a peer that fails or lies is dropped for the
         /// rest of the install (see ``PeerSet``). Empty (the default): no peer is asked.
         public var peers: [URL] = []
+        /// Whether installs also ask peers found on the local network: the DNS-SD service
+        /// `_odr._tcp` browsed through Avahi on the system D-Bus, keeping the services whose TXT
+        /// record names this catalog's id (``PeerDiscovery``). Off by default. At most
+        /// ``PeerDiscovery/maximumPeers`` peers are added after ``peers``; a discovery waits at
+        /// most ``peerDiscoveryTimeout`` and is reused for a minute. Without a bus or Avahi the
+        /// install goes on with ``peers`` and the origins, and the store's log says why
+        /// (``StoreEvent/Kind/discovery``).
+        public var discoversPeers = false
+        /// The most seconds a discovery of peers waits for Avahi (default 1).
+        public var peerDiscoveryTimeout: Double = 1
         /// How long an origin that failed is avoided: transfers start at the next one meanwhile
         /// (default 60 seconds). The failure is recorded in the store, so other processes on it
         /// and the next launch avoid the origin too (``OriginSet``).

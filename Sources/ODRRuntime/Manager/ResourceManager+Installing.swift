@@ -131,10 +131,12 @@ extension ResourceManager {
     }
 
     /// The installer with the manager's settings.
-    func makeInstaller() -> PackInstaller {
+    /// `discovered`: peers found on the local network, asked after ``Configuration/peers``.
+    func makeInstaller(discovered: [URL] = []) -> PackInstaller {
         var installer = PackInstaller(store: store, transport: transport, bundledCatalog: configuration.bundledCatalog)
         installer.rangePolicy = configuration.rangePolicy
-        if !configuration.peers.isEmpty { installer.peers = PeerSet(configuration.peers) }
+        let peers = configuration.peers + discovered
+        if !peers.isEmpty { installer.peers = PeerSet(peers) }
         if origins.origins.count > 1 {
             installer.origins = origins
             installer.originSwitched = { [originLog] in originLog.record($0, $1) }
@@ -211,7 +213,7 @@ extension ResourceManager {
         } else {
             try await makeRoom(installing: room, reserve: true)
         }
-        var installer = makeInstaller()
+        var installer = makeInstaller(discovered: await discoveredPeers(catalogID: snapshot.index.id))
         installer.maximumConcurrentInstalls = 1
         do throws(ResourceError) {
             download.summary = try await installer.install([pack], from: snapshot) { [hub] progress in

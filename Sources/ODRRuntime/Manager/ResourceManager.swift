@@ -35,6 +35,8 @@ public final class ResourceManager: Sendable {
     let lastUse: LastUseRecorder
     /// The trace being recorded, if any (see ``startRecordingTrace(to:)``).
     let traceRecorder = Locked<TraceRecorder?>(nil)
+    /// The latest DNS-SD discovery of peers per catalog id (``discoveredPeers(catalogID:)``).
+    let peerDiscoveries = Locked<[String: PeerDiscoveryRun]>([:])
     /// Applies the download policy before each pack download (see ``DownloadPolicy``).
     let downloadGate: DownloadGate
 

@@ -44,6 +44,10 @@ public struct StoreEvent: Sendable, Hashable, Codable {
         /// An install of the pack failed: `reason` is `install failed: error[CODE]` and the
         /// message's first sentence, `bytes` what it had received.
         public static let failure = Kind(rawValue: "failure")
+        /// A DNS-SD discovery of peers (``ResourceManager/Configuration/discoversPeers``): `packID`
+        /// is `_odr._tcp`, `bytes` 0, `reason` how many peers it found, each record it ignored and
+        /// why (`other-catalog`, `loopback-of-another-machine`, ...), or `failed: CODE` and why.
+        public static let discovery = Kind(rawValue: "discovery")
     }
 
     /// When, in seconds since 1970.

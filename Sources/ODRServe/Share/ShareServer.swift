@@ -5,6 +5,7 @@ import Darwin
 #endif
 import Foundation
 import Logging
+import ODRFormat
 import ODRRuntime
 
 /// What a share server serves: content by SHA-256, located by the caller (a ``ResourceStore`` by
@@ -97,6 +98,7 @@ public final class ShareServer: Sendable {
     private let listener: Listener
     private let log: RequestLog
     private let responder: ShareResponder
+    private let announcement = Locked<PeerAnnouncement?>(nil)
 
     /// The port `odr share` listens on by default.
     public static let defaultPort = 7420
@@ -152,13 +154,41 @@ public final class ShareServer: Sendable {
     /// Body bytes sent since the start.
     public var bytesSent: Int64 { responder.bytesSent.withLock { $0 } }
 
-    /// Stops listening and closes every connection. Calling it again does nothing.
-    public func stop() async { await listener.stop() }
+    /// Announces this server on the local network by DNS-SD (`_odr._tcp` through Avahi, one
+    /// service per catalog id in `catalogIDs`, the id in the TXT record), until ``stop()``. Devices
+    /// that discover peers (`odr fetch --discover`, ``ResourceManager/Configuration/discoversPeers``)
+    /// then find it. Announce a server that listens on an address the LAN reaches (`0.0.0.0`).
+    ///
+    /// - Parameter socketPath: the system bus's socket; by default from `DBUS_SYSTEM_BUS_ADDRESS`.
+    /// - Throws: ``ServeError`` with `announceFailed` and the ``PeerDiscoveryError`` as its cause.
+    public func announce(catalogIDs: [String], socketPath: String? = nil) throws(ServeError) {
+        do {
+            let made = try PeerAnnouncement(catalogIDs: catalogIDs, port: port, socketPath: socketPath)
+            announcement.withLock { $0?.stop(); $0 = made }
+        } catch {
+            throw ServeError(.announceFailed, "The share server could not be announced on the local network: \(error.message)", cause: error)
+        }
+    }
+
+    /// The DNS-SD names announced (empty when not announced).
+    public var announcedNames: [String] { announcement.withLock { $0?.names ?? [] } }
+
+    /// Stops listening, withdraws the announcement and closes every connection. Calling it again
+    /// does nothing.
+    public func stop() async {
+        withdraw()
+        await listener.stop()
+    }
+
+    private func withdraw() {
+        announcement.withLock { $0?.stop(); $0 = nil }
+    }
 
     /// Cuts every connection at once, as a peer that dies (a laptop closed, a cable pulled) does:
     /// responses under way end mid-body. For tests and `odrbench peers`.
     public func kill() async {
         responder.killed.withLock { $0 = true }
+        withdraw()
         await listener.stop()
     }
 }
