@@ -110,9 +110,11 @@ package enum FuzzTarget: String, CaseIterable, Sendable {
             var headers = ResponseHeaders()
             for line in Self.lines(bytes) { headers.receive(line) }
         case .dbusReply:
+            // The same reader takes Avahi's ResolveService answers (peer discovery, issue 43).
+            let resolved = PeerDiscovery.verdict(inResolveReply: [UInt8](bytes), catalogID: "game")
             // No answer is the probe's "unmetered"; as an error here, a seed proves it reaches the value.
-            guard NetworkManagerBusProbe.meteredValue(inReplies: [UInt8](bytes)) != nil else {
-                throw ResourceError(.unexpectedResponse, "The bytes hold no reply to the Get call with a u in its variant.")
+            guard NetworkManagerBusProbe.meteredValue(inReplies: [UInt8](bytes)) != nil || resolved != nil else {
+                throw ResourceError(.unexpectedResponse, "The bytes hold no reply to the Get call with a u in its variant, and no ResolveService answer.")
             }
         }
     }

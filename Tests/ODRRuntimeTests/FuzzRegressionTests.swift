@@ -190,6 +190,12 @@ private struct FuzzSeeds {
         try write(.dbusReply, "metered", Data(hello + acquired + metered(4)))
         try write(.dbusReply, "unmetered", Data(hello + acquired + metered(2)))
         try write(.dbusReply, "other-error-first", Data(refused + metered(1)))
+        // Avahi's answer to ResolveService (peer discovery): a peer of the catalog the target asks for.
+        let resolved = DBusMessage.encode(type: DBusMessage.methodReturn, flags: 1, serial: 9, fields: [(5, .uint32(4)), (8, .signature("iissssisqaayu"))],
+                                          body: [.int32(1), .int32(0), .string("odr on box:7420"), .string("_odr._tcp"), .string("local"),
+                                                 .string("box.local"), .int32(0), .string("192.168.1.20"), .uint16(7420),
+                                                 .byteArrays([Array("catalog=game".utf8)]), .uint32(4)])
+        try write(.dbusReply, "avahi-resolved", Data(resolved))
     }
 
     /// A game with chunked files (format 4, 5 when split) and small chunk sizes: seeds whose

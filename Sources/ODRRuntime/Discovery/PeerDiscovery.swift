@@ -193,3 +193,14 @@ public struct PeerDiscovery: Sendable {
         }
     }
 }
+
+extension PeerDiscovery {
+    /// Avahi's answer to `ResolveService` read from its wire form and judged for `catalogID`, as a
+    /// browse does; `nil` when the bytes hold no such answer. For the `dbus-reply` fuzz target,
+    /// which feeds it untrusted bytes.
+    package static func verdict(inResolveReply bytes: [UInt8], catalogID: String) -> DiscoveredService.Verdict? {
+        guard let message = DBusMessage.read(from: BusBytes(bytes)),
+              let service = Conversation.service(fromResolved: message) else { return nil }
+        return service.verdict(catalogID: catalogID)
+    }
+}
