@@ -251,4 +251,26 @@ struct ConditionerTests {
             #expect(server.requests().isEmpty)
         }
     }
+
+    /// A response still being sent when the log is cleared belongs to the step before: it must
+    /// not reappear when it ends (a retry test once counted the last step's mirror request).
+    @Test(.timeLimit(.minutes(1)))
+    func clearingTheLogForgetsAResponseStillBeingSent() async throws {
+        try await withTestServer(files: SampleCatalog.files) { server, _ in
+            server.injectFaults(.stall(afterBytes: 1000, for: .milliseconds(300)), path: "/" + SampleCatalog.packPath)
+            let download = Task { try await CurlCommand.fetch(server.url(for: SampleCatalog.packPath)) }
+            try await waitUntil("the stalled response has sent its first bytes", timeout: .seconds(30)) {
+                server.requests().first?.bytesSent == 1000
+            }
+            server.clearRequests()
+            _ = try await download.value
+            await server.waitUntilIdle()
+            #expect(server.requests().isEmpty)
+            let next = try await CurlCommand.fetch(server.url(for: "catalog.json"))
+            #expect(next.status == 200)
+            await server.waitUntilIdle()
+            #expect(server.requests().map(\.sequence) == [1])
+            #expect(server.requests().map(\.path) == ["/catalog.json"])
+        }
+    }
 }

@@ -4,6 +4,8 @@ import ODRFormat
 final class RequestLog: Sendable {
     private struct State {
         var nextSequence = 0
+        /// Requests numbered below this were forgotten by ``clear()``, even those still in flight.
+        var firstKept = 0
         var entries: [Int: ServedRequest] = [:]
         var inFlight = 0
         var idleWaiters: [CheckedContinuation<Void, Never>] = []
@@ -22,13 +24,16 @@ final class RequestLog: Sendable {
 
     /// Records the response chosen for a request that is still being sent.
     func record(_ request: ServedRequest) {
-        state.withLock { $0.entries[request.sequence] = request }
+        state.withLock { state in
+            guard request.sequence >= state.firstKept else { return }
+            state.entries[request.sequence] = request
+        }
     }
 
     /// Records how a request ended and stops counting it as in flight.
     func finish(_ request: ServedRequest) {
         let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
-            state.entries[request.sequence] = request
+            if request.sequence >= state.firstKept { state.entries[request.sequence] = request }
             state.inFlight -= 1
             guard state.inFlight == 0 else { return [] }
             defer { state.idleWaiters.removeAll() }
@@ -41,8 +46,13 @@ final class RequestLog: Sendable {
         state.withLock { state in state.entries.values.sorted { $0.sequence < $1.sequence } }
     }
 
+    /// Forgets every request that has arrived so far. One still in flight stays forgotten when it
+    /// finishes: a response the client already read must not reappear in the next step's log.
     func clear() {
-        state.withLock { $0.entries.removeAll() }
+        state.withLock { state in
+            state.entries.removeAll()
+            state.firstKept = state.nextSequence
+        }
     }
 
     /// Returns once no request is in flight.

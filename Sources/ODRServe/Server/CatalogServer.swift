@@ -164,7 +164,8 @@ public final class CatalogServer: Sendable {
         log.requests
     }
 
-    /// Forgets the requests logged so far.
+    /// Forgets the requests logged so far, including any still being answered: a response that
+    /// finishes after the call does not reappear in ``requests()``.
     public func clearRequests() {
         log.clear()
     }
