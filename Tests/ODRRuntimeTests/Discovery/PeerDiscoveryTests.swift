@@ -114,6 +114,54 @@ struct PeerDiscoveryTests {
         }
     }
 
+    /// When a browse ends, fed the messages a live Avahi sends (in its order: the browser's path,
+    /// `ItemNew` for what it knows, `CacheExhausted` at once, `AllForNow` about a second later): as
+    /// soon as a peer of the catalog is resolved among what Avahi knew, without waiting for
+    /// `AllForNow`; with only records of other catalogs known, not before `AllForNow`.
+    @Test func aBrowseEndsOnceAKnownPeerIsResolvedOrAvahiHasHeardFromTheNetwork() throws {
+        let browser = "/Client3/ServiceBrowser1"
+        func message(_ type: UInt8, serial: UInt32, replyTo: UInt32? = nil, member: String? = nil, body: [DBusMessage.Value]) throws -> DBusMessage {
+            var fields: [(UInt8, DBusMessage.Value)] = []
+            if let replyTo { fields.append((5, .uint32(replyTo))) }
+            if let member {
+                fields += [(1, .objectPath(browser)), (2, .string("org.freedesktop.Avahi.ServiceBrowser")), (3, .string(member))]
+            }
+            if !body.isEmpty { fields.append((8, .signature(body.map(\.signature).joined()))) }
+            return try #require(DBusMessage.read(from: BusBytes(DBusMessage.encode(type: type, flags: 1, serial: serial, fields: fields, body: body))))
+        }
+        func itemNew(_ name: String, serial: UInt32) throws -> DBusMessage {
+            try message(DBusMessage.signal, serial: serial, member: "ItemNew",
+                        body: [.int32(1), .int32(0), .string(name), .string("_odr._tcp"), .string("local"), .uint32(8)])
+        }
+        func resolved(_ name: String, catalog: String, port: UInt16, serial: UInt32, replyTo: UInt32) throws -> DBusMessage {
+            try message(DBusMessage.methodReturn, serial: serial, replyTo: replyTo,
+                        body: [.int32(1), .int32(0), .string(name), .string("_odr._tcp"), .string("local"), .string("vm.local"), .int32(0),
+                               .string("127.0.0.1"), .uint16(port), .byteArrays([Array("catalog=\(catalog)".utf8)]), .uint32(8)])
+        }
+        let path = try message(DBusMessage.methodReturn, serial: 26, replyTo: 3, body: [.objectPath(browser)])
+        let exhausted = try message(DBusMessage.signal, serial: 40, member: "CacheExhausted", body: [])
+        let allForNow = try message(DBusMessage.signal, serial: 41, member: "AllForNow", body: [])
+
+        var known = PeerDiscovery.Conversation(catalogID: "peer-game", maximumPeers: 8)
+        #expect(try known.take(path).isEmpty)
+        #expect(try known.take(itemNew("odr on vm:7420", serial: 27)).count == 1)
+        #expect(try known.take(exhausted).isEmpty)
+        #expect(!known.isDone)
+        _ = try known.take(resolved("odr on vm:7420", catalog: "peer-game", port: 7420, serial: 28, replyTo: 4))
+        #expect(known.isDone && !known.report.complete)
+        #expect(known.report.peers.map(\.absoluteString) == ["http://127.0.0.1:7420/"])
+
+        var other = PeerDiscovery.Conversation(catalogID: "peer-game", maximumPeers: 8)
+        _ = try other.take(path)
+        _ = try other.take(itemNew("odr on vm:9", serial: 27))
+        _ = try other.take(exhausted)
+        _ = try other.take(resolved("odr on vm:9", catalog: "another-game", port: 9, serial: 28, replyTo: 4))
+        #expect(!other.isDone)
+        _ = try other.take(allForNow)
+        #expect(other.isDone && other.report.complete && other.report.peers.isEmpty)
+        #expect(other.report.ignored.map(\.reason) == [.otherCatalog])
+    }
+
     /// Avahi's resolved record as it comes off the bus (an `aay` TXT record among other types)
     /// reads back into the service, and truncated bytes read as nothing.
     @Test func aResolvedRecordIsReadFromItsWireForm() throws {
