@@ -4,8 +4,9 @@
 SWIFT ?= swift
 SHELL := bash
 # avahi-daemon and dbus-daemon: PeerDiscoveryTests start a private bus and Avahi of their own (never
-# the system's), and fail without them.
-SYSTEM_PACKAGES := libcurl4-openssl-dev libsqlite3-dev zlib1g-dev unzip curl python3 gcc g++ pkg-config binutils patchelf strace valgrind chromium rclone zsync avahi-daemon dbus-daemon
+# the system's; Avahi in network and mount namespaces of its own, set up with iproute2's `ip`), and
+# skip their end-to-end case without the daemons.
+SYSTEM_PACKAGES := libcurl4-openssl-dev libsqlite3-dev zlib1g-dev unzip curl python3 gcc g++ pkg-config binutils patchelf strace valgrind chromium rclone zsync avahi-daemon dbus-daemon iproute2
 # `make install PREFIX=...`: lib/libodr.so.1 (its SONAME; lib/libodr.so links to it), its debug info
 # lib/libodr.so.1.debug, include/odr.h and lib/pkgconfig/odr.pc (docs/C-API.md). CONFIG=debug for a
 # quick one. The library exports only the odr_* functions (scripts/libodr.map).

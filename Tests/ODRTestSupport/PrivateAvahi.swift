@@ -3,13 +3,17 @@ import Foundation
 /// A private system D-Bus and an Avahi daemon on it, for tests of DNS-SD discovery: `dbus-daemon`
 /// with a policy that allows everything, listening on a socket in a temporary folder, and
 /// `avahi-daemon` on the loopback interface only, in a mount namespace of its own (a tmpfs over
-/// `/run/avahi-daemon`), so it neither meets nor disturbs a system Avahi or another test's.
-/// Needs root, `dbus-daemon`, `avahi-daemon` and `unshare`; without them ``init()`` throws, so a
-/// test that needs it fails rather than skips.
+/// `/run/avahi-daemon`) and a network namespace of its own (only `lo`), so it neither meets nor
+/// disturbs a system Avahi or another test's (several daemons on one `lo` hear each other, see
+/// each other's records and fight over the host name). It publishes `127.0.0.1` for the records
+/// of its clients, and a child on the host's network reaches a share there on its loopback.
+/// Needs root, `dbus-daemon`, `avahi-daemon`, `unshare` and `ip`: tests skip when the daemons
+/// are not installed (``isInstalled``, `make deps` installs them), and ``init(avahi:)`` throws
+/// for the rest.
 ///
 /// ```swift
 /// let avahi = try await PrivateAvahi()
-/// defer { Task { await avahi.stop() } }
+/// defer { avahi.stop() }
 /// let report = try PeerDiscovery(socketPath: avahi.busSocket).discover(catalogID: "game")
 /// ```
 public final class PrivateAvahi: Sendable {
@@ -20,11 +24,18 @@ public final class PrivateAvahi: Sendable {
     private let bus: RunningProcess
     private let avahi: RunningProcess?
 
+    private static let daemons = ["/usr/bin/dbus-daemon", "/usr/sbin/avahi-daemon"]
+
+    /// Whether `dbus-daemon` and `avahi-daemon` are installed; a test that needs them skips
+    /// without them: `@Test(.enabled(if: PrivateAvahi.isInstalled, Comment(rawValue: PrivateAvahi.notInstalled)))`.
+    public static var isInstalled: Bool { daemons.allSatisfy { FileManager.default.isExecutableFile(atPath: $0) } }
+    /// Why such a test was skipped, and what to do.
+    public static let notInstalled = "needs dbus-daemon and avahi-daemon: install them with make deps (apt-get install dbus-daemon avahi-daemon)"
+
     /// Starts the bus, and Avahi on it unless `avahi` is false (a machine with a bus and no Avahi).
     public init(avahi withAvahi: Bool = true) async throws {
-        for tool in ["/usr/bin/dbus-daemon", "/usr/sbin/avahi-daemon", "/usr/bin/unshare", "/usr/bin/env"]
-        where !FileManager.default.isExecutableFile(atPath: tool) {
-            throw CocoaError(.fileNoSuchFile, userInfo: [NSLocalizedDescriptionKey: "\(tool) is missing: install the packages dbus-daemon and avahi-daemon (make test does)"])
+        for tool in Self.daemons + ["/usr/bin/unshare", "/usr/sbin/ip"] where !FileManager.default.isExecutableFile(atPath: tool) {
+            throw CocoaError(.fileNoSuchFile, userInfo: [NSLocalizedDescriptionKey: "\(tool) is missing: install the packages dbus-daemon, avahi-daemon, util-linux and iproute2 (make deps does)"])
         }
         folder = try TemporaryDirectory(prefix: "odr-avahi")
         busSocket = folder.url.appending(path: "bus.sock").path
@@ -61,29 +72,45 @@ public final class PrivateAvahi: Sendable {
             [reflector]
             [rlimits]
             """.write(to: avahiConfig, atomically: true, encoding: .utf8)
-        bus = try RunningProcess(URL(filePath: "/usr/bin/dbus-daemon"), ["--config-file=\(busConfig.path)", "--nofork", "--print-address"])
+        let bus = try RunningProcess(URL(filePath: "/usr/bin/dbus-daemon"), ["--config-file=\(busConfig.path)", "--nofork", "--print-address"])
+        self.bus = bus
         try await bus.waitForOutput(containing: "unix:path=", timeout: .seconds(60))
         guard withAvahi else {
             avahi = nil
             return
         }
-        // Its log goes to a file.
+        // Its log goes to a file. The bus is a socket in the file system, which a network
+        // namespace does not hide.
         let log = folder.url.appending(path: "avahi.log")
-        let avahi = try RunningProcess(URL(filePath: "/usr/bin/env"), [
-            "DBUS_SYSTEM_BUS_ADDRESS=unix:path=\(busSocket)", "/usr/bin/unshare", "--mount", "--propagation", "private", "/bin/sh", "-c",
-            "mkdir -p /run/avahi-daemon && mount -t tmpfs tmpfs /run/avahi-daemon && exec /usr/sbin/avahi-daemon --no-drop-root --no-chroot --no-rlimits -f '\(avahiConfig.path)' >'\(log.path)' 2>&1",
-        ])
+        let avahi: RunningProcess
+        do {
+            avahi = try RunningProcess(URL(filePath: "/usr/bin/unshare"), [
+                "--mount", "--net", "--propagation", "private", "/bin/sh", "-c",
+                "/usr/sbin/ip link set lo up && mkdir -p /run/avahi-daemon && mount -t tmpfs tmpfs /run/avahi-daemon && exec /usr/sbin/avahi-daemon --no-drop-root --no-chroot --no-rlimits -f '\(avahiConfig.path)' >'\(log.path)' 2>&1",
+            ], environment: ["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=\(busSocket)"])
+        } catch {
+            bus.terminate()
+            throw error
+        }
         self.avahi = avahi
-        try await waitUntil("avahi-daemon to start", timeout: .seconds(60)) {
-            let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
-            if !avahi.isRunning { throw CocoaError(.fileReadUnknown, userInfo: [NSLocalizedDescriptionKey: "avahi-daemon exited: \(text) \(avahi.stderr)"]) }
-            return text.contains("Server startup complete")
+        do {
+            try await waitUntil("avahi-daemon to start", timeout: .seconds(60)) {
+                let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
+                if !avahi.isRunning { throw CocoaError(.fileReadUnknown, userInfo: [NSLocalizedDescriptionKey: "avahi-daemon exited: \(text) \(avahi.stderr)"]) }
+                return text.contains("Server startup complete")
+            }
+        } catch {
+            stop()
+            throw error
         }
     }
 
-    /// Kills both daemons (the ones this fixture started, by their process ids).
-    public func stop() async {
-        try? await avahi?.kill()
-        try? await bus.kill()
+    deinit { stop() }
+
+    /// Kills and reaps both daemons (the ones this fixture started, by their process ids); calling
+    /// it again does nothing. Blocks for the moment that takes, so it can run in a `defer`.
+    public func stop() {
+        avahi?.terminate()
+        bus.terminate()
     }
 }

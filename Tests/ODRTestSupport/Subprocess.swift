@@ -69,67 +69,188 @@ public func runCommandOffPool(_ executable: String, _ arguments: [String]) async
 /// as it comes, its standard input stays open until ``closeInput()``, and ``kill()`` ends it the
 /// way a crash would.
 ///
+/// It is spawned and reaped here (`posix_spawn`, `waitpid`), not by Foundation's `Process`, which
+/// learns that a child exited from a socket the child inherits and then calls a blocking `waitpid`
+/// on its one manager thread: a daemon that closes the descriptors it inherited (`avahi-daemon`
+/// does, at start) makes that thread wait for the daemon's end, and until then no `Process` of the
+/// test process is reaped (an `odr fetch` child exits and stays a zombie, its test hangs). Here the
+/// child keeps only its three standard streams, starts with no signal blocked, and is reaped by
+/// ``isRunning``; a child still running when the object goes away is killed and reaped.
+///
 /// ```swift
 /// let child = try RunningProcess(odr, ["hold", "--catalog", url, "--store", store, "level1"])
+/// defer { child.terminate() }
 /// try await child.waitForOutput(containing: "holding")
-/// child.kill()
+/// try await child.kill()
 /// ```
 public final class RunningProcess: Sendable {
-    // Process is a class started once in init and afterwards only read (pid) or signalled.
-    private struct Handle: @unchecked Sendable { let process: Process; let input: Pipe }
-    private let handle: Handle
+    /// The child's process id.
+    public let processIdentifier: Int32
+    /// The write end of the child's standard input, -1 once closed.
+    private let input = LockedBox<Int32>(-1)
     private let output = LockedBox(Data())
     private let errors = LockedBox(Data())
+    /// Whether the reader of standard output, and of standard error, has met the end.
+    private let outputDone = LockedBox(false), errorsDone = LockedBox(false)
+    /// The raw `waitpid` status once the child has been reaped; read and set under `reaping`, so
+    /// that two threads asking at once cannot both call `waitpid`.
+    private let reaped = LockedBox<Int32?>(nil)
+    private let reaping = NSLock()
 
-    /// Starts `executable` with `arguments`.
-    public init(_ executable: URL, _ arguments: [String]) throws {
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments
-        let out = Pipe(), err = Pipe(), input = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = input
-        try process.run()
-        handle = Handle(process: process, input: input)
-        for (pipe, box) in [(out, output), (err, errors)] {
+    /// Starts `executable` with `arguments`, its environment this process's with `environment`
+    /// added (or replaced, key by key).
+    public init(_ executable: URL, _ arguments: [String], environment: [String: String] = [:]) throws {
+        var pipes: [[Int32]] = []
+        defer { for pipe in pipes { for descriptor in pipe where descriptor >= 0 { close(descriptor) } } }
+        for _ in 0..<3 {
+            var pair: [Int32] = [-1, -1]
+            guard pipe(&pair) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+            for descriptor in pair { _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC) }
+            pipes.append(pair)
+        }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_adddup2(&actions, pipes[0][0], 0)
+        posix_spawn_file_actions_adddup2(&actions, pipes[1][1], 1)
+        posix_spawn_file_actions_adddup2(&actions, pipes[2][1], 2)
+        // Nothing else of this process reaches the child, not even a descriptor another thread
+        // opened without close-on-exec (such as a Foundation pipe).
+        for descriptor in Self.openDescriptors() where descriptor > 2 {
+            posix_spawn_file_actions_addclose(&actions, descriptor)
+        }
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        // A thread of the concurrency pool blocks signals, and a child inherits its mask: without
+        // this the child would never see SIGTERM or SIGINT.
+        var noSignals = sigset_t(), defaults = sigset_t()
+        sigemptyset(&noSignals)
+        sigemptyset(&defaults)
+        sigaddset(&defaults, SIGPIPE)
+        posix_spawnattr_setsigmask(&attributes, &noSignals)
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        let argv = ([executable.path] + arguments).map { strdup($0) } + [nil]
+        defer { for pointer in argv { free(pointer) } }
+        let merged = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        let envp = merged.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer { for pointer in envp { free(pointer) } }
+        var pid: pid_t = 0
+        let spawned = posix_spawn(&pid, executable.path, &actions, &attributes, argv, envp)
+        guard spawned == 0 else {
+            throw POSIXError(POSIXErrorCode(rawValue: spawned) ?? .EIO, userInfo: [NSLocalizedDescriptionKey: "cannot start \(executable.path)"])
+        }
+        processIdentifier = pid
+        input.value = pipes[0][1]
+        pipes[0][1] = -1
+        for (index, box, done) in [(1, output, outputDone), (2, errors, errorsDone)] {
+            let descriptor = pipes[index][0]
+            pipes[index][0] = -1
             Thread {
+                var chunk = [UInt8](repeating: 0, count: 65536)
                 while true {
-                    let chunk = pipe.fileHandleForReading.availableData
-                    if chunk.isEmpty { return }
-                    box.value.append(chunk)
+                    let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+                    if count < 0, errno == EINTR { continue }
+                    guard count > 0 else { break }
+                    box.value.append(contentsOf: chunk[0..<count])
                 }
+                close(descriptor)
+                done.value = true
             }.start()
         }
     }
 
-    /// The child's process id.
-    public var processIdentifier: Int32 { handle.process.processIdentifier }
+    deinit {
+        terminate()
+        closeInput()
+    }
+
+    /// The descriptors open in this process, from `/proc/self/fd`.
+    private static func openDescriptors() -> [Int32] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []).compactMap { Int32($0) }
+    }
+
     /// What the child wrote to standard output so far.
     public var stdout: String { String(decoding: output.value, as: UTF8.self) }
     /// What the child wrote to standard error so far.
     public var stderr: String { String(decoding: errors.value, as: UTF8.self) }
-    /// Whether the child is still running.
-    public var isRunning: Bool { handle.process.isRunning }
+
+    /// Whether both output streams have ended (the child and whatever inherited them have
+    /// exited), so ``stdout`` and ``stderr`` hold everything it wrote.
+    public var outputEnded: Bool { outputDone.value && errorsDone.value }
+
+    /// Whether the child is still running; reaps it once it has exited.
+    public var isRunning: Bool { reap(blocking: false) == nil }
+
+    /// The exit status once the child has exited (the signal's number when a signal ended it), else nil.
+    public var terminationStatus: Int32? {
+        reap(blocking: false).map { status in
+            let signal = status & 0x7F
+            return signal != 0 && signal != 0x7F ? signal : (status >> 8) & 0xFF
+        }
+    }
+
+    /// The raw wait status, reaping the child if it has exited (or, `blocking`, once it has).
+    private func reap(blocking: Bool) -> Int32? {
+        reaping.lock()
+        defer { reaping.unlock() }
+        if let status = reaped.value { return status }
+        var status: Int32 = 0
+        while true {
+            let result = waitpid(processIdentifier, &status, blocking ? 0 : WNOHANG)
+            if result == processIdentifier {
+                reaped.value = status
+                return status
+            }
+            if result < 0, errno == EINTR { continue }
+            // 0: still running. ECHILD: reaped already by someone else, so it has exited.
+            if result < 0 {
+                reaped.value = 0
+                return 0
+            }
+            return nil
+        }
+    }
 
     /// Waits until standard output contains `text`; throws when the child exits first or the
     /// timeout (a hang guard, not a schedule) passes.
     public func waitForOutput(containing text: String, timeout: Duration = .seconds(120)) async throws {
         try await waitUntil("'\(text)' from the child (stderr: \(stderr))", timeout: timeout) {
             if !isRunning, !stdout.contains(text) {
-                throw CocoaError(.fileReadUnknown, userInfo: [NSLocalizedDescriptionKey: "the child exited (status \(handle.process.terminationStatus)) without writing '\(text)'; stderr: \(stderr)"])
+                throw CocoaError(.fileReadUnknown, userInfo: [NSLocalizedDescriptionKey: "the child exited (status \(terminationStatus ?? -1)) without writing '\(text)'; stderr: \(stderr)"])
             }
             return stdout.contains(text)
         }
     }
 
+    /// Waits until the child exits and returns its ``terminationStatus``; throws when the timeout (a
+    /// hang guard, not a schedule) passes first, leaving the child running.
+    @discardableResult
+    public func waitForExit(timeout: Duration = .seconds(120)) async throws -> Int32 {
+        try await waitUntil("the child \(processIdentifier) to exit (stdout: \(stdout.suffix(2000)); stderr: \(stderr.suffix(2000)))", timeout: timeout) { !isRunning }
+        return terminationStatus ?? -1
+    }
+
     /// Closes the child's standard input.
-    public func closeInput() { try? handle.input.fileHandleForWriting.close() }
+    public func closeInput() {
+        let descriptor = input.value
+        input.value = -1
+        if descriptor >= 0 { close(descriptor) }
+    }
 
     /// Kills the child with `SIGKILL` and waits until it has exited.
     public func kill() async throws {
         if isRunning { Glibc.kill(processIdentifier, SIGKILL) }
         try await waitUntil("the child to exit") { !isRunning }
+    }
+
+    /// Kills the child with `SIGKILL` unless it has exited, and reaps it, blocking the caller for
+    /// the moment that takes: for `defer` blocks, which cannot wait asynchronously.
+    public func terminate() {
+        guard isRunning else { return }
+        Glibc.kill(processIdentifier, SIGKILL)
+        _ = reap(blocking: true)
     }
 }
 

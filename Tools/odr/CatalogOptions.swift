@@ -126,7 +126,7 @@ struct InstallOptions: ParsableArguments {
                                valueName: "url"))
     var peers: [String] = []
 
-    @Flag(help: "Also ask peers found on the local network: odr share --announce services (DNS-SD _odr._tcp through Avahi) of this catalog, after the --peer URLs. Waits at most 1 s; without Avahi the fetch goes on without them.")
+    @Flag(help: "Also ask peers found on the local network: odr share --announce services (DNS-SD _odr._tcp through Avahi) of this catalog, after the --peer URLs. Waits at most 2 s (less once a peer is found); without Avahi the fetch goes on without them.")
     var discover = false
 
     var bundledCatalog: URL? { bundled.map { URL(filePath: $0, directoryHint: .isDirectory) } }

@@ -15,6 +15,14 @@ import ODRFormat
 /// ``timeout`` in all: a machine without a bus or without Avahi answers at once with a typed
 /// ``PeerDiscoveryError``, and one that answers slowly costs the timeout, never more.
 ///
+/// When it ends: as soon as Avahi has reported the services it already knew (`CacheExhausted`)
+/// and every record seen so far is resolved, if one of them is a peer of the catalog (the common
+/// case on a LAN where the peer has been announcing: a few milliseconds); else when Avahi says it
+/// has heard from the network too (`AllForNow`, which a live Avahi sends about a second after the
+/// browse starts) and the records are resolved; else at the timeout. A record announced for the
+/// first time and resolved over the network takes a few hundred milliseconds after that first
+/// second, hence the default timeout of 2 s: a bound, rarely the cost.
+///
 /// ```swift
 /// let report = try PeerDiscovery().discover(catalogID: "com.example.game")
 /// configuration.peers += report.peers
@@ -22,16 +30,16 @@ import ODRFormat
 public struct PeerDiscovery: Sendable {
     /// The bus socket's path.
     public var socketPath: String
-    /// The most seconds a discovery takes (default 1).
+    /// The most seconds a discovery takes (default 2).
     public var timeout: Double
     /// The most peers kept (default 8); the most records resolved is four times that.
     public var maximumPeers: Int
 
     /// Discovery over the bus at `socketPath`; by default the `unix:path=` of
     /// `DBUS_SYSTEM_BUS_ADDRESS`, else `/run/dbus/system_bus_socket`.
-    public init(socketPath: String? = nil, timeout: Double = 1, maximumPeers: Int = 8) {
+    public init(socketPath: String? = nil, timeout: Double = 2, maximumPeers: Int = 8) {
         self.socketPath = socketPath ?? BusConnection.systemBusPathFromEnvironment
-        self.timeout = timeout.isFinite ? max(0.01, min(timeout, 60)) : 1
+        self.timeout = timeout.isFinite ? max(0.01, min(timeout, 60)) : 2
         self.maximumPeers = max(1, min(maximumPeers, 64))
     }
 
@@ -54,7 +62,7 @@ public struct PeerDiscovery: Sendable {
     private static let browserInterface = "org.freedesktop.Avahi.ServiceBrowser"
 
     /// Browses for `catalogID`'s peers until Avahi has reported what it knows and each record is
-    /// resolved, or ``timeout`` seconds pass.
+    /// resolved (sooner once a peer is found among what Avahi knew already), or ``timeout`` seconds pass.
     /// - Throws: ``PeerDiscoveryError``: no bus, no Avahi, a refusal, no answer in time, bytes
     ///   that are not an answer.
     public func discover(catalogID: String) throws(PeerDiscoveryError) -> Report {
@@ -94,6 +102,8 @@ public struct PeerDiscovery: Sendable {
         let maximumPeers: Int
         var browser: String?
         var report = Report()
+        /// Whether Avahi has reported every service already in its cache (`CacheExhausted`).
+        var cacheExhausted = false
         /// `ItemNew` signals that came before the browser's path was known (Avahi may report
         /// cached services at once).
         var early: [DBusMessage] = []
@@ -106,8 +116,11 @@ public struct PeerDiscovery: Sendable {
             self.maximumPeers = maximumPeers
         }
 
+        /// Whether to stop: enough peers; or nothing left to resolve and Avahi has heard from the
+        /// network (`AllForNow`), or has reported its cache and a peer is among it.
         var isDone: Bool {
-            browser != nil && (report.peers.count >= maximumPeers || (report.complete && resolving.isEmpty))
+            browser != nil && (report.peers.count >= maximumPeers
+                || (resolving.isEmpty && (report.complete || (cacheExhausted && !report.peers.isEmpty))))
         }
 
         /// Takes one message; returns the calls to send.
@@ -137,6 +150,8 @@ public struct PeerDiscovery: Sendable {
                 switch message.member {
                 case "AllForNow":
                     report.complete = true
+                case "CacheExhausted":
+                    cacheExhausted = true
                 case "ItemNew":
                     return resolve(message).map { [$0] } ?? []
                 case "Failure":
