@@ -245,6 +245,17 @@ final class TransferLoop {
         }
     }
 
+    /// The most bytes curl reads from a socket at once: a quarter of the transfer's buffer, at
+    /// most 64 KiB (curl's default is 16 KiB; the `curl` tool reads 100 KiB). Its write callback
+    /// still gets at most 16 KiB a call, so the buffer's bounds are unchanged; what a larger read
+    /// saves is system calls and wake-ups: a 256 MiB install from nginx made 18,683 `recvfrom`
+    /// calls against `curl`'s 2,630, and with 64 KiB reads it took 670 ms of CPU instead of 748
+    /// (median of 7, `odr fetch --no-sync` on tmpfs), 475 ms instead of 503 (issue 44). A paused
+    /// transfer may leave curl holding the rest of one read, at most this much.
+    static func receiveBufferBytes(bufferLimit: Int) -> Int {
+        max(16 * 1024, min(64 * 1024, bufferLimit / 4))
+    }
+
     private func configure(_ easy: CurlEasy, for session: TransferSession) throws(CurlError) {
         try easy.set(CURLOPT_URL, session.currentURL.absoluteString)
         try easy.set(CURLOPT_PROTOCOLS_STR, "http,https,file")
@@ -256,6 +267,7 @@ final class TransferLoop {
         try easy.set(CURLOPT_SSL_VERIFYHOST, 2)
         try easy.set(CURLOPT_NOSIGNAL, true)
         try easy.set(CURLOPT_TCP_KEEPALIVE, true)
+        try easy.set(CURLOPT_BUFFERSIZE, Self.receiveBufferBytes(bufferLimit: session.operation.bufferLimit))
         // Both timeouts end within what is left of the progress timeout (at least a second each).
         // Clamped to a day so that no configured value can overflow the conversion to an integer.
         let left = min(86_400, max(1, configuration.progressTimeout - session.secondsWithoutProgress))
