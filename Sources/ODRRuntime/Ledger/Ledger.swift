@@ -63,6 +63,21 @@ public struct Ledger: Sendable {
     ///   more than ``inUseLimit``; the ledger is then unchanged.
     @discardableResult
     public mutating func begin(_ tags: ArraySlice<TagIndex>) throws(ResourceError) -> Int64 {
+        try count(beginning: tags)
+    }
+
+    /// Counts one more request for each of `tags`; see ``begin(_:)-(ArraySlice<TagIndex>)``.
+    ///
+    /// For callers that keep the tags of many requests in one buffer and lend a part of it (the
+    /// simulator, for each of millions of requests): a slice of an array would be retained and
+    /// released at every call.
+    @discardableResult
+    public mutating func begin(_ tags: UnsafeBufferPointer<TagIndex>) throws(ResourceError) -> Int64 {
+        try count(beginning: tags)
+    }
+
+    /// ``begin(_:)-(ArraySlice<TagIndex>)`` for any collection of tags.
+    private mutating func count(beginning tags: some BidirectionalCollection<TagIndex>) throws(ResourceError) -> Int64 {
         let before = inUseBytes
         for tag in tags { retain(tag) }
         let added = inUseBytes - before
@@ -88,6 +103,18 @@ public struct Ledger: Sendable {
     ///   begun; the ledger is then unchanged.
     @discardableResult
     public mutating func end(_ tags: ArraySlice<TagIndex>) throws(ResourceError) -> Int64 {
+        try count(ending: tags)
+    }
+
+    /// Counts one request fewer for each of `tags`; see ``end(_:)-(ArraySlice<TagIndex>)``, and
+    /// ``begin(_:)-(UnsafeBufferPointer<TagIndex>)`` for when to lend a buffer.
+    @discardableResult
+    public mutating func end(_ tags: UnsafeBufferPointer<TagIndex>) throws(ResourceError) -> Int64 {
+        try count(ending: tags)
+    }
+
+    /// ``end(_:)-(ArraySlice<TagIndex>)`` for any collection of tags.
+    private mutating func count(ending tags: some BidirectionalCollection<TagIndex>) throws(ResourceError) -> Int64 {
         let before = inUseBytes
         for (position, tag) in zip(tags.indices, tags) {
             guard tagCounts[tag.index] > 0 else {

@@ -86,13 +86,15 @@ public struct PurgeCandidates {
 
     /// Merges the lists, skipping packs in use.
     public struct PurgeOrderIterator: IteratorProtocol {
-        /// One non-empty list: the position after its head, its head (the next pack not in use),
-        /// the ageing rate all its packs share, and the head's weighted idle time.
+        /// One non-empty list: its head (the next pack not in use, -1 once the list is exhausted),
+        /// the position after it (-1: the end), the ageing rate all its packs share, and the head's
+        /// weighted idle time (minus infinity once exhausted, below any head's). Raw indices rather
+        /// than optionals, so that the scan of the heads at each step reads 24 bytes a list.
         struct Head {
-            var cursor: PackIndex?
-            var pack: PackIndex?
+            var weightedIdleTime = -Double.infinity
             var rate: Double
-            var weightedIdleTime = 0.0
+            var pack: Int32 = -1
+            var cursor: Int32
         }
 
         let candidates: PurgeCandidates
@@ -100,68 +102,110 @@ public struct PurgeCandidates {
         /// Whether heads compare by weighted idle time first, as ``PurgePlanner/goesBefore(_:_:now:)``
         /// does unless priority is a strict first key.
         let comparesWeightedIdleTimes: Bool
-        var lists: [Head] = []
+        var lists: [Head]
         /// The hinted candidates in purge order, read once the lists are exhausted.
-        var hinted: [PurgeCandidate] = []
-        var hintedPosition = 0
+        var hinted: [PurgeCandidate]
+        var hintedPosition: Int
 
         init(candidates: __owned PurgeCandidates, planner: PurgePlanner) {
-            self.candidates = candidates
-            self.planner = planner
-            comparesWeightedIdleTimes = planner.priorityHalvingStep > 0
-            lists.reserveCapacity(self.candidates.rankPriorities.count * self.candidates.useClassesSeen)
-            for rank in self.candidates.rankPriorities.indices {
-                let range = self.candidates.lists(ofRank: rank)
+            // Built in locals and stored at once at the end: reading the candidates through `self`
+            // while the iterator was half built made the compiler copy them (retaining every
+            // array), and a property stored early made it copy the whole iterator, once per purge.
+            let comparesWeightedIdleTimes = planner.priorityHalvingStep > 0
+            var lists: [Head] = []
+            lists.reserveCapacity(candidates.rankPriorities.count * candidates.useClassesSeen)
+            for rank in candidates.rankPriorities.indices {
+                let range = candidates.lists(ofRank: rank)
                 var priorityRate: Double?
                 for list in range {
-                    guard let first = self.candidates.ranks.first(in: list) else { continue }
+                    guard let first = candidates.ranks.first(in: list) else { continue }
                     // The planner's own rate for the list's priority and use class, so that the
                     // weighted idle times below are bit for bit the planner's.
-                    let rate = priorityRate ?? planner.agingRate(priority: self.candidates.rankPriorities[rank])
+                    let rate = priorityRate ?? planner.agingRate(priority: candidates.rankPriorities[rank])
                     priorityRate = rate
-                    lists.append(Head(cursor: first, pack: nil, rate: planner.agingRate(priorityRate: rate, useCount: 1 << (list - range.lowerBound))))
+                    var head = Head(rate: planner.agingRate(priorityRate: rate, useCount: 1 << (list - range.lowerBound)), cursor: first.rawValue)
+                    Self.advance(&head, in: candidates)
+                    lists.append(head)
                 }
             }
-            for list in lists.indices { advance(list) }
-            if !self.candidates.hintedPacks.isEmpty {
-                hinted = self.candidates.hintedPacks.map { self.candidates.candidate($0) }
-                hinted.sort { planner.goesBefore($0, $1, now: self.candidates.now) }
+            var hinted: [PurgeCandidate] = []
+            if !candidates.hintedPacks.isEmpty {
+                hinted = candidates.hintedPacks.map { candidates.candidate($0) }
+                hinted.sort { planner.goesBefore($0, $1, now: candidates.now) }
             }
+            self.candidates = candidates
+            self.planner = planner
+            self.comparesWeightedIdleTimes = comparesWeightedIdleTimes
+            self.lists = lists
+            self.hinted = hinted
+            hintedPosition = 0
         }
 
-        private mutating func advance(_ list: Int) {
-            while let pack = lists[list].cursor {
-                lists[list].cursor = candidates.ranks.after(pack)
+        /// Moves `head` to the next pack of its list not in use and not hinted, or marks it exhausted.
+        private static func advance(_ head: inout Head, in candidates: PurgeCandidates) {
+            var cursor = head.cursor
+            while cursor >= 0 {
+                let pack = PackIndex(rawValue: cursor)
+                cursor = candidates.ranks.after(pack)?.rawValue ?? -1
                 if candidates.inUse[pack.index] == 0, !(candidates.hintLikelihood(of: pack) > 0) {
-                    lists[list].pack = pack
-                    lists[list].weightedIdleTime = max(0, candidates.now - candidates.packs[pack.index].lastUse) * lists[list].rate
+                    head.pack = pack.rawValue
+                    head.cursor = cursor
+                    head.weightedIdleTime = max(0, candidates.now - candidates.packs[pack.index].lastUse) * head.rate
                     return
                 }
             }
-            lists[list].pack = nil
+            head.pack = -1
+            head.cursor = -1
+            head.weightedIdleTime = -.infinity
+        }
+
+        /// Whether the head of one list goes before the head of another (both not exhausted): by
+        /// the cached weighted idle times when they differ, else by the planner's comparison.
+        private static func goesBefore(
+            _ mine: Head, _ theirs: Head, candidates: PurgeCandidates, planner: PurgePlanner, comparingWeightedIdleTimes: Bool
+        ) -> Bool {
+            if comparingWeightedIdleTimes, mine.weightedIdleTime != theirs.weightedIdleTime {
+                return !(mine.weightedIdleTime < theirs.weightedIdleTime)
+            }
+            return planner.goesBefore(
+                candidates.candidate(PackIndex(rawValue: mine.pack)), candidates.candidate(PackIndex(rawValue: theirs.pack)),
+                now: candidates.now)
         }
 
         public mutating func next() -> PurgeCandidate? {
-            var best = -1
+            // The head of largest weighted idle time, if it is the only one: what the comparison
+            // below finds then, in one pass over the times alone (exhausted lists' are minus
+            // infinity). A tie, a NaN (a rate that overflowed) or a planner that ranks priority
+            // first leaves it to the comparison, which settles those as the planner does.
+            var best = -1, top = -Double.infinity, ties = false, unordered = !comparesWeightedIdleTimes
             for list in lists.indices {
-                guard let head = lists[list].pack else { continue }
-                if best >= 0 {
-                    let (mine, theirs) = (lists[list].weightedIdleTime, lists[best].weightedIdleTime)
-                    if comparesWeightedIdleTimes, mine != theirs {
-                        if mine < theirs { continue }
-                    } else if !planner.goesBefore(
-                        candidates.candidate(head), candidates.candidate(lists[best].pack!), now: candidates.now) {
+                let time = lists[list].weightedIdleTime
+                if time > top {
+                    (best, top, ties) = (list, time, false)
+                } else if time == top {
+                    ties = true
+                } else if time.isNaN {
+                    unordered = true
+                }
+            }
+            if unordered || (ties && best >= 0) {
+                best = -1
+                for list in lists.indices where lists[list].pack >= 0 {
+                    if best >= 0, !Self.goesBefore(
+                        lists[list], lists[best], candidates: candidates, planner: planner,
+                        comparingWeightedIdleTimes: comparesWeightedIdleTimes) {
                         continue
                     }
+                    best = list
                 }
-                best = list
             }
-            guard best >= 0, let pack = lists[best].pack else {
+            guard best >= 0 else {
                 guard hintedPosition < hinted.count else { return nil }
                 defer { hintedPosition += 1 }
                 return hinted[hintedPosition]
             }
-            advance(best)
+            let pack = PackIndex(rawValue: lists[best].pack)
+            Self.advance(&lists[best], in: candidates)
             return candidates.candidate(pack)
         }
     }
