@@ -46,8 +46,11 @@ extension ResourceManager {
         /// install goes on with ``peers`` and the origins, and the store's log says why
         /// (``StoreEvent/Kind/discovery``).
         public var discoversPeers = false
-        /// The most seconds a discovery of peers waits for Avahi (default 1).
-        public var peerDiscoveryTimeout: Double = 1
+        /// The most seconds a discovery of peers waits for Avahi (default
+        /// ``defaultPeerDiscoveryTimeout``, 1).
+        public var peerDiscoveryTimeout: Double = Configuration.defaultPeerDiscoveryTimeout
+        /// The default of ``peerDiscoveryTimeout``: 1 second.
+        public static let defaultPeerDiscoveryTimeout: Double = 1
         /// How long an origin that failed is avoided: transfers start at the next one meanwhile
         /// (default 60 seconds). The failure is recorded in the store, so other processes on it
         /// and the next launch avoid the origin too (``OriginSet``).
