@@ -41,7 +41,9 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
-        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        // Without Hummingbird's default traits (FullFoundation, ConfigurationSupport): the share
+        // server is linked into libodr, which must not load Foundation (docs/C-API.md).
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: []),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
@@ -112,7 +114,10 @@ let package = Package(
         ),
         .target(
             name: "ODRCAPI",
-            dependencies: ["CODR", "ODRRuntime", "ODRFormat"],
+            dependencies: [
+                "CODR", "ODRRuntime", "ODRFormat", "ODRServe",
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: swiftSettings
         ),
 

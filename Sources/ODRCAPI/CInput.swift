@@ -53,6 +53,23 @@ enum CInput {
         return pointer
     }
 
+    /// Copies `text` into the caller's `buffer` of `size` bytes, NUL-terminated, and sets `*needed`
+    /// (when not NULL) to the bytes it takes with its NUL; `buffer-too-small` (with `*needed` set)
+    /// when `buffer` is NULL or smaller. `what` names the text in the message ("The path of 'x'").
+    static func copy(
+        _ text: String, into buffer: UnsafeMutablePointer<CChar>?, size: Int, needed: UnsafeMutablePointer<Int>?, what: String
+    ) throws(ResourceError) {
+        let bytes = Array(text.utf8CString)
+        needed?.pointee = bytes.count
+        guard let buffer, size >= bytes.count else {
+            throw ResourceError(CStatus.bufferTooSmall, "\(what) needs \(bytes.count) bytes with its NUL; the buffer has \(size). Pass a buffer of *out_needed bytes.")
+        }
+        bytes.withUnsafeBufferPointer { source in
+            guard let base = source.baseAddress else { return }
+            buffer.update(from: base, count: source.count)
+        }
+    }
+
     /// The most bytes a size argument means (2^60, more than any disk): larger values are taken as
     /// this, so that the runtime's byte arithmetic cannot overflow on `INT64_MAX`.
     static let maximumBytes: Int64 = 1 << 60

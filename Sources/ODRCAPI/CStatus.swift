@@ -55,6 +55,8 @@ enum CStatus {
         ("ok", ODR_OK),
         ("buffer-too-small", ODR_E_BUFFER_TOO_SMALL),
         ("wait-timeout", ODR_E_WAIT_TIMEOUT),
+        ("share-stopped", ODR_E_SHARE_STOPPED),
+        ("bind-failed", ODR_E_BIND_FAILED),
         ("other", ODR_E_OTHER),
     ]
 
@@ -62,6 +64,10 @@ enum CStatus {
     static let waitTimeout = ResourceError.Code(rawValue: "wait-timeout")
     /// See ``waitTimeout``.
     static let bufferTooSmall = ResourceError.Code(rawValue: "buffer-too-small")
+    /// See ``waitTimeout``: `odr_share_*` on a share `odr_share_stop` stopped.
+    static let shareStopped = ResourceError.Code(rawValue: "share-stopped")
+    /// See ``waitTimeout``: a share that cannot listen on its host and port.
+    static let bindFailed = ResourceError.Code(rawValue: "bind-failed")
 
     private static let byCode: [String: odr_status] = Dictionary(
         uniqueKeysWithValues: mirrored.map { ($0.code.rawValue, $0.status) } + cOnly.map { ($0.name, $0.status) })

@@ -31,6 +31,9 @@ final class ConfigHandle: Sendable {
         var signatureThreshold = 1
         var mirrors: [URL] = []
         var peers: [URL] = []
+        /// `ODR_OPT_DISCOVER_PEERS` and `ODR_OPT_PEER_DISCOVERY_TIMEOUT_MS` (in seconds).
+        var discoversPeers = false
+        var peerDiscoveryTimeout = ResourceManager.Configuration.defaultPeerDiscoveryTimeout
         var allowsUnsignedCatalogFromMirrors = false
         /// `ODR_OPT_CATALOG_ID`: the catalog meant (`nil`: the one the URLs serve).
         var catalogID: String?
@@ -72,6 +75,8 @@ final class ConfigHandle: Sendable {
         configuration.variants = settings.variants
         configuration.mirrors = settings.mirrors
         configuration.peers = settings.peers
+        configuration.discoversPeers = settings.discoversPeers
+        configuration.peerDiscoveryTimeout = settings.peerDiscoveryTimeout
         configuration.allowsUnsignedCatalogFromMirrors = settings.allowsUnsignedCatalogFromMirrors
         configuration.catalogID = settings.catalogID
         configuration.connectTimeout = settings.connectTimeout
@@ -227,6 +232,16 @@ public func odrConfigSetInt(_ config: OpaquePointer?, _ option: odr_option, _ va
             handle.settings.withLock { settings in
                 if option == ODR_OPT_FIRST_BYTE_TIMEOUT_MS { settings.firstByteTimeout = seconds } else { settings.failoverStallTimeout = seconds }
             }
+        case ODR_OPT_DISCOVER_PEERS:
+            guard (0...1).contains(value) else {
+                throw invalidArgument("ODR_OPT_DISCOVER_PEERS must be 0 (no discovery) or 1 (also ask peers found on the local network); \(value) is neither.")
+            }
+            handle.settings.withLock { $0.discoversPeers = value == 1 }
+        case ODR_OPT_PEER_DISCOVERY_TIMEOUT_MS:
+            guard (100...60_000).contains(value) else {
+                throw invalidArgument("ODR_OPT_PEER_DISCOVERY_TIMEOUT_MS must be 100 to 60000 milliseconds; \(value) is not.")
+            }
+            handle.settings.withLock { $0.peerDiscoveryTimeout = Double(value) / 1000 }
         case ODR_OPT_NETWORK_METERED:
             guard (-1...1).contains(value) else {
                 throw invalidArgument("ODR_OPT_NETWORK_METERED must be -1 (ask NetworkManager), 0 (unmetered) or 1 (metered); \(value) is none of them.")

@@ -231,14 +231,6 @@ public func odrRequestResourcePath(
         guard let path = request.path(forResource: resource) else {
             throw ResourceError(.unknownResource, "The request holds no resource '\(resource)': the path is not in the catalog, belongs to a tag the request does not ask for, or exists only in variants the ODR_OPT_VARIANT choice does not accept. Paths are relative to the asset tree, such as Levels/Level1/map.json.")
         }
-        let bytes = Array(path.utf8CString)
-        needed?.pointee = bytes.count
-        guard let buffer, size >= bytes.count else {
-            throw ResourceError(CStatus.bufferTooSmall, "The path of '\(resource)' needs \(bytes.count) bytes with its NUL; the buffer has \(size). Pass a buffer of *out_needed bytes.")
-        }
-        bytes.withUnsafeBufferPointer { source in
-            guard let base = source.baseAddress else { return }
-            buffer.update(from: base, count: source.count)
-        }
+        try CInput.copy(path, into: buffer, size: size, needed: needed, what: "The path of '\(resource)'")
     }
 }

@@ -61,6 +61,33 @@ struct ConfigPolicyTests {
         #expect(configuration.connectTimeout == 2.5 && configuration.firstByteTimeout == 12, "a refused value changes nothing")
     }
 
+    @Test func discoveryOptionsSetTheManagersDiscoveryAndRefuseOtherValues() throws {
+        var config: OpaquePointer?
+        #expect(odrConfigCreate(&config) == ODR_OK)
+        defer { odrConfigFree(config) }
+        #expect(odrConfigSetString(config, ODR_OPT_CATALOG_URL, "http://127.0.0.1:1/") == ODR_OK)
+        #expect(odrConfigSetString(config, ODR_OPT_STORE_DIRECTORY, "/tmp/odr-config-discovery") == ODR_OK)
+        let handle = try CHandle.object(config, as: ConfigHandle.self, "config")
+        var configuration = try handle.configuration()
+        #expect(!configuration.discoversPeers && configuration.peerDiscoveryTimeout == 1, "off, and 1 s, as in Swift")
+
+        #expect(odrConfigSetInt(config, ODR_OPT_DISCOVER_PEERS, 1) == ODR_OK)
+        #expect(odrConfigSetInt(config, ODR_OPT_PEER_DISCOVERY_TIMEOUT_MS, 250) == ODR_OK)
+        configuration = try handle.configuration()
+        #expect(configuration.discoversPeers && configuration.peerDiscoveryTimeout == 0.25)
+
+        for (option, value) in [(ODR_OPT_DISCOVER_PEERS, Int64(2)), (ODR_OPT_DISCOVER_PEERS, -1),
+                                (ODR_OPT_PEER_DISCOVERY_TIMEOUT_MS, 0), (ODR_OPT_PEER_DISCOVERY_TIMEOUT_MS, 99),
+                                (ODR_OPT_PEER_DISCOVERY_TIMEOUT_MS, 60_001)] {
+            #expect(odrConfigSetInt(config, option, value) == ODR_E_INVALID_ARGUMENT, "\(option.rawValue) = \(value)")
+        }
+        #expect(odrConfigSetString(config, ODR_OPT_DISCOVER_PEERS, "1") == ODR_E_INVALID_ARGUMENT)
+        configuration = try handle.configuration()
+        #expect(configuration.discoversPeers && configuration.peerDiscoveryTimeout == 0.25, "a refused value changes nothing")
+        #expect(odrConfigSetInt(config, ODR_OPT_DISCOVER_PEERS, 0) == ODR_OK)
+        #expect(try !handle.configuration().discoversPeers)
+    }
+
     @Test func catalogIDOptionNamesTheCatalogAndNullForgetsIt() throws {
         var config: OpaquePointer?
         #expect(odrConfigCreate(&config) == ODR_OK)

@@ -42,18 +42,28 @@ enum ChildProcess {
     /// stdout and stderr written to the files at those paths (`nil`: this process's own), its
     /// stdin the descriptor `stdin` when given.
     ///
+    /// With `ownGroup` the child leads a process group of its own, so `kill(-pid, ...)` reaches
+    /// it and every process it starts (a shell loop's commands).
+    ///
     /// - Returns: its process id, for ``wait(_:name:)`` (and `kill`).
-    static func spawn(_ arguments: [String], stdout: String?, stderr: String?, stdin: Int32? = nil) throws -> pid_t {
+    static func spawn(_ arguments: [String], stdout: String?, stderr: String?, stdin: Int32? = nil, ownGroup: Bool = false) throws -> pid_t {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        if ownGroup {
+            posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP))
+            posix_spawnattr_setpgroup(&attributes, 0)
+        }
         if let stdin { posix_spawn_file_actions_adddup2(&actions, stdin, 0) }
         if let stdout { posix_spawn_file_actions_addopen(&actions, 1, stdout, O_WRONLY | O_CREAT | O_TRUNC, 0o644) }
         if let stderr { posix_spawn_file_actions_addopen(&actions, 2, stderr, O_WRONLY | O_CREAT | O_TRUNC, 0o644) }
         let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
         defer { for pointer in argv { free(pointer) } }
         var pid: pid_t = 0
-        let spawned = posix_spawnp(&pid, arguments[0], &actions, nil, argv, environ)
+        let spawned = posix_spawnp(&pid, arguments[0], &actions, &attributes, argv, environ)
         guard spawned == 0 else {
             throw ValidationFailure("could not start \(arguments[0]): \(String(cString: strerror(spawned)))")
         }

@@ -1,9 +1,11 @@
 import ArgumentParser
 import CODR
 import Foundation
+import Logging
 import ODRBuilder
 import ODRFormat
 import ODRRuntime
+import ODRServe
 import ODRSimulation
 
 /// `odrbench request`: the cost of a request on installed tags, and of opening a manager.
@@ -26,6 +28,14 @@ import ODRSimulation
 ///    variant resolution happens when the catalog is opened, so it must add nothing per request):
 ///    one where a request holds one pack, as in 1., and one where it holds three (common, 2x,
 ///    ASTC), which shows what each pack a request holds costs (its lease).
+/// 5. The pairs of 1. in a game that shares its store (issue 43; target: median within 1.1x of
+///    the same pairs with no peer downloading): the manager shares in this process
+///    (`startSharing`, default limits) while a peer, `curl` in a child process pinned to the last
+///    core, downloads the installed files of the first 200 tags from it by digest over two
+///    connections, in a loop. Blocks of pairs alternate between no peer (paused with SIGSTOP; the
+///    share listens, idle) and the peer downloading (SIGCONT), so the machine's drift hits both
+///    alike. (Stopping the share between blocks is not possible on one port: the paused peer's
+///    closed connections hold it.)
 struct RequestBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "request",
@@ -55,10 +65,15 @@ struct RequestBench: AsyncParsableCommand {
                 tags), by a manager choosing resolution=2x,1x and texture=astc:
                 one where each tag's files are all variants of one axis (the
                 device holds one pack per request, as above), one where each tag
-                has common files and both axes (it holds three); 0 skips them.
+                has common files and both axes (it holds three); 0 skips them;
+              - --sharing-pairs pairs while the manager shares its store in this
+                process (startSharing, default limits) and a peer (curl, a child
+                process pinned to the last core) downloads its files by digest in
+                a loop, in blocks alternating with as many pairs with the peer
+                paused (the share idle); 0 skips them.
 
             Targets: median pair < 20 us, 99th percentile < 200 us (also with variants); C API \
-            pair within 1.1x of Swift's; hint anticipate + end median < 20 us; opening < 50 ms; signatures add < 1 ms to prepare(); \
+            pair within 1.1x of Swift's; while a peer downloads from the share, median within 1.1x of no peer; hint anticipate + end median < 20 us; opening < 50 ms; signatures add < 1 ms to prepare(); \
             with --split-metadata, prepare() of a version that changed one pack < 100 ms.
 
             Example: swift run -c release odrbench request --tags 10000 --installed 1000 [--split-metadata]
@@ -89,6 +104,9 @@ struct RequestBench: AsyncParsableCommand {
     @Option(name: .customLong("variant-tags"), help: "Tags in the generated two-axis variant catalog (0: skip that case).")
     var variantTags = 10_000
 
+    @Option(name: .customLong("sharing-pairs"), help: "Pairs timed while a peer downloads from the share, and as many with no peer (0: skip).")
+    var sharingPairs = 100_000
+
     @Option(help: ArgumentHelp(
         "Keep the generated assets, catalog and store in this folder, and reuse them when it already holds a run's.",
         discussion: "Lets a profiler (perf record -- odrbench request --work DIR) skip the minute of setup on later runs.",
@@ -99,6 +117,7 @@ struct RequestBench: AsyncParsableCommand {
         guard tags > 0, filesPerTag > 0, pairs > 0, opens > 0, prepares > 0 else {
             throw ValidationError("--tags, --files-per-tag, --pairs, --opens and --prepares must be positive.")
         }
+        guard sharingPairs >= 0 else { throw ValidationError("--sharing-pairs must be 0 (skip) or positive.") }
         guard (1...tags).contains(installed) else { throw ValidationError("--installed must be between 1 and --tags.") }
         guard variantTags == 0 || (installed...).contains(variantTags) else {
             throw ValidationError("--variant-tags must be 0 (skip) or at least --installed.")
@@ -223,6 +242,83 @@ struct RequestBench: AsyncParsableCommand {
                                        catalog: catalog)
         try await measureUpdatePrepare(work: work, key: keyURL, name: names[0])
         if variantTags > 0 { try await measureVariantPairs(work: work, plainMedian: median) }
+        if sharingPairs > 0 { try await measureWhileSharing(configuration: configuration, names: names, work: work) }
+    }
+
+    /// 5. Conditional begin + end pairs while the manager shares its store and a peer downloads
+    /// from it, against the same pairs with the peer paused, in alternating blocks (see the type's
+    /// documentation).
+    private func measureWhileSharing(configuration: ResourceManager.Configuration, names: [String], work: URL) async throws {
+        let manager = try ResourceManager(configuration: configuration)
+        // What the peer downloads: the installed files of the first tags, by digest.
+        let shared = Array(names.prefix(min(installed, 200)))
+        var digests: [String] = []
+        for name in shared {
+            let request = ResourceRequest(tags: [name], manager: manager)
+            guard await request.conditionallyBeginAccessingResources() else { throw ValidationFailure("\(name) is not installed") }
+            for file in 0..<filesPerTag {
+                guard let path = request.path(forResource: "\(name)/f\(file).txt") else { throw ValidationFailure("\(name)/f\(file).txt is not installed") }
+                digests.append(try ContentHash.sha256Hex(ofFileAt: URL(filePath: path)))
+            }
+            try request.endAccessingResources()
+        }
+        let quiet = Logger(label: "odrbench.share") { _ in SwiftLogNoOpLogHandler() }
+        let server = try await manager.startSharing(port: 0, logger: quiet)
+        let port = server.port
+        let list = work.appending(path: "share-urls-\(getpid()).txt")
+        defer { try? FileManager.default.removeItem(at: list) }
+        try Data(digests.map { "url = \"http://127.0.0.1:\(port)/odr/v1/sha256/\($0)\"\noutput = \"/dev/null\"\n" }.joined().utf8).write(to: list)
+        // The peer: curl over two connections (the share's per-address limit), in a loop, in a
+        // process group of its own so SIGSTOP and SIGCONT reach the curl that runs.
+        let cores = sysconf(Int32(_SC_NPROCESSORS_ONLN))
+        var command = ["sh", "-c", "while :; do curl -s --parallel --parallel-max 2 -K '\(list.path)'; done"]
+        if cores > 1, FileManager.default.isExecutableFile(atPath: "/usr/bin/taskset") { command = ["/usr/bin/taskset", "-c", "\(cores - 1)"] + command }
+        let peer = try ChildProcess.spawn(command, stdout: "/dev/null", stderr: "/dev/null", ownGroup: true)
+        defer {
+            kill(-peer, SIGKILL)
+            _ = try? ChildProcess.wait(peer, name: "the peer")
+        }
+        kill(-peer, SIGSTOP)
+
+        let blocks = 20, perBlock = max(1, sharingPairs / blocks)
+        var random = SimulationRandom(seed: 43)
+        var alone: [Double] = [], sharing: [Double] = []
+        var sent: Int64 = 0, served = 0, sharingSeconds = 0.0
+        for block in 0..<(2 * blocks) {
+            let shares = block % 2 == 1
+            if shares {
+                let resumed = server.bytesSent
+                kill(-peer, SIGCONT)
+                // Timing starts once the peer downloads again (at most 5 s).
+                let deadline = ContinuousClock.now + .seconds(5)
+                while server.bytesSent == resumed, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(2)) }
+                guard server.bytesSent > resumed else { throw ValidationFailure("the peer (curl) downloaded nothing from the share at \(server.baseURL)") }
+            }
+            let (sentBefore, servedBefore, start) = (server.bytesSent, server.requestCount, ContinuousClock.now)
+            for _ in 0..<perBlock {
+                let request = ResourceRequest(tags: [names[Int(random.next() % UInt64(installed))]], manager: manager)
+                let duration = try await Self.timedPair(request)
+                if shares { sharing.append(duration) } else { alone.append(duration) }
+            }
+            if shares {
+                sharingSeconds += (ContinuousClock.now - start).seconds
+                sent += server.bytesSent - sentBefore
+                served += server.requestCount - servedBefore
+                kill(-peer, SIGSTOP)
+                // What the peer had asked for is sent before the next block starts.
+                await server.waitUntilIdle()
+            }
+        }
+        await server.stop()
+        alone.sort()
+        sharing.sort()
+        let aloneMedian = percentile(alone, 0.5), sharingMedian = percentile(sharing, 0.5)
+        let ratio = sharingMedian / max(aloneMedian, 1e-9)
+        print("conditional begin + end while sharing the store (\(alone.count) pairs each, in \(blocks) alternating blocks):")
+        print("  sharing, no peer: median \(micro(aloneMedian)), p99 \(micro(percentile(alone, 0.99)))")
+        print("  sharing, a peer downloading: median \(micro(sharingMedian)), p99 \(micro(percentile(sharing, 0.99)))"
+            + String(format: "; the peer got %.0f files/s, %.1f MiB/s", Double(served) / max(sharingSeconds, 1e-9), Double(sent) / max(sharingSeconds, 1e-9) / 1_048_576))
+        print(String(format: "  peer downloading / no peer median: %.2fx; target < 1.1x: %@", ratio, ratio < 1.1 ? "met" : "NOT met"))
     }
 
     /// Conditional begin + end of each pick on `manager`, each pair timed alone; sorted.

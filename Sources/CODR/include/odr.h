@@ -100,6 +100,9 @@ typedef enum odr_status {
     /* Only in the C API */
     ODR_E_BUFFER_TOO_SMALL = 100,    /* "buffer-too-small": *out_needed says the size needed */
     ODR_E_WAIT_TIMEOUT = 101,        /* "wait-timeout": a blocking call's timeout passed first */
+    ODR_E_SHARE_STOPPED = 102,       /* "share-stopped": the share was stopped (odr_share_stop) */
+    ODR_E_BIND_FAILED = 103,         /* "bind-failed": a share cannot listen on that host and port
+                                        (the port is taken, the host is not this machine's) */
     ODR_E_OTHER = 199                /* "other": a runtime error newer than this header */
 } odr_status;
 
@@ -136,6 +139,8 @@ typedef struct odr_manager odr_manager;
 typedef struct odr_request odr_request;
 /** An anticipation hint: tags the game will probably request soon (see odr_anticipate). */
 typedef struct odr_hint odr_hint;
+/** A manager's store shared with peers on the local network (see odr_manager_start_sharing). */
+typedef struct odr_share odr_share;
 
 /**
  * Called once when an asynchronous call finishes: `status` is ODR_OK or the error, `message` the
@@ -204,6 +209,14 @@ typedef enum odr_option {
     ODR_OPT_FAILOVER_STALL_TIMEOUT_MS = 108, /* milliseconds a download's body may go without a byte
                                        before it continues on another origin (only with mirrors);
                                        default 5000; 100...600000, or 0 for no limit */
+    ODR_OPT_DISCOVER_PEERS = 110,   /* 1: installs also ask peers found on the local network (the
+                                       DNS-SD service _odr._tcp browsed through Avahi on the system
+                                       D-Bus, keeping those announcing this catalog's id, at most
+                                       8), after the ODR_OPT_PEER ones; a discovery is reused for a
+                                       minute; without a bus or Avahi installs go on without them
+                                       and the store's log says why. 0 (default): no discovery */
+    ODR_OPT_PEER_DISCOVERY_TIMEOUT_MS = 111, /* milliseconds a discovery waits for Avahi at most;
+                                       default 2000; 100...60000 */
 
     /* Numbers: the download policy (docs/RUNTIME.md, "Download policy") */
     ODR_OPT_METERED_URGENT = 120,   /* 1 (default): urgent downloads may use a metered network; 0: not */
@@ -512,6 +525,72 @@ ODR_EXTERN odr_status odr_request_stalled(odr_request *request, int *out_stalled
 ODR_EXTERN odr_status odr_request_resource_path(odr_request *request, const char *resource, char *buffer, size_t buffer_size, size_t *out_needed);
 
 /* ------------------------------------------------------------------------------------------ */
+/* Sharing the store with peers (issue 43)                                                    */
+/* ------------------------------------------------------------------------------------------ */
+
+#define ODR_SHARE_OPTIONS_VERSION 1
+/** The default port of a share (as `odr share`'s). */
+#define ODR_SHARE_DEFAULT_PORT 7420
+/** Initializes the share options with the defaults: `odr_share_options o = ODR_SHARE_OPTIONS_INIT;` */
+#define ODR_SHARE_OPTIONS_INIT { ODR_SHARE_OPTIONS_VERSION, NULL, ODR_SHARE_DEFAULT_PORT, 4, 2, 33554432, 0 }
+
+/** How to share; initialize with ODR_SHARE_OPTIONS_INIT and change what differs, so fields added
+ *  in later versions keep their defaults. */
+typedef struct odr_share_options {
+    unsigned int version;            /* ODR_SHARE_OPTIONS_VERSION */
+    const char *host;                /* the address to listen on; NULL (default): "127.0.0.1", this
+                                        device only; "0.0.0.0" shares with the local network */
+    int port;                        /* 0...65535; 0 picks a free one (odr_share_port says which);
+                                        default ODR_SHARE_DEFAULT_PORT */
+    int max_transfers;               /* bodies sent at once, over all peers; more are answered 503
+                                        at once; 1...1024, default 4 */
+    int max_transfers_per_address;   /* bodies sent at once to one address; 1...1024, default 2 */
+    int64_t bytes_per_second;        /* over all transfers; > 0, or -1 for no limit; default
+                                        33554432 (32 MiB/s) */
+    int announce;                    /* 1: announce the share by DNS-SD (_odr._tcp through Avahi,
+                                        with the ids of the store's catalogs), so devices with
+                                        ODR_OPT_DISCOVER_PEERS find it; needs a host the LAN
+                                        reaches. 0 (default): not announced */
+} odr_share_options;
+
+/**
+ * Shares the manager's store with peers, in this process: its installed, verified content by
+ * SHA-256, read-only over HTTP, what `odr share` serves (docs/STORE.md, "Local network peers").
+ * Another device's manager with this share's URL as an ODR_OPT_PEER (or that discovers it) asks it
+ * first for each file an install needs. Returns once the port accepts connections. `options` may
+ * be NULL for the defaults. The share keeps its manager's store open, also after
+ * `odr_manager_destroy`; stop it with `odr_share_stop` and free it with `odr_share_destroy`.
+ * Errors: ODR_E_INVALID_ARGUMENT (NULL manager or out_share; options not initialized with
+ * ODR_SHARE_OPTIONS_INIT, or a field out of its range), ODR_E_BIND_FAILED (the port is taken or the
+ * host is not this machine's: choose another, or port 0), ODR_E_NETWORK_UNAVAILABLE (`announce`
+ * and no Avahi on the system bus; nothing is left running).
+ */
+ODR_EXTERN odr_status odr_manager_start_sharing(odr_manager *manager, const odr_share_options *options, odr_share **out_share);
+
+/** The TCP port the share listens on. ODR_E_SHARE_STOPPED after `odr_share_stop`. */
+ODR_EXTERN odr_status odr_share_port(odr_share *share, int *out_port);
+
+/** Copies the share's URL, "http://HOST:PORT/" with the host it listens on, into `buffer`,
+ *  NUL-terminated, as `odr_request_resource_path` copies a path (ODR_E_BUFFER_TOO_SMALL with
+ *  `*out_needed`; `out_needed` may be NULL). A share on "0.0.0.0" tells peers this device's LAN
+ *  address with the port instead. ODR_E_SHARE_STOPPED after `odr_share_stop`. */
+ODR_EXTERN odr_status odr_share_url(odr_share *share, char *buffer, size_t buffer_size, size_t *out_needed);
+
+/** Body bytes the share sent since it started, and the transfers under way; each pointer may be
+ *  NULL. Works after `odr_share_stop` too (the totals then stay). */
+ODR_EXTERN odr_status odr_share_stats(odr_share *share, int64_t *out_bytes_sent, int *out_active_transfers);
+
+/** Stops listening, withdraws the announcement and closes every connection; blocks until the port
+ *  is closed (bodies under way get at most a second to end). Once: a second call is
+ *  ODR_E_SHARE_STOPPED. The handle stays valid until `odr_share_destroy`. */
+ODR_EXTERN odr_status odr_share_stop(odr_share *share);
+
+/** Stops the share if it still runs (as `odr_share_stop`) and frees it (NULL is ignored). Like
+ *  `free`, calling it twice on the same share is undefined. odr_shutdown refuses while a share is
+ *  alive. */
+ODR_EXTERN void odr_share_destroy(odr_share *share);
+
+/* ------------------------------------------------------------------------------------------ */
 /* Network probe, enumeration, shutdown (issue 28)                                            */
 /* ------------------------------------------------------------------------------------------ */
 
@@ -564,9 +643,11 @@ ODR_EXTERN void odr_free(void *list);
 /** Stops the library's threads once every manager and request is destroyed: waits (at most
  *  `timeout_ms`, negative: no limit) until each manager's transfer thread and every probe thread
  *  has exited and every callback has returned. ODR_E_INVALID_ARGUMENT, changing nothing, while a
- *  manager or request is alive; ODR_E_WAIT_TIMEOUT when the time passes first (call it again). The
+ *  manager, request, hint or share is alive; ODR_E_WAIT_TIMEOUT when the time passes first (call it again). The
  *  library may be used again afterwards. libdispatch's worker threads, which Swift shares with the
- *  whole process, run no library code by then and end by themselves after a few idle seconds. */
+ *  whole process, run no library code by then and end by themselves after a few idle seconds.
+ *  After a share has run, SwiftNIO's event-loop threads and blocking-I/O pool (process-wide
+ *  singletons, started by the first share) stay, idle, for the life of the process. */
 ODR_EXTERN odr_status odr_shutdown(int64_t timeout_ms);
 
 #endif /* ODR_H */

@@ -144,6 +144,8 @@ extension PackInstaller {
             peers.addReceived(bytes, from: peer)
             traffic.withLock { $0.addPeer(bytes, from: peer) }
         }
+        await peerRequestGate?.acquire(peer)
+        defer { peerRequestGate?.release(peer) }
         let result = try await transport.download(request, into: sink)
         peers.addReceived(result.receivedBytes, from: peer)
         traffic.withLock { $0.addPeer(result.receivedBytes, from: peer) }

@@ -65,6 +65,9 @@ public struct PackInstaller: Sendable {
     public var peers: PeerSet?
     /// How many entries are asked of peers at once.
     public var maximumConcurrentPeerRequests: Int = 4
+    /// Limits the requests to each peer over several installers at once (a manager's, which
+    /// installs several packs at once); `nil` (the default): only ``maximumConcurrentPeerRequests``.
+    public var peerRequestGate: PeerRequestGate?
     /// Called with the pack's id each time one of its downloads moves to another origin (the
     /// manager turns it into ``ResourceManagerEvent/originSwitched(from:to:reason:)`` and a log line).
     public var originSwitched: (@Sendable (String, TransferOriginSwitch) -> Void)?

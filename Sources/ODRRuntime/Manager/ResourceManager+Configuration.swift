@@ -46,9 +46,11 @@ extension ResourceManager {
         /// install goes on with ``peers`` and the origins, and the store's log says why
         /// (``StoreEvent/Kind/discovery``).
         public var discoversPeers = false
-        /// The most seconds a discovery of peers waits for Avahi (default 2; it usually ends sooner,
-        /// see ``PeerDiscovery``).
-        public var peerDiscoveryTimeout: Double = 2
+        /// The most seconds a discovery of peers waits for Avahi (default
+        /// ``defaultPeerDiscoveryTimeout``, 2; it usually ends sooner, see ``PeerDiscovery``).
+        public var peerDiscoveryTimeout: Double = Configuration.defaultPeerDiscoveryTimeout
+        /// The default of ``peerDiscoveryTimeout``: 2 seconds.
+        public static let defaultPeerDiscoveryTimeout: Double = 2
         /// How long an origin that failed is avoided: transfers start at the next one meanwhile
         /// (default 60 seconds). The failure is recorded in the store, so other processes on it
         /// and the next launch avoid the origin too (``OriginSet``).

@@ -136,7 +136,10 @@ extension ResourceManager {
         var installer = PackInstaller(store: store, transport: transport, bundledCatalog: configuration.bundledCatalog)
         installer.rangePolicy = configuration.rangePolicy
         let peers = configuration.peers + discovered
-        if !peers.isEmpty { installer.peers = PeerSet(peers) }
+        if !peers.isEmpty {
+            installer.peers = PeerSet(peers)
+            installer.peerRequestGate = peerRequestGate
+        }
         if origins.origins.count > 1 {
             installer.origins = origins
             installer.originSwitched = { [originLog] in originLog.record($0, $1) }

@@ -35,6 +35,9 @@ public final class ResourceManager: Sendable {
     let lastUse: LastUseRecorder
     /// The trace being recorded, if any (see ``startRecordingTrace(to:)``).
     let traceRecorder = Locked<TraceRecorder?>(nil)
+    /// At most 2 requests at once to each peer over all of this manager's installs (a share's
+    /// default per-address limit; see ``PeerRequestGate``).
+    let peerRequestGate = PeerRequestGate()
     /// The latest DNS-SD discovery of peers per catalog id (``discoveredPeers(catalogID:)``).
     let peerDiscoveries = Locked<[String: PeerDiscoveryRun]>([:])
     /// Applies the download policy before each pack download (see ``DownloadPolicy``).

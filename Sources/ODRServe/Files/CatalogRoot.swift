@@ -3,7 +3,11 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// The directory a server publishes, and the only place it reads files from.
 ///
@@ -69,7 +73,7 @@ struct CatalogRoot: Sendable {
     static func segments(ofTarget target: String) -> [String]? {
         var rawPath = Substring(target)
         // Absolute form (`http://host/path`), which proxies send and servers must accept.
-        if !rawPath.hasPrefix("/"), let scheme = rawPath.range(of: "://") {
+        if !rawPath.hasPrefix("/"), let scheme = rawPath.firstRange(of: "://") {
             let afterAuthority = rawPath[scheme.upperBound...]
             rawPath = afterAuthority.firstIndex(of: "/").map { afterAuthority[$0...] } ?? "/"
         }

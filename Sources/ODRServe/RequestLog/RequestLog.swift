@@ -1,6 +1,7 @@
 import ODRFormat
 
-/// Every request of a server's lifetime, in arrival order, and a way to wait until none is in flight.
+/// Every request of a server's lifetime (or the newest `capacity` of them), in arrival order, and a
+/// way to wait until none is in flight.
 final class RequestLog: Sendable {
     private struct State {
         var nextSequence = 0
@@ -12,6 +13,16 @@ final class RequestLog: Sendable {
     }
 
     private let state = Locked(State())
+    /// How many requests are kept, the newest; `nil` keeps every one (a test or development
+    /// server). A share server runs as long as a game does, so it keeps a bounded number.
+    let capacity: Int?
+
+    init(capacity: Int? = nil) {
+        self.capacity = capacity.map { max(1, $0) }
+    }
+
+    /// Requests that arrived since the start, including those no longer kept.
+    var count: Int { state.withLock { $0.nextSequence } }
 
     /// Counts a request as in flight and returns its sequence number.
     func arrive() -> Int {
@@ -25,15 +36,22 @@ final class RequestLog: Sendable {
     /// Records the response chosen for a request that is still being sent.
     func record(_ request: ServedRequest) {
         state.withLock { state in
-            guard request.sequence >= state.firstKept else { return }
+            guard isKept(request.sequence, in: state) else { return }
             state.entries[request.sequence] = request
+            if let capacity { state.entries[request.sequence - capacity] = nil }
         }
+    }
+
+    /// Whether the request numbered `sequence` is kept: not forgotten by ``clear()`` and among
+    /// the newest `capacity`.
+    private func isKept(_ sequence: Int, in state: State) -> Bool {
+        sequence >= state.firstKept && (capacity.map { sequence >= state.nextSequence - $0 } ?? true)
     }
 
     /// Records how a request ended and stops counting it as in flight.
     func finish(_ request: ServedRequest) {
         let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
-            if request.sequence >= state.firstKept { state.entries[request.sequence] = request }
+            if isKept(request.sequence, in: state) { state.entries[request.sequence] = request }
             state.inFlight -= 1
             guard state.inFlight == 0 else { return [] }
             defer { state.idleWaiters.removeAll() }

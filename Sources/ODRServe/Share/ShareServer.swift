@@ -3,7 +3,11 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import Logging
 import ODRFormat
 import ODRRuntime
@@ -129,7 +133,7 @@ public final class ShareServer: Sendable {
         }
         var frameworkLogger = logger
         frameworkLogger.logLevel = logger.logLevel <= .debug ? logger.logLevel : .critical
-        let log = RequestLog()
+        let log = RequestLog(capacity: requestLogCapacity)
         let responder = ShareResponder(source: source, limits: limits, log: log, logger: logger)
         let listener = try await Listener(host: host, port: port, offline: false, responder: responder, logger: frameworkLogger,
                                           serverName: "odr-share")
@@ -142,8 +146,16 @@ public final class ShareServer: Sendable {
         return ShareServer(host: host, baseURL: baseURL, limits: limits, listener: listener, log: log, responder: responder)
     }
 
-    /// Every request since the start, in arrival order (see ``CatalogServer/requests()``).
+    /// The newest requests (at most ``requestLogCapacity``), in arrival order (see
+    /// ``CatalogServer/requests()``).
     public func requests() -> [ServedRequest] { log.requests }
+
+    /// Requests answered or being answered since the start, including those ``requests()`` no
+    /// longer keeps.
+    public var requestCount: Int { log.count }
+
+    /// How many requests ``requests()`` keeps: a game may share for hours, so the log is bounded.
+    public static let requestLogCapacity = 10_000
 
     /// Returns once no request is being answered.
     public func waitUntilIdle() async { await log.waitUntilIdle() }
