@@ -16,13 +16,17 @@ CONFIG ?= release
 # only, not Foundation and its ICU data (docs/RUNTIME.md, "Foundation and the FoundationAPI trait").
 # It builds in a folder of its own (.build-install), so that its other flags never invalidate what
 # `swift build` and `swift build -c release` keep in .build: switching between them recompiles nothing.
-ODR_LINK_FLAGS = --disable-default-traits -Xlinker -soname=libodr.so.1 -Xlinker --version-script=$(CURDIR)/scripts/libodr.map
-ODR_SCRATCH = $(CURDIR)/.build-install
+# SHARING=1 adds the package's trait Sharing: odr_manager_start_sharing serves the store to peers
+# from the game's process (docs/C-API.md, "Sharing with peers"), at 11.5 MB more to ship; without it
+# the function answers ODR_E_UNSUPPORTED. It builds in a folder of its own (.build-install-sharing).
+ODR_TRAIT_FLAGS = $(if $(filter 1,$(SHARING)),--traits Sharing,--disable-default-traits)
+ODR_LINK_FLAGS = $(ODR_TRAIT_FLAGS) -Xlinker -soname=libodr.so.1 -Xlinker --version-script=$(CURDIR)/scripts/libodr.map
+ODR_SCRATCH = $(CURDIR)/.build-install$(if $(filter 1,$(SHARING)),-sharing,)
 # STATIC_STDLIB=1 links the Swift runtime and FoundationEssentials into libodr.so.1 itself (-static-stdlib), in
 # a build folder of its own (.build-static): one self-contained file, no Swift library to ship.
 ifeq ($(STATIC_STDLIB),1)
 ODR_LINK_FLAGS += -Xswiftc -static-stdlib
-ODR_SCRATCH = $(CURDIR)/.build-static
+ODR_SCRATCH = $(CURDIR)/.build-static$(if $(filter 1,$(SHARING)),-sharing,)
 endif
 ODR_LINK_FLAGS += --scratch-path $(ODR_SCRATCH)
 ODR_BIN_FLAGS = --scratch-path $(ODR_SCRATCH)

@@ -31,12 +31,19 @@ let package = Package(
     // (`--disable-default-traits`, as `make install` builds the C library) ODRFormat, ODRRuntime and
     // ODRCAPI import FoundationEssentials only on Linux, so neither libFoundation nor ICU is loaded
     // (docs/RUNTIME.md, "Foundation and the FoundationAPI trait").
+    // Sharing (on by default): the C library's share server (odr_manager_start_sharing) links
+    // ODRServe, SwiftNIO and Hummingbird into libodr, 11.5 MB more than a game ships without it;
+    // `make install` leaves it out unless SHARING=1 (docs/C-API.md, "Sharing with peers").
     traits: [
         .trait(
             name: "FoundationAPI",
             description: "ResourceRequest.progress (Foundation Progress), NotificationCenter events and NetworkManagerProbe; needs all of Foundation"
         ),
-        .default(enabledTraits: ["FoundationAPI"]),
+        .trait(
+            name: "Sharing",
+            description: "odr_manager_start_sharing in the C library: links ODRServe (SwiftNIO, Hummingbird) into it, 11.5 MB more to ship"
+        ),
+        .default(enabledTraits: ["FoundationAPI", "Sharing"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -115,8 +122,9 @@ let package = Package(
         .target(
             name: "ODRCAPI",
             dependencies: [
-                "CODR", "ODRRuntime", "ODRFormat", "ODRServe",
-                .product(name: "Logging", package: "swift-log"),
+                "CODR", "ODRRuntime", "ODRFormat",
+                .target(name: "ODRServe", condition: .when(traits: ["Sharing"])),
+                .product(name: "Logging", package: "swift-log", condition: .when(traits: ["Sharing"])),
             ],
             swiftSettings: swiftSettings
         ),

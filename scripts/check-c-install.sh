@@ -23,6 +23,21 @@ int poll_once(odr_manager *manager) {
 }
 CXX
 # The library as a game links it: a versioned SONAME, and only the odr_* functions exported.
+# Built without SHARING=1: the share functions are there and say so (ODR_E_UNSUPPORTED).
+cc -std=c11 -Wall -Wextra -Werror -x c - $(pkg-config --cflags --libs odr) -o "$out/bin/no-sharing" <<'C'
+#include <odr.h>
+#include <stdio.h>
+int main(void) {
+    odr_share *share = NULL;
+    odr_status status = odr_manager_start_sharing(NULL, NULL, &share);
+    if (status != ODR_E_UNSUPPORTED || share != NULL) {
+        fprintf(stderr, "odr_manager_start_sharing without SHARING=1 gave %s, not unsupported\n", odr_status_name(status));
+        return 1;
+    }
+    return 0;
+}
+C
+"$out/bin/no-sharing"
 library="$out/prefix/lib/libodr.so.1"
 soname="$(readelf -d "$library" | sed -n 's/.*Library soname: \[\(.*\)\]/\1/p')"
 [ "$soname" = "libodr.so.1" ] || { echo "libodr.so.1 has the SONAME '$soname', not libodr.so.1" >&2; exit 1; }
@@ -56,4 +71,4 @@ if env -i ldd "$clean/game" | grep -F "$toolchain"; then
 fi
 env -i "$clean/game" --version
 echo "C API: installed, built the example with pkg-config and ran it; odr.h compiles as C++;" \
-     "SONAME libodr.so.1, only odr_* exported, no Foundation or ICU loaded; the bundle ($(tail -n 1 "$out/bundle.log" | awk '{ print $2, $3 }'), debug build) runs without the toolchain"
+     "sharing left out (ODR_E_UNSUPPORTED), SONAME libodr.so.1, only odr_* exported, no Foundation or ICU loaded; the bundle ($(tail -n 1 "$out/bundle.log" | awk '{ print $2, $3 }'), debug build) runs without the toolchain"

@@ -57,6 +57,7 @@ enum CStatus {
         ("wait-timeout", ODR_E_WAIT_TIMEOUT),
         ("share-stopped", ODR_E_SHARE_STOPPED),
         ("bind-failed", ODR_E_BIND_FAILED),
+        ("unsupported", ODR_E_UNSUPPORTED),
         ("other", ODR_E_OTHER),
     ]
 
@@ -68,6 +69,9 @@ enum CStatus {
     static let shareStopped = ResourceError.Code(rawValue: "share-stopped")
     /// See ``waitTimeout``: a share that cannot listen on its host and port.
     static let bindFailed = ResourceError.Code(rawValue: "bind-failed")
+    /// See ``waitTimeout``: a function this build of the library leaves out (sharing without the
+    /// package's trait Sharing, `make install SHARING=1`).
+    static let unsupported = ResourceError.Code(rawValue: "unsupported")
 
     private static let byCode: [String: odr_status] = Dictionary(
         uniqueKeysWithValues: mirrored.map { ($0.code.rawValue, $0.status) } + cOnly.map { ($0.name, $0.status) })

@@ -4,9 +4,10 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
-import Logging
 import ODRFormat
 import ODRRuntime
+#if Sharing
+import Logging
 import ODRServe
 
 /// What an `odr_share` holds: the share server of a manager's store, in this process.
@@ -171,3 +172,54 @@ public func odrShareDestroy(_ handle: OpaquePointer?) {
     defer { LiveHandles.shareDestroyed() }
     _ = share.stopOnce()
 }
+
+#else
+
+// Built without the package's trait Sharing (`make install` without SHARING=1): the functions are
+// there, so that a game links against either build, and each says how to get a library that shares.
+
+/// Why a share function fails in a library built without the trait Sharing.
+private func sharingLeftOut(_ function: String) -> ResourceError {
+    ResourceError(CStatus.unsupported, "\(function): this libodr was built without sharing (it would add 11.5 MB). Build it with make install SHARING=1 to share a store with peers from the game.")
+}
+
+/// `odr_manager_start_sharing` without the trait Sharing: `ODR_E_UNSUPPORTED`. Documented in odr.h.
+@_cdecl("odr_manager_start_sharing")
+public func odrManagerStartSharing(
+    _ handle: OpaquePointer?, _ options: UnsafePointer<odr_share_options>?, _ out: UnsafeMutablePointer<OpaquePointer?>?
+) -> odr_status {
+    entryPoint { () throws(ResourceError) in throw sharingLeftOut("odr_manager_start_sharing") }
+}
+
+/// `odr_share_port` without the trait Sharing: no share exists. Documented in odr.h.
+@_cdecl("odr_share_port")
+public func odrSharePort(_ handle: OpaquePointer?, _ out: UnsafeMutablePointer<Int32>?) -> odr_status {
+    entryPoint { () throws(ResourceError) in throw sharingLeftOut("odr_share_port") }
+}
+
+/// `odr_share_url` without the trait Sharing: no share exists. Documented in odr.h.
+@_cdecl("odr_share_url")
+public func odrShareURL(
+    _ handle: OpaquePointer?, _ buffer: UnsafeMutablePointer<CChar>?, _ size: Int, _ needed: UnsafeMutablePointer<Int>?
+) -> odr_status {
+    entryPoint { () throws(ResourceError) in throw sharingLeftOut("odr_share_url") }
+}
+
+/// `odr_share_stats` without the trait Sharing: no share exists. Documented in odr.h.
+@_cdecl("odr_share_stats")
+public func odrShareStats(
+    _ handle: OpaquePointer?, _ bytesSent: UnsafeMutablePointer<Int64>?, _ active: UnsafeMutablePointer<Int32>?
+) -> odr_status {
+    entryPoint { () throws(ResourceError) in throw sharingLeftOut("odr_share_stats") }
+}
+
+/// `odr_share_stop` without the trait Sharing: no share exists. Documented in odr.h.
+@_cdecl("odr_share_stop")
+public func odrShareStop(_ handle: OpaquePointer?) -> odr_status {
+    entryPoint { () throws(ResourceError) in throw sharingLeftOut("odr_share_stop") }
+}
+
+/// `odr_share_destroy` without the trait Sharing: nothing to free. Documented in odr.h.
+@_cdecl("odr_share_destroy")
+public func odrShareDestroy(_ handle: OpaquePointer?) {}
+#endif

@@ -69,7 +69,7 @@ struct ConfigPolicyTests {
         #expect(odrConfigSetString(config, ODR_OPT_STORE_DIRECTORY, "/tmp/odr-config-discovery") == ODR_OK)
         let handle = try CHandle.object(config, as: ConfigHandle.self, "config")
         var configuration = try handle.configuration()
-        #expect(!configuration.discoversPeers && configuration.peerDiscoveryTimeout == 1, "off, and 1 s, as in Swift")
+        #expect(!configuration.discoversPeers && configuration.peerDiscoveryTimeout == ResourceManager.Configuration.defaultPeerDiscoveryTimeout, "off, and 2 s, as in Swift")
 
         #expect(odrConfigSetInt(config, ODR_OPT_DISCOVER_PEERS, 1) == ODR_OK)
         #expect(odrConfigSetInt(config, ODR_OPT_PEER_DISCOVERY_TIMEOUT_MS, 250) == ODR_OK)

@@ -103,6 +103,8 @@ typedef enum odr_status {
     ODR_E_SHARE_STOPPED = 102,       /* "share-stopped": the share was stopped (odr_share_stop) */
     ODR_E_BIND_FAILED = 103,         /* "bind-failed": a share cannot listen on that host and port
                                         (the port is taken, the host is not this machine's) */
+    ODR_E_UNSUPPORTED = 104,         /* "unsupported": this build of the library leaves the function
+                                        out (sharing: build with make install SHARING=1) */
     ODR_E_OTHER = 199                /* "other": a runtime error newer than this header */
 } odr_status;
 
