@@ -236,23 +236,27 @@ public final class PeerAnnouncement: Sendable {
 extension PeerAnnouncement {
     /// The registration as a state machine over the bus's messages: pure, so it can be fed bytes in
     /// tests. Calls go one at a time (each waits for the answer to the one before): `AddMatch` for
-    /// the entry group's signals, `EntryGroupNew`, `AddService` for each catalog, `Commit`; then it
+    /// the entry group's signals and for Avahi leaving the bus, `EntryGroupNew`, `AddService` for each catalog, `Commit`; then it
     /// follows `StateChanged`. A name taken (a `CollisionError` answer to `AddService`, or the state
     /// COLLISION) leads to `Reset`, `GetAlternativeServiceName` for each name, and `AddService` and
-    /// `Commit` again; state FAILURE, an error answer or an answer of another shape ends it.
+    /// `Commit` again; state FAILURE, Avahi leaving the bus (`NameOwnerChanged`: a restarted Avahi
+    /// has forgotten the group), an error answer or an answer of another shape ends it.
     struct Registration {
         /// Avahi's entry group states (`AvahiEntryGroupState`).
         static let uncommitted: Int32 = 0, registering: Int32 = 1, established: Int32 = 2, collision: Int32 = 3, failure: Int32 = 4
         static let groupInterface = "org.freedesktop.Avahi.EntryGroup"
+        static let avahi = "org.freedesktop.Avahi"
+        /// The bus's own name, interface and signals' sender.
+        static let bus = "org.freedesktop.DBus"
         /// The D-Bus errors Avahi answers `AddService` with when a name is taken on this machine.
         static let collisionErrors: Set<String> = ["org.freedesktop.Avahi.CollisionError", "org.freedesktop.Avahi.LocalCollisionError"]
 
         private enum Step: Equatable {
-            case addMatch, newGroup, add(Int), commit, reset, rename(Int)
+            case addMatch, watchAvahi, newGroup, add(Int), commit, reset, rename(Int)
 
             var member: String {
                 switch self {
-                case .addMatch: "AddMatch"
+                case .addMatch, .watchAvahi: "AddMatch"
                 case .newGroup: "EntryGroupNew"
                 case .add: "AddService"
                 case .commit: "Commit"
@@ -289,6 +293,9 @@ extension PeerAnnouncement {
         /// Takes one message; returns the calls to send.
         mutating func take(_ message: DBusMessage) -> [[UInt8]] {
             if case .failed = status.state { return [] }
+            if message.type == DBusMessage.signal, message.member == "NameOwnerChanged", message.sender == Self.bus {
+                return ownerChanged(message)
+            }
             if message.type == DBusMessage.signal {
                 guard message.interface == Self.groupInterface, message.member == "StateChanged", let group, message.path == group else { return [] }
                 return stateChanged(message)
@@ -299,7 +306,7 @@ extension PeerAnnouncement {
             let step = pending.step
             if message.type == DBusMessage.error {
                 switch step {
-                case .addMatch:
+                case .addMatch, .watchAvahi:
                     return fail(.busUnavailable, "The system D-Bus refused to deliver Avahi's signals (\(message.errorName ?? "no error name")), so the store cannot be announced.")
                 case .add where message.errorName.map(Self.collisionErrors.contains) == true:
                     return collided()
@@ -318,6 +325,8 @@ extension PeerAnnouncement {
             }
             switch step {
             case .addMatch:
+                return [call(.watchAvahi)]
+            case .watchAvahi:
                 return [call(.newGroup)]
             case .newGroup:
                 var arguments = message.arguments
@@ -368,6 +377,17 @@ extension PeerAnnouncement {
             return []
         }
 
+        /// The bus's `NameOwnerChanged` (`sss`: a name, its old owner, its new one): Avahi left the
+        /// bus when its name has no new owner.
+        private mutating func ownerChanged(_ message: DBusMessage) -> [[UInt8]] {
+            var arguments = message.arguments
+            guard message.signature == "sss", let name = arguments.string(), arguments.string() != nil, let owner = arguments.string() else {
+                return fail(.malformedReply, "The bus's NameOwnerChanged signal has signature '\(message.signature)', not 'sss'.")
+            }
+            guard name == Self.avahi, owner.isEmpty else { return [] }
+            return fail(.avahiUnavailable, "avahi-daemon left the system bus, so the store is no longer announced; restart the share once avahi-daemon runs again.")
+        }
+
         /// A name is taken: the next names, unless that has happened too often in a row.
         private mutating func collided() -> [[UInt8]] {
             guard renamesInARow < PeerAnnouncement.maximumRenames else {
@@ -389,12 +409,13 @@ extension PeerAnnouncement {
         private mutating func call(_ step: Step) -> [UInt8] {
             defer { nextSerial += 1 }
             pending = (nextSerial, step)
-            let avahi = "org.freedesktop.Avahi"
+            let avahi = Self.avahi
             switch step {
-            case .addMatch:
-                let match = "type='signal',sender='\(avahi)',interface='\(Self.groupInterface)'"
-                return DBusMessage.methodCall(serial: nextSerial, path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
-                                              member: "AddMatch", destination: "org.freedesktop.DBus", arguments: [.string(match)])
+            case .addMatch, .watchAvahi:
+                let match = step == .addMatch ? "type='signal',sender='\(avahi)',interface='\(Self.groupInterface)'"
+                    : "type='signal',sender='\(Self.bus)',interface='\(Self.bus)',member='NameOwnerChanged',arg0='\(avahi)'"
+                return DBusMessage.methodCall(serial: nextSerial, path: "/org/freedesktop/DBus", interface: Self.bus,
+                                              member: "AddMatch", destination: Self.bus, arguments: [.string(match)])
             case .newGroup, .rename:
                 var arguments: [DBusMessage.Value] = []
                 if case .rename(let index) = step { arguments = [.string(status.names[index])] }

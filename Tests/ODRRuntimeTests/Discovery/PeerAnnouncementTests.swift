@@ -78,8 +78,8 @@ extension PeerDiscoveryTests {
     /// COLLISION, as when another device on the network announces it) or at `AddService` (a
     /// `CollisionError`, as when another client of the same Avahi has it) leads to `Reset`, the
     /// alternative name Avahi gives, `AddService` and `Commit` again; the names are final at
-    /// ESTABLISHED. Sixteen collisions in a row, state FAILURE or an answer of another shape end it
-    /// with a typed error.
+    /// ESTABLISHED. Sixteen collisions in a row, state FAILURE, Avahi leaving the bus or an answer of
+    /// another shape end it with a typed error.
     @Test func aTakenNameIsReplacedByAvahisAlternative() throws {
         let group = "/Client3/EntryGroup1"
         var serial: UInt32 = 100
@@ -129,7 +129,9 @@ extension PeerDiscoveryTests {
             var registration = PeerAnnouncement.Registration(catalogIDs: ["peer-game"], names: ["steamdeck"], port: 7420)
             let addMatch = try only(registration.start())
             #expect(try sent(addMatch).member == "AddMatch")
-            let newGroup = try only(registration.take(reply(addMatch)))
+            let watch = try only(registration.take(reply(addMatch)))
+            #expect(try sent(watch).member == "AddMatch" && sent(watch).strings.first?.contains("NameOwnerChanged") == true)
+            let newGroup = try only(registration.take(reply(watch)))
             #expect(try sent(newGroup).member == "EntryGroupNew")
             let add = try only(registration.take(reply(newGroup, [.objectPath(group)])))
             #expect(try sent(add).member == "AddService" && sent(add).strings == ["steamdeck", "_odr._tcp", "", ""])
@@ -162,7 +164,7 @@ extension PeerDiscoveryTests {
         // Taken by another client of the same Avahi: AddService answers CollisionError.
         var local = PeerAnnouncement.Registration(catalogIDs: ["peer-game"], names: ["steamdeck"], port: 7420)
         let addMatch = try only(local.start())
-        let newGroup = try only(local.take(reply(addMatch)))
+        let newGroup = try only(local.take(reply(only(local.take(reply(addMatch))))))
         let add = try only(local.take(reply(newGroup, [.objectPath(group)])))
         let localReset = try only(local.take(message(DBusMessage.error, replyTo: sent(add).serial, error: "org.freedesktop.Avahi.CollisionError")))
         #expect(try sent(localReset).member == "Reset")
@@ -196,9 +198,23 @@ extension PeerDiscoveryTests {
         #expect(Self.failure(badName.status)?.code == .malformedReply)
         var refused = PeerAnnouncement.Registration(catalogIDs: ["peer-game"], names: ["steamdeck"], port: 7420)
         let refusedMatch = try only(refused.start())
-        let refusedGroup = try only(refused.take(reply(refusedMatch)))
+        let refusedGroup = try only(refused.take(reply(only(refused.take(reply(refusedMatch))))))
         _ = refused.take(try message(DBusMessage.error, replyTo: sent(refusedGroup).serial, error: "org.freedesktop.DBus.Error.ServiceUnknown"))
         #expect(Self.failure(refused.status)?.code == .avahiUnavailable)
+
+        // Avahi leaving the bus (a restart forgets the group); another name's owner changing is nothing.
+        var orphaned = try registered().0
+        func ownerChanged(_ name: String, sender: String = "org.freedesktop.DBus") throws -> DBusMessage {
+            serial += 1
+            let fields: [(UInt8, DBusMessage.Value)] = [(1, .objectPath("/org/freedesktop/DBus")), (2, .string("org.freedesktop.DBus")),
+                                                        (3, .string("NameOwnerChanged")), (7, .string(sender)), (8, .signature("sss"))]
+            let body: [DBusMessage.Value] = [.string(name), .string(":1.3"), .string("")]
+            return try #require(DBusMessage.read(from: BusBytes(DBusMessage.encode(type: DBusMessage.signal, flags: 1, serial: serial, fields: fields, body: body))))
+        }
+        #expect(orphaned.take(try ownerChanged("org.freedesktop.NetworkManager")).isEmpty && orphaned.status.state == .registering)
+        #expect(orphaned.take(try ownerChanged("org.freedesktop.Avahi", sender: ":1.9")).isEmpty && orphaned.status.state == .registering)
+        _ = orphaned.take(try ownerChanged("org.freedesktop.Avahi"))
+        #expect(Self.failure(orphaned.status)?.code == .avahiUnavailable)
     }
 
     /// The error of a failed announcement status.
