@@ -436,3 +436,20 @@ extension PeerAnnouncement {
         }
     }
 }
+
+extension PeerAnnouncement {
+    /// A registration of one catalog fed the messages in `bytes` one after another (at most 64), as
+    /// Avahi's answers and signals; its status at the end, or `nil` when the bytes hold no message.
+    /// For the `dbus-reply` fuzz target, which feeds it untrusted bytes.
+    package static func status(afterMessages bytes: [UInt8]) -> Status? {
+        var registration = Registration(catalogIDs: ["game"], names: ["odr on box:7420"], port: 7420)
+        _ = registration.start()
+        let source = BusBytes(bytes)
+        var count = 0
+        while count < 64, let message = DBusMessage.read(from: source) {
+            _ = registration.take(message)
+            count += 1
+        }
+        return count == 0 ? nil : registration.status
+    }
+}
