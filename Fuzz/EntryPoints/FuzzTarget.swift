@@ -112,9 +112,12 @@ package enum FuzzTarget: String, CaseIterable, Sendable {
         case .dbusReply:
             // The same reader takes Avahi's ResolveService answers (peer discovery, issue 43).
             let resolved = PeerDiscovery.verdict(inResolveReply: [UInt8](bytes), catalogID: "game")
+            // And the answers and signals an announcement follows (names taken, issue 43).
+            let announced = PeerAnnouncement.status(afterMessages: [UInt8](bytes))
             // No answer is the probe's "unmetered"; as an error here, a seed proves it reaches the value.
-            guard NetworkManagerBusProbe.meteredValue(inReplies: [UInt8](bytes)) != nil || resolved != nil else {
-                throw ResourceError(.unexpectedResponse, "The bytes hold no reply to the Get call with a u in its variant, and no ResolveService answer.")
+            guard NetworkManagerBusProbe.meteredValue(inReplies: [UInt8](bytes)) != nil || resolved != nil
+                    || announced?.state == .established else {
+                throw ResourceError(.unexpectedResponse, "The bytes hold no reply to the Get call with a u in its variant, no ResolveService answer, and no announcement Avahi establishes.")
             }
         }
     }

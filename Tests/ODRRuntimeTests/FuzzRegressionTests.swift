@@ -196,6 +196,23 @@ private struct FuzzSeeds {
                                                  .string("box.local"), .int32(0), .string("192.168.1.20"), .uint16(7420),
                                                  .byteArrays([Array("catalog=game".utf8)]), .uint32(4)])
         try write(.dbusReply, "avahi-resolved", Data(resolved))
+        // What Avahi sends an announcement (serials 2 to 10 are its calls in turn): the answers to
+        // both AddMatch, EntryGroupNew, AddService and Commit, state COLLISION, the answers to Reset,
+        // GetAlternativeServiceName, AddService and Commit, then state ESTABLISHED.
+        let group = "/Client1/EntryGroup1"
+        func answer(_ call: UInt32, _ signature: String = "", _ body: [DBusMessage.Value] = []) -> [UInt8] {
+            var fields: [(UInt8, DBusMessage.Value)] = [(5, .uint32(call))]
+            if !body.isEmpty { fields.append((8, .signature(signature))) }
+            return DBusMessage.encode(type: DBusMessage.methodReturn, flags: 1, serial: 100 + call, fields: fields, body: body)
+        }
+        func state(_ value: Int32) -> [UInt8] {
+            DBusMessage.encode(type: DBusMessage.signal, flags: 1, serial: 200 + UInt32(value),
+                               fields: [(1, .objectPath(group)), (2, .string("org.freedesktop.Avahi.EntryGroup")), (3, .string("StateChanged")),
+                                        (8, .signature("is"))], body: [.int32(value), .string("")])
+        }
+        let announced = answer(2) + answer(3) + answer(4, "o", [.objectPath(group)]) + answer(5) + answer(6) + state(3)
+            + answer(7) + answer(8, "s", [.string("odr on box:7420 #2")]) + answer(9) + answer(10) + state(2)
+        try write(.dbusReply, "avahi-announced-after-collision", Data(announced))
     }
 
     /// A game with chunked files (format 4, 5 when split) and small chunk sizes: seeds whose

@@ -7,9 +7,9 @@ import Foundation
 /// disturbs a system Avahi or another test's (several daemons on one `lo` hear each other, see
 /// each other's records and fight over the host name). It publishes `127.0.0.1` for the records
 /// of its clients, and a child on the host's network reaches a share there on its loopback.
-/// Needs root, `dbus-daemon`, `avahi-daemon`, `unshare` and `ip`: tests skip when the daemons
+/// Needs root, `dbus-daemon`, `avahi-daemon`, `unshare`, `nsenter` and `ip`: tests skip when the daemons
 /// are not installed (``isInstalled``, `make deps` installs them), and ``init(avahi:)`` throws
-/// for the rest.
+/// for the rest. ``init(sharingNetworkWith:)`` starts a second machine on the same network.
 ///
 /// ```swift
 /// let avahi = try await PrivateAvahi()
@@ -33,8 +33,24 @@ public final class PrivateAvahi: Sendable {
     public static let notInstalled = "needs dbus-daemon and avahi-daemon: install them with make deps (apt-get install dbus-daemon avahi-daemon)"
 
     /// Starts the bus, and Avahi on it unless `avahi` is false (a machine with a bus and no Avahi).
-    public init(avahi withAvahi: Bool = true) async throws {
-        for tool in Self.daemons + ["/usr/bin/unshare", "/usr/sbin/ip"] where !FileManager.default.isExecutableFile(atPath: tool) {
+    public convenience init(avahi withAvahi: Bool = true) async throws {
+        try await self.init(avahi: withAvahi, network: nil)
+    }
+
+    /// Starts a bus and an Avahi of their own whose Avahi is on `other`'s network (its `lo`): a
+    /// second machine of the same network, with the same host name (Avahi renames its host
+    /// `<host>-2`). The two daemons hear each other: a service one announces under a name the other
+    /// already announces collides, as with two devices of one household.
+    public convenience init(sharingNetworkWith other: PrivateAvahi) async throws {
+        guard let pid = other.avahi?.processIdentifier, other.avahi?.isRunning == true else {
+            throw CocoaError(.fileNoSuchFile, userInfo: [NSLocalizedDescriptionKey: "the other PrivateAvahi runs no avahi-daemon"])
+        }
+        try await self.init(avahi: true, network: "/proc/\(pid)/ns/net")
+    }
+
+    /// `network`: the network namespace to join (a file of /proc), or `nil` for a new one.
+    private init(avahi withAvahi: Bool, network: String?) async throws {
+        for tool in Self.daemons + ["/usr/bin/unshare", "/usr/sbin/ip", "/usr/bin/nsenter"] where !FileManager.default.isExecutableFile(atPath: tool) {
             throw CocoaError(.fileNoSuchFile, userInfo: [NSLocalizedDescriptionKey: "\(tool) is missing: install the packages dbus-daemon, avahi-daemon, util-linux and iproute2 (make deps does)"])
         }
         folder = try TemporaryDirectory(prefix: "odr-avahi")
@@ -84,10 +100,16 @@ public final class PrivateAvahi: Sendable {
         let log = folder.url.appending(path: "avahi.log")
         let avahi: RunningProcess
         do {
-            avahi = try RunningProcess(URL(filePath: "/usr/bin/unshare"), [
-                "--mount", "--net", "--propagation", "private", "/bin/sh", "-c",
-                "/usr/sbin/ip link set lo up && mkdir -p /run/avahi-daemon && mount -t tmpfs tmpfs /run/avahi-daemon && exec /usr/sbin/avahi-daemon --no-drop-root --no-chroot --no-rlimits -f '\(avahiConfig.path)' >'\(log.path)' 2>&1",
-            ], environment: ["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=\(busSocket)"])
+            // nsenter and unshare exec what they run (neither forks), as the shell's last command
+            // does: the process started is avahi-daemon, in its namespaces.
+            let start = "mkdir -p /run/avahi-daemon && mount -t tmpfs tmpfs /run/avahi-daemon && exec /usr/sbin/avahi-daemon --no-drop-root --no-chroot --no-rlimits -f '\(avahiConfig.path)' >'\(log.path)' 2>&1"
+            let arguments = if let network {
+                ["--net=\(network)", "/usr/bin/unshare", "--mount", "--propagation", "private", "/bin/sh", "-c", start]
+            } else {
+                ["--mount", "--net", "--propagation", "private", "/bin/sh", "-c", "/usr/sbin/ip link set lo up && \(start)"]
+            }
+            avahi = try RunningProcess(URL(filePath: network == nil ? "/usr/bin/unshare" : "/usr/bin/nsenter"), arguments,
+                                       environment: ["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=\(busSocket)"])
         } catch {
             bus.terminate()
             throw error

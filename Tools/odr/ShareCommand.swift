@@ -52,6 +52,9 @@ struct ShareCommand: AsyncParsableCommand {
     @Flag(help: "Announce the share on the local network (DNS-SD _odr._tcp through Avahi, with the ids of the store's catalogs), so odr fetch --discover finds it. Needs a --host the LAN reaches, such as 0.0.0.0.")
     var announce = false
 
+    @Option(help: "The name to announce with --announce, at most 63 bytes of UTF-8 ('Living room Deck'); if another device on the network uses it, Avahi picks the next free one ('NAME #2'), which the share prints. (default: odr on <host>:<port>)")
+    var name: String?
+
     @Flag(help: "Log every request (method, path, status, bytes, time) to standard error.")
     var verbose = false
 
@@ -59,6 +62,10 @@ struct ShareCommand: AsyncParsableCommand {
         guard maxTransfers >= 1 else { throw ValidationError("--max-transfers must be at least 1.") }
         guard maxPerAddress >= 1 else { throw ValidationError("--max-per-address must be at least 1.") }
         guard rate >= 0 else { throw ValidationError("--rate must be 0 (no limit) or a positive byte size.") }
+        if let name {
+            guard announce else { throw ValidationError("--name names the announcement: add --announce, or leave --name out.") }
+            if let problem = PeerAnnouncement.problem(withName: name) { throw ValidationError("--name: \(problem)") }
+        }
     }
 
     func run() async throws {
@@ -78,21 +85,56 @@ struct ShareCommand: AsyncParsableCommand {
             } catch {
                 throw ResourceError(.invalidArgument, "\(error)")
             }
+            var announced: PeerAnnouncement.Status?
             if announce {
                 let ids = try store.storedCatalogIDs()
                 do throws(ServeError) {
-                    try server.announce(catalogIDs: ids)
+                    try server.announce(catalogIDs: ids, name: name)
                 } catch {
                     await server.stop()
                     throw ResourceError(.networkUnavailable, error.message)
                 }
-                print("Announced as \(server.announcedNames.map { "'\($0)'" }.joined(separator: ", ")) (DNS-SD \(DiscoveredService.serviceType)).")
+                // Avahi probes the names for about a second (more after a collision) before
+                // devices that browse see them.
+                announced = await server.waitUntilAnnounced(timeout: Self.announceWait)
+                if case .failed(let error) = announced?.state {
+                    await server.stop()
+                    throw ResourceError(.networkUnavailable, "The share server could not be announced on the local network: \(error.message)")
+                }
+                if let announced { report(announced) }
             }
             print("Sharing \(storeOption.path) at \(server.baseURL) (\(maxTransfers) transfers, \(rate == 0 ? "no rate limit" : "\(byteText(rate))/s")). Stop with Ctrl-C.")
             fflush(nil)
-            // Until the process is stopped.
-            while !Task.isCancelled { try? await Task.sleep(for: .seconds(3600)) }
+            // Until the process is stopped, following the announcement: a device that joins the
+            // network later with the same name makes Avahi pick another one.
+            while !Task.isCancelled {
+                try? await Task.sleep(for: announce ? .seconds(1) : .seconds(3600))
+                if let now = server.announcementStatus, now != announced {
+                    report(now)
+                    announced = now
+                }
+            }
             await server.stop()
         }
+    }
+
+    /// The most time `odr share --announce` waits for Avahi to establish the names before it says
+    /// they are not confirmed yet (and goes on sharing).
+    static let announceWait = Duration.seconds(5)
+
+    /// Says where the announcement stands: names on standard output once established, the rest
+    /// on standard error.
+    private func report(_ status: PeerAnnouncement.Status) {
+        let names = status.names.map { "'\($0)'" }.joined(separator: ", ")
+        switch status.state {
+        case .established:
+            let renamed = status.renames == 0 ? "" : "; the name was taken on the local network, so Avahi picked the next free one"
+            print("Announced as \(names) (DNS-SD \(DiscoveredService.serviceType)\(renamed)).")
+        case .registering:
+            FileHandle.standardError.write(Data("Avahi has not confirmed the announcement as \(names) yet (it probes each name, and picks another when a device on the network uses it); sharing goes on, and 'Announced as' follows once it confirms.\n".utf8))
+        case .failed(let error):
+            FileHandle.standardError.write(Data("The share is no longer announced on the local network (\(error.code)): \(error.message) Sharing goes on; peers can still name this share's URL.\n".utf8))
+        }
+        fflush(nil)
     }
 }

@@ -103,6 +103,21 @@ final class BusConnection: BusByteSource {
         descriptor = -1
     }
 
+    /// Ends the connection both ways without closing the descriptor: a thread blocked reading it
+    /// wakes (and reads the end), and the bus sees the client leave. Safe from another thread
+    /// while the descriptor is open.
+    func shutdown() {
+        if descriptor >= 0 { _ = Glibc.shutdown(descriptor, Int32(SHUT_RDWR)) }
+    }
+
+    /// Whether bytes can be read now: some are buffered, or the socket has some (or has ended)
+    /// within `milliseconds`.
+    func waitUntilReadable(milliseconds: Int32) -> Bool {
+        guard buffer.isEmpty else { return true }
+        var entry = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+        return poll(&entry, 1, milliseconds) > 0
+    }
+
     /// Sends every byte; never raises SIGPIPE.
     func send(_ bytes: [UInt8]) -> Bool {
         var sent = 0

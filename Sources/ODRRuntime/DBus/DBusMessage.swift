@@ -13,11 +13,13 @@ package struct DBusMessage {
     var type: UInt8
     var replySerial: UInt32?
     var signature = ""
-    /// The object path (a signal's sender object), interface, member and error name, when present.
+    /// The object path (a signal's sender object), interface, member, error name and sender (a
+    /// name the bus sets: the bus's own signals come from `org.freedesktop.DBus`), when present.
     var path: String?
     var interface: String?
     var member: String?
     var errorName: String?
+    var sender: String?
     var body: [UInt8] = []
     var bigEndian = false
 
@@ -84,6 +86,7 @@ package struct DBusMessage {
                 case 2: message.interface = value
                 case 3: message.member = value
                 case 4: message.errorName = value
+                case 7: message.sender = value
                 default: break
                 }
             case "g":

@@ -19,8 +19,14 @@ public struct PeerDiscoveryError: Error, Sendable, Equatable, CustomStringConver
         public static let timedOut = Code(rawValue: "timed-out")
         /// The bus sent bytes that are not the answer expected.
         public static let malformedReply = Code(rawValue: "malformed-reply")
-        /// What was to be announced cannot go into a DNS-SD record (a catalog id over 247 bytes).
+        /// What was to be announced cannot go into a DNS-SD record (a catalog id over 247 bytes, a
+        /// name over 63).
         public static let invalidRecord = Code(rawValue: "invalid-record")
+        /// Every name an announcement tried was taken on the local network
+        /// (``PeerAnnouncement/maximumRenames`` in a row): give it a name of its own.
+        public static let nameCollision = Code(rawValue: "name-collision")
+        /// Avahi could not publish an announcement it had taken (its entry group's state FAILURE).
+        public static let announcementFailed = Code(rawValue: "announcement-failed")
     }
 
     public var code: Code

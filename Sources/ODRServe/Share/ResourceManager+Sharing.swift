@@ -12,7 +12,7 @@ extension ResourceManager {
     ///   - limits: transfers at once and the byte rate (defaults: 4, 2 per address, 32 MiB/s).
     ///   - announce: whether to announce the server by DNS-SD (`_odr._tcp` through Avahi, with
     ///     the ids of the catalogs the store holds) so that devices that discover peers find it
-    ///     (default `false`; see ``ShareServer/announce(catalogIDs:socketPath:)``).
+    ///     (default `false`; see ``ShareServer/announce(catalogIDs:name:socketPath:)``).
     /// - Throws: ``ServeError`` with `bindFailed`, or `announceFailed` (the server is stopped then).
     ///
     /// ```swift

@@ -171,19 +171,36 @@ public final class ShareServer: Sendable {
     /// that discover peers (`odr fetch --discover`, ``ResourceManager/Configuration/discoversPeers``)
     /// then find it. Announce a server that listens on an address the LAN reaches (`0.0.0.0`).
     ///
-    /// - Parameter socketPath: the system bus's socket; by default from `DBUS_SYSTEM_BUS_ADDRESS`.
+    /// It returns once Avahi has taken the registration; Avahi then probes the names for about a
+    /// second (``waitUntilAnnounced(timeout:)`` waits for that), and a name another device already
+    /// uses is replaced by the next free one (`name #2`; ``announcementStatus`` has the names).
+    ///
+    /// - Parameters:
+    ///   - name: the DNS-SD instance name (at most 63 bytes of UTF-8); by default `odr on <host>:<port>`.
+    ///   - socketPath: the system bus's socket; by default from `DBUS_SYSTEM_BUS_ADDRESS`.
     /// - Throws: ``ServeError`` with `announceFailed` and the ``PeerDiscoveryError`` as its cause.
-    public func announce(catalogIDs: [String], socketPath: String? = nil) throws(ServeError) {
+    public func announce(catalogIDs: [String], name: String? = nil, socketPath: String? = nil) throws(ServeError) {
         do {
-            let made = try PeerAnnouncement(catalogIDs: catalogIDs, port: port, socketPath: socketPath)
+            let made = try PeerAnnouncement(catalogIDs: catalogIDs, port: port, name: name, socketPath: socketPath)
             announcement.withLock { $0?.stop(); $0 = made }
         } catch {
             throw ServeError(.announceFailed, "The share server could not be announced on the local network: \(error.message)", cause: error)
         }
     }
 
-    /// The DNS-SD names announced (empty when not announced).
+    /// The DNS-SD names announced (empty when not announced); final once ``announcementStatus``
+    /// is established.
     public var announcedNames: [String] { announcement.withLock { $0?.names ?? [] } }
+
+    /// Where the announcement stands (`nil` when the server is not announced).
+    public var announcementStatus: PeerAnnouncement.Status? { announcement.withLock { $0?.status } }
+
+    /// Waits until Avahi has established the announcement's names, or the announcement has failed,
+    /// at most `timeout`; `nil` when the server is not announced.
+    public func waitUntilAnnounced(timeout: Duration) async -> PeerAnnouncement.Status? {
+        guard let current = announcement.withLock({ $0 }) else { return nil }
+        return await current.waitUntilSettled(timeout: timeout)
+    }
 
     /// Stops listening, withdraws the announcement and closes every connection. Calling it again
     /// does nothing.
