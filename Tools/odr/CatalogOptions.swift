@@ -129,12 +129,23 @@ struct InstallOptions: ParsableArguments {
     @Flag(help: "Also ask peers found on the local network: odr share --announce services (DNS-SD _odr._tcp through Avahi) of this catalog, after the --peer URLs. Waits at most 2 s (less once a peer is found); without Avahi the fetch goes on without them.")
     var discover = false
 
+    @Option(name: .customLong("discover-timeout"),
+            help: ArgumentHelp("The most seconds --discover waits for Avahi (0.1 to 60, default 2): more on a busy network or machine, less to start sooner when no peer is there.",
+                               valueName: "seconds"))
+    var discoverTimeout: Double?
+
     var bundledCatalog: URL? { bundled.map { URL(filePath: $0, directoryHint: .isDirectory) } }
 
     /// The `--peer` URLs.
     var peerURLs: [URL] { peers.compactMap { URL(string: $0) } }
 
     func validate() throws {
+        if let discoverTimeout {
+            guard discoverTimeout.isFinite, (0.1...60).contains(discoverTimeout) else {
+                throw ValidationError("--discover-timeout \(discoverTimeout): give 0.1 to 60 seconds, such as 5.")
+            }
+            guard discover else { throw ValidationError("--discover-timeout applies to --discover: add --discover, or drop it.") }
+        }
         for peer in peers {
             guard let url = URL(string: peer), let scheme = url.scheme?.lowercased(), ["http", "https"].contains(scheme), url.host != nil else {
                 throw ValidationError("--peer \(peer): give the http:// URL odr share printed on the other device, such as http://192.168.1.20:7420/.")

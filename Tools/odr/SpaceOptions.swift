@@ -51,6 +51,7 @@ extension CatalogOptions {
         configuration.mirrors = mirrorURLs
         configuration.peers = install?.peerURLs ?? []
         configuration.discoversPeers = install?.discover ?? false
+        if let timeout = install?.discoverTimeout { configuration.peerDiscoveryTimeout = timeout }
         configuration.allowsUnsignedCatalogFromMirrors = allowUnsignedMirrors
         configuration.catalogID = catalogID
         return try ResourceManager(configuration: configuration)

@@ -71,6 +71,16 @@ extension PeerDiscoveryTests {
             #expect(outcome.stderr.contains(expected), "\(arguments): \(outcome.stderr)")
         }
         #expect(PeerAnnouncement.problem(withName: String(repeating: "é", count: 31) + "a") == nil)
+        // How long a fetch's discovery may take: 0.1 to 60 s, and only with --discover.
+        for (arguments, expected) in [
+            (["--discover", "--discover-timeout", "0"], "give 0.1 to 60 seconds"),
+            (["--discover", "--discover-timeout", "nan"], "give 0.1 to 60 seconds"),
+            (["--discover-timeout", "5"], "add --discover"),
+        ] {
+            let outcome = try await ODRExecutable.run(["fetch", "--catalog", store.url.path, "--store", store.url.path] + arguments + ["level"])
+            #expect(outcome.status == 64, "\(arguments): \(outcome.stderr)")
+            #expect(outcome.stderr.contains(expected), "\(arguments): \(outcome.stderr)")
+        }
         #expect(PeerAnnouncement.name(String(repeating: "é", count: 40), suffix: " 12").utf8.count == 63)
     }
 

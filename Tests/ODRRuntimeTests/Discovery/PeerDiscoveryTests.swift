@@ -49,7 +49,10 @@ struct PeerDiscoveryTests {
             #expect(report.ignored.map(\.reason) == [.otherCatalog])
 
             cdn.clearRequests()
-            let viaPeer = try await Self.run(odr, ["fetch", "--no-sync", "--catalog", catalog, "--store", second.url.path, "--discover", "level"],
+            let viaPeer = try await Self.run(odr, ["fetch", "--no-sync", "--catalog", catalog, "--store", second.url.path, "--discover",
+                                                  // A bound for a loaded machine; the browse ends once the
+                                                  // peer Avahi already knows is resolved.
+                                                  "--discover-timeout", "20", "level"],
                                              environment: bus)
             #expect(viaPeer.status == 0, "\(viaPeer.stderr)")
             #expect(viaPeer.stdout.contains("from peers (\(peer.absoluteString)"), "\(viaPeer.stdout)")
