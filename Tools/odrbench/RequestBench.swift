@@ -31,8 +31,10 @@ import ODRSimulation
 /// 5. The pairs of 1. in a game that shares its store (issue 43; target: median within 1.1x of
 ///    the same pairs with no peer downloading): the manager shares in this process
 ///    (`startSharing`, default limits) while a peer, `curl` in a child process pinned to the last
-///    core, downloads the installed files of the first 200 tags from it by digest over two
-///    connections, in a loop. Blocks of pairs alternate between no peer (paused with SIGSTOP; the
+///    core, downloads the installed files of the first 200 tags and a 16 MiB file of the first
+///    tag (again after every 100 small files) from it by digest over two connections, in a loop,
+///    so that the share sends bytes at its rate limit (32 MiB/s by default), not only answers
+///    small requests. Blocks of pairs alternate between no peer (paused with SIGSTOP; the
 ///    share listens, idle) and the peer downloading (SIGCONT), so the machine's drift hits both
 ///    alike. (Stopping the share between blocks is not possible on one port: the paused peer's
 ///    closed connections hold it.)
@@ -137,7 +139,7 @@ struct RequestBench: AsyncParsableCommand {
         let storeURL = work.appending(path: "store")
         let catalogURL = URL(filePath: catalog.path, directoryHint: .isDirectory)
         // A finished setup leaves this file; its text names the parameters it was made with.
-        let setupMark = work.appending(path: "setup-done"), setup = "\(tags) \(filesPerTag) \(installed) signed\(splitMetadata ? " split" : "")"
+        let setupMark = work.appending(path: "setup-done"), setup = "\(tags) \(filesPerTag) \(installed) signed\(splitMetadata ? " split" : "")\(sharingPairs > 0 ? " peer16" : "")"
         let keyURL = work.appending(path: "bench.key")
         if (try? String(contentsOf: setupMark, encoding: .utf8)) == setup {
             print("reusing the catalog and store in \(work.path)")
@@ -262,6 +264,16 @@ struct RequestBench: AsyncParsableCommand {
             }
             try request.endAccessingResources()
         }
+        // And the first tag's 16 MiB file, which carries most of the peer's bytes: asked again
+        // after every 100 small files, so that one of the peer's two connections is nearly always
+        // pulling bytes at the share's rate limit while the other makes requests.
+        let first = ResourceRequest(tags: [names[0]], manager: manager)
+        guard await first.conditionallyBeginAccessingResources(), let big = first.path(forResource: "\(names[0])/peer.bin") else {
+            throw ValidationFailure("\(names[0])/peer.bin is not installed")
+        }
+        let bigDigest = try ContentHash.sha256Hex(ofFileAt: URL(filePath: big))
+        try first.endAccessingResources()
+        digests = stride(from: 0, to: digests.count, by: 100).flatMap { [bigDigest] + digests[$0..<min($0 + 100, digests.count)] }
         let quiet = Logger(label: "odrbench.share") { _ in SwiftLogNoOpLogHandler() }
         let server = try await manager.startSharing(port: 0, logger: quiet)
         let port = server.port
@@ -305,8 +317,18 @@ struct RequestBench: AsyncParsableCommand {
                 sent += server.bytesSent - sentBefore
                 served += server.requestCount - servedBefore
                 kill(-peer, SIGSTOP)
-                // What the peer had asked for is sent before the next block starts.
-                await server.waitUntilIdle()
+                // The share sends what the stopped peer's socket buffers still take, then has
+                // nothing it can send: the next block starts once no byte went out for 20 ms (at
+                // most a second). Waiting for the share to be idle would wait forever for the rest
+                // of a 16 MiB body.
+                var last = server.bytesSent
+                let settle = ContinuousClock.now + .seconds(1)
+                while ContinuousClock.now < settle {
+                    try await Task.sleep(for: .milliseconds(20))
+                    let now = server.bytesSent
+                    if now == last { break }
+                    last = now
+                }
             }
         }
         await server.stop()
@@ -550,9 +572,20 @@ struct RequestBench: AsyncParsableCommand {
                 try Data(text.utf8).write(to: folder.appending(path: "f\(file).txt"))
             }
         }
+        if sharingPairs > 0, let first = names.first {
+            // What a peer pulls from a game that shares is mostly large files: without one, the
+            // peer's load on the share would be requests, not bytes.
+            var random = SplitMix64(seed: 43)
+            var bytes = [UInt8](repeating: 0, count: Self.peerFileBytes)
+            random.fill(&bytes)
+            try Data(bytes).write(to: assets.appending(path: "\(first)/peer.bin"))
+        }
         let rules = names.map { "\"\($0)\": [\"\($0)\"]" }.joined(separator: ",\n")
         try Data("{\"tags\": {\n\(rules)\n}}\n".utf8).write(to: assets.appending(path: TagRules.defaultFileName))
     }
+
+    /// The size of the incompressible file the first tag holds when sharing is measured: 16 MiB.
+    static let peerFileBytes = 16 << 20
 
     /// Installs the packs of `tags` without flushing (the figures are about reading, not installing).
     private func install(tags: [String], catalog: URL, store storeURL: URL, variants: VariantPreferences = VariantPreferences()) async throws {
