@@ -300,9 +300,10 @@ public struct PackInstaller: Sendable {
             }
         }
         while true {
-            try StoreFiles.makeFolder(folder.path)
-            let staged = StagedEntries.look(in: folder, entries: entries, journal: journal, parts: parts, hashing: true,
-                                            flush: store.synchronousWrites)
+            // A folder made just now is empty: a fresh install has no entry to look for or remove.
+            let fresh = try StoreFiles.makeFolder(folder.path)
+            let staged = fresh ? StagedEntries() : StagedEntries.look(in: folder, entries: entries, journal: journal, parts: parts,
+                                                                      hashing: true, flush: store.synchronousWrites)
             var complete = staged.complete
             outcome.reusedFiles = 0
             outcome.reused = 0
@@ -329,8 +330,8 @@ public struct PackInstaller: Sendable {
             outcome.reused = chunked.reduce(outcome.reused) { $0.clampedAdding($1.plan.heldBytes) }
             let chunkBytes = chunked.reduce(Int64(0)) { $0.clampedAdding($1.plan.fetchBytes) }
             tracker.plan(pack, bytes: plan.fetchBytes.clampedAdding(chunkBytes), held: outcome.resumed + outcome.reused + fromPeers)
-            // Whatever a fetch writes afresh must not meet a stale partial file.
-            for fetch in plan.fetches {
+            // Whatever a fetch writes afresh must not meet a stale partial file (a fresh folder has none).
+            for fetch in fresh ? [] : plan.fetches {
                 for target in fetch.targets where target.resume == nil {
                     unlink(folder.appending(path: target.entry.name).path)
                 }

@@ -52,13 +52,21 @@ enum StoreFiles {
     ///
     /// - Throws: `storage-failure` (`out-of-space` on a full disk) when it cannot be created, or
     ///   something other than a folder or a link is there.
-    static func makeFolder(_ path: String) throws(ResourceError) {
-        if mkdir(path, 0o755) == 0 { return }
+    ///
+    /// - Returns: whether this call made the folder (so it is empty), not found it there.
+    @discardableResult
+    static func makeFolder(_ path: String) throws(ResourceError) -> Bool {
+        if mkdir(path, 0o755) == 0 { return true }
         guard errno == EEXIST else { throw StoreFailure.posix("create '\(path)'") }
-        if isFolder(path) { return }
-        guard removeLink(path), mkdir(path, 0o755) == 0 || errno == EEXIST && isFolder(path) else {
+        if isFolder(path) { return false }
+        guard removeLink(path) else {
             throw ResourceError(.storageFailure, "'\(path)' is in the store's way and is not a folder. Run `odr verify --repair`.")
         }
+        if mkdir(path, 0o755) == 0 { return true }
+        guard errno == EEXIST && isFolder(path) else {
+            throw ResourceError(.storageFailure, "'\(path)' is in the store's way and is not a folder. Run `odr verify --repair`.")
+        }
+        return false
     }
 
     /// Makes the folders above the file `relative` (a checked relative path, `a/b/c.png`) below
