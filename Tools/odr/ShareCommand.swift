@@ -75,6 +75,8 @@ struct ShareCommand: AsyncParsableCommand {
                 throw ResourceError(.storageFailure, "'\(storeOption.path)' holds no store (no \(ResourceStore.databaseName)). Pass the --store directory that odr fetch or your game uses.")
             }
             let store = try ResourceStore(directory: directory)
+            // Before the server starts, so that a signal during startup is not lost.
+            let signals = TerminationSignals(label: "odr.share.signals")
             var logger = Logger(label: "odr.share") { StreamLogHandler.standardError(label: $0) }
             logger.logLevel = verbose ? .info : .warning
             let limits = ShareLimits(maximumConcurrentTransfers: maxTransfers, maximumTransfersPerAddress: maxPerAddress,
@@ -105,16 +107,23 @@ struct ShareCommand: AsyncParsableCommand {
             }
             print("Sharing \(storeOption.path) at \(server.baseURL) (\(maxTransfers) transfers, \(rate == 0 ? "no rate limit" : "\(byteText(rate))/s")). Stop with Ctrl-C.")
             fflush(nil)
-            // Until the process is stopped, following the announcement: a device that joins the
+            // Until SIGINT or SIGTERM, following the announcement: a device that joins the
             // network later with the same name makes Avahi pick another one.
-            while !Task.isCancelled {
-                try? await Task.sleep(for: announce ? .seconds(1) : .seconds(3600))
-                if let now = server.announcementStatus, now != announced {
-                    report(now)
-                    announced = now
+            let following = Task { [announced] in
+                var announced = announced
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: .seconds(1))
+                    if let now = server.announcementStatus, now != announced {
+                        report(now)
+                        announced = now
+                    }
                 }
             }
+            let signal = await signals.next()
+            following.cancel()
+            FileHandle.standardError.write(Data("Received \(signal == SIGINT ? "SIGINT" : "SIGTERM"), stopping: responses under way get at most a second (send it again to exit at once).\n".utf8))
             await server.stop()
+            withExtendedLifetime(signals) {}
         }
     }
 
