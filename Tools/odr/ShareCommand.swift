@@ -141,6 +141,8 @@ struct ShareCommand: AsyncParsableCommand {
             print("Announced as \(names) (DNS-SD \(DiscoveredService.serviceType)\(renamed)).")
         case .registering:
             FileHandle.standardError.write(Data("Avahi has not confirmed the announcement as \(names) yet (it probes each name, and picks another when a device on the network uses it); sharing goes on, and 'Announced as' follows once it confirms.\n".utf8))
+        case .waitingForAvahi:
+            FileHandle.standardError.write(Data("avahi-daemon left the system bus (it stopped or restarts) and took the announcement as \(names) with it; sharing goes on, the share registers the names again once avahi-daemon is back, and 'Announced as' follows.\n".utf8))
         case .failed(let error):
             FileHandle.standardError.write(Data("The share is no longer announced on the local network (\(error.code)): \(error.message) Sharing goes on; peers can still name this share's URL.\n".utf8))
         }
