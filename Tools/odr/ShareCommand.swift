@@ -138,6 +138,7 @@ struct ShareCommand: AsyncParsableCommand {
         switch status.state {
         case .established:
             let renamed = status.renames == 0 ? "" : "; the name was taken on the local network, so Avahi picked the next free one"
+            // Said again after a rename, and after avahi-daemon restarted (the status differs in avahiRestarts).
             print("Announced as \(names) (DNS-SD \(DiscoveredService.serviceType)\(renamed)).")
         case .registering:
             FileHandle.standardError.write(Data("Avahi has not confirmed the announcement as \(names) yet (it probes each name, and picks another when a device on the network uses it); sharing goes on, and 'Announced as' follows once it confirms.\n".utf8))

@@ -59,6 +59,10 @@ public final class PeerAnnouncement: Sendable {
         public var names: [String]
         /// How many times a name was found taken and changed since the announcement began.
         public var renames: Int
+        /// How many times avahi-daemon left the bus (and the names were, or are to be, registered
+        /// again) since the announcement began: a status that is established again after a restart
+        /// differs from the one before it by this count.
+        public var avahiRestarts = 0
     }
 
     /// The most times in a row a name found taken is replaced before the announcement fails.
@@ -402,6 +406,7 @@ extension PeerAnnouncement {
             isCommitted = false
             pending = nil
             guard !owner.isEmpty else {
+                if status.state != .waitingForAvahi { status.avahiRestarts += 1 }
                 status.state = .waitingForAvahi
                 return []
             }

@@ -84,7 +84,38 @@ extension PeerDiscoveryTests {
             return report.peers.count == 1
         }
         #expect(report.peers.map(\.absoluteString) == ["http://127.0.0.1:7420/"])
-        #expect(announcement.status == PeerAnnouncement.Status(state: .established, names: ["steamdeck"], renames: 0))
+        #expect(announcement.status == PeerAnnouncement.Status(state: .established, names: ["steamdeck"], renames: 0, avahiRestarts: 1))
+    }
+
+    /// What a user sees when avahi-daemon restarts under `odr share --announce`: `Announced as`
+    /// again under the same name (and, when its once-a-second look catches Avahi away, a line on
+    /// stderr that the share waits for it), and the share is found by a browse of the new daemon.
+    @Test(.enabled(if: PrivateAvahi.isInstalled, Comment(rawValue: PrivateAvahi.notInstalled)), .timeLimit(.minutes(5)))
+    func odrShareSaysItWaitsForAvahiAndAnnouncesAgain() async throws {
+        let avahi = try await PrivateAvahi()
+        defer { avahi.stop() }
+        let fixture = try await PeerInstallTests.game(files: 1, fileBytes: 1 << 16)
+        let store = try TemporaryDirectory(prefix: "odr-deck-restart")
+        let odr = try #require(ODRExecutable.url)
+        try await withTestServer(root: fixture.catalog) { cdn in
+            let seeded = try await Self.run(odr, ["fetch", "--no-sync", "--catalog", cdn.baseURL.absoluteString, "--store", store.url.path, "level"])
+            try #require(seeded.status == 0, "\(seeded.stderr)")
+        }
+        let share = try RunningProcess(odr, ["share", "--store", store.url.path, "--port", "0", "--announce", "--name", "steamdeck"],
+                                       environment: ["DBUS_SYSTEM_BUS_ADDRESS": avahi.busAddress])
+        defer { share.terminate() }
+        try await share.waitForOutput(containing: "Stop with Ctrl-C.", timeout: .seconds(60))
+        #expect(share.stdout.contains("Announced as 'steamdeck' (DNS-SD _odr._tcp)."), "\(share.stdout) \(share.stderr)")
+        try await avahi.restartAvahi()
+        try await waitUntil("odr share to announce again (stdout: \(share.stdout); stderr: \(share.stderr))", timeout: .seconds(30)) {
+            share.stdout.components(separatedBy: "Announced as 'steamdeck' (DNS-SD _odr._tcp).").count == 3
+        }
+        let discovery = PeerDiscovery(socketPath: avahi.busSocket, timeout: 5)
+        var report = PeerDiscovery.Report()
+        try await waitUntil("the share to be browsable (last report: \(report))", timeout: .seconds(30)) {
+            if let found = try? discovery.discover(catalogID: "peer-game") { report = found }
+            return report.peers.count == 1
+        }
     }
 
     /// `--name` is checked before anything starts: at most 63 bytes of UTF-8, and only with `--announce`.
@@ -256,7 +287,7 @@ extension PeerDiscoveryTests {
         #expect(orphaned.0.take(try ownerChanged("org.freedesktop.NetworkManager")).isEmpty && orphaned.0.status.state == .registering)
         #expect(orphaned.0.take(try ownerChanged("org.freedesktop.Avahi", sender: ":1.9")).isEmpty && orphaned.0.status.state == .registering)
         #expect(orphaned.0.take(try ownerChanged("org.freedesktop.Avahi")).isEmpty)
-        #expect(orphaned.0.status == PeerAnnouncement.Status(state: .waitingForAvahi, names: ["steamdeck"], renames: 0))
+        #expect(orphaned.0.status == PeerAnnouncement.Status(state: .waitingForAvahi, names: ["steamdeck"], renames: 0, avahiRestarts: 1))
         #expect(!orphaned.0.isCommitted && orphaned.0.awaited == nil && orphaned.0.group == nil)
         #expect(orphaned.0.take(try reply(orphaned.commit)).isEmpty)
         #expect(orphaned.0.take(try state(3)).isEmpty)
@@ -269,7 +300,7 @@ extension PeerDiscoveryTests {
         #expect(try sent(recommitted).member == "Commit")
         #expect(orphaned.0.take(try reply(recommitted)).isEmpty)
         #expect(orphaned.0.take(try state(2, path: "/Client1/EntryGroup1")).isEmpty)
-        #expect(orphaned.0.status == PeerAnnouncement.Status(state: .established, names: ["steamdeck"], renames: 0))
+        #expect(orphaned.0.status == PeerAnnouncement.Status(state: .established, names: ["steamdeck"], renames: 0, avahiRestarts: 1))
     }
 
     /// The error of a failed announcement status.
