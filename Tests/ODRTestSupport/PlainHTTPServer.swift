@@ -89,28 +89,12 @@ public final class PlainHTTPServer: Sendable {
     /// Tries to connect until the port accepts, for at most `timeout`.
     private static func waitUntilAccepting(port: Int, timeout: Duration = .seconds(30)) async throws {
         let deadline = ContinuousClock.now + timeout
-        while !canConnect(port: port) {
+        while !LoopbackConnection.canConnect(port: port) {
             guard ContinuousClock.now < deadline else {
                 throw ServerStartFailure(description: "127.0.0.1:\(port) did not accept connections within \(timeout)")
             }
             try await Task.sleep(for: .milliseconds(10))
         }
-    }
-
-    private static func canConnect(port: Int) -> Bool {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard descriptor >= 0 else { return false }
-        defer { close(descriptor) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = in_addr_t(UInt32(0x7F00_0001).bigEndian)
-        let result = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        return result == 0
     }
 }
 

@@ -9,7 +9,8 @@ import Foundation
 /// of its clients, and a child on the host's network reaches a share there on its loopback.
 /// Needs root, `dbus-daemon`, `avahi-daemon`, `unshare`, `nsenter` and `ip`: tests skip when the daemons
 /// are not installed (``isInstalled``, `make deps` installs them), and ``init(avahi:)`` throws
-/// for the rest. ``init(sharingNetworkWith:)`` starts a second machine on the same network.
+/// for the rest. ``init(sharingNetworkWith:)`` starts a second machine on the same network, and
+/// ``restartAvahi()`` kills the Avahi daemon and starts a new one on the same bus.
 ///
 /// ```swift
 /// let avahi = try await PrivateAvahi()
@@ -22,7 +23,10 @@ public final class PrivateAvahi: Sendable {
     public let busSocket: String
     public var busAddress: String { "unix:path=\(busSocket)" }
     private let bus: RunningProcess
-    private let avahi: RunningProcess?
+    /// The Avahi daemon, replaced by ``restartAvahi()``; `nil` for a bus without Avahi.
+    private let avahiDaemon: LockedBox<RunningProcess?>
+    private var avahi: RunningProcess? { avahiDaemon.value }
+    private let avahiConfig: URL
 
     private static let daemons = ["/usr/bin/dbus-daemon", "/usr/sbin/avahi-daemon"]
 
@@ -71,7 +75,8 @@ public final class PrivateAvahi: Sendable {
               </policy>
             </busconfig>
             """.write(to: busConfig, atomically: true, encoding: .utf8)
-        let avahiConfig = folder.url.appending(path: "avahi.conf")
+        avahiConfig = folder.url.appending(path: "avahi.conf")
+        avahiDaemon = LockedBox(nil)
         try """
             [server]
             use-ipv4=yes
@@ -91,30 +96,43 @@ public final class PrivateAvahi: Sendable {
         let bus = try RunningProcess(URL(filePath: "/usr/bin/dbus-daemon"), ["--config-file=\(busConfig.path)", "--nofork", "--print-address"])
         self.bus = bus
         try await bus.waitForOutput(containing: "unix:path=", timeout: .seconds(60))
-        guard withAvahi else {
-            avahi = nil
-            return
-        }
-        // Its log goes to a file. The bus is a socket in the file system, which a network
-        // namespace does not hide.
-        let log = folder.url.appending(path: "avahi.log")
-        let avahi: RunningProcess
+        guard withAvahi else { return }
         do {
-            // nsenter and unshare exec what they run (neither forks), as the shell's last command
-            // does: the process started is avahi-daemon, in its namespaces.
-            let start = "mkdir -p /run/avahi-daemon && mount -t tmpfs tmpfs /run/avahi-daemon && exec /usr/sbin/avahi-daemon --no-drop-root --no-chroot --no-rlimits -f '\(avahiConfig.path)' >'\(log.path)' 2>&1"
-            let arguments = if let network {
-                ["--net=\(network)", "/usr/bin/unshare", "--mount", "--propagation", "private", "/bin/sh", "-c", start]
-            } else {
-                ["--mount", "--net", "--propagation", "private", "/bin/sh", "-c", "/usr/sbin/ip link set lo up && \(start)"]
-            }
-            avahi = try RunningProcess(URL(filePath: network == nil ? "/usr/bin/unshare" : "/usr/bin/nsenter"), arguments,
-                                       environment: ["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=\(busSocket)"])
+            avahiDaemon.value = try await startAvahi(network: network)
         } catch {
-            bus.terminate()
+            stop()
             throw error
         }
-        self.avahi = avahi
+    }
+
+    /// Kills the Avahi daemon (SIGKILL: it leaves the bus, and forgets every service its clients
+    /// registered, as when it crashes or restarts) and starts a new one on the same bus, in a new
+    /// network namespace; returns once it has started. A second machine sharing the old daemon's
+    /// network (``init(sharingNetworkWith:)``) no longer hears it.
+    public func restartAvahi() async throws {
+        guard let old = avahi else {
+            throw CocoaError(.fileNoSuchFile, userInfo: [NSLocalizedDescriptionKey: "this PrivateAvahi runs no avahi-daemon"])
+        }
+        old.terminate()
+        avahiDaemon.value = try await startAvahi(network: nil)
+    }
+
+    /// Starts avahi-daemon on the bus in `network` (a file of /proc) or a network namespace of its
+    /// own, and waits until it has started.
+    private func startAvahi(network: String?) async throws -> RunningProcess {
+        // Its log goes to a file, a new one for each daemon. The bus is a socket in the file
+        // system, which a network namespace does not hide.
+        let log = folder.url.appending(path: "avahi-\(UUID().uuidString).log")
+        // nsenter and unshare exec what they run (neither forks), as the shell's last command
+        // does: the process started is avahi-daemon, in its namespaces.
+        let start = "mkdir -p /run/avahi-daemon && mount -t tmpfs tmpfs /run/avahi-daemon && exec /usr/sbin/avahi-daemon --no-drop-root --no-chroot --no-rlimits -f '\(avahiConfig.path)' >'\(log.path)' 2>&1"
+        let arguments = if let network {
+            ["--net=\(network)", "/usr/bin/unshare", "--mount", "--propagation", "private", "/bin/sh", "-c", start]
+        } else {
+            ["--mount", "--net", "--propagation", "private", "/bin/sh", "-c", "/usr/sbin/ip link set lo up && \(start)"]
+        }
+        let avahi = try RunningProcess(URL(filePath: network == nil ? "/usr/bin/unshare" : "/usr/bin/nsenter"), arguments,
+                                       environment: ["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=\(busSocket)"])
         do {
             try await waitUntil("avahi-daemon to start", timeout: .seconds(60)) {
                 let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
@@ -122,9 +140,10 @@ public final class PrivateAvahi: Sendable {
                 return text.contains("Server startup complete")
             }
         } catch {
-            stop()
+            avahi.terminate()
             throw error
         }
+        return avahi
     }
 
     deinit { stop() }

@@ -75,6 +75,8 @@ struct ShareCommand: AsyncParsableCommand {
                 throw ResourceError(.storageFailure, "'\(storeOption.path)' holds no store (no \(ResourceStore.databaseName)). Pass the --store directory that odr fetch or your game uses.")
             }
             let store = try ResourceStore(directory: directory)
+            // Before the server starts, so that a signal during startup is not lost.
+            let signals = TerminationSignals(label: "odr.share.signals")
             var logger = Logger(label: "odr.share") { StreamLogHandler.standardError(label: $0) }
             logger.logLevel = verbose ? .info : .warning
             let limits = ShareLimits(maximumConcurrentTransfers: maxTransfers, maximumTransfersPerAddress: maxPerAddress,
@@ -105,16 +107,23 @@ struct ShareCommand: AsyncParsableCommand {
             }
             print("Sharing \(storeOption.path) at \(server.baseURL) (\(maxTransfers) transfers, \(rate == 0 ? "no rate limit" : "\(byteText(rate))/s")). Stop with Ctrl-C.")
             fflush(nil)
-            // Until the process is stopped, following the announcement: a device that joins the
+            // Until SIGINT or SIGTERM, following the announcement: a device that joins the
             // network later with the same name makes Avahi pick another one.
-            while !Task.isCancelled {
-                try? await Task.sleep(for: announce ? .seconds(1) : .seconds(3600))
-                if let now = server.announcementStatus, now != announced {
-                    report(now)
-                    announced = now
+            let following = Task { [announced] in
+                var announced = announced
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: .seconds(1))
+                    if let now = server.announcementStatus, now != announced {
+                        report(now)
+                        announced = now
+                    }
                 }
             }
+            let signal = await signals.next()
+            following.cancel()
+            FileHandle.standardError.write(Data("Received \(signal == SIGINT ? "SIGINT" : "SIGTERM"), stopping: responses under way get at most a second (send it again to exit at once).\n".utf8))
             await server.stop()
+            withExtendedLifetime(signals) {}
         }
     }
 
@@ -129,9 +138,12 @@ struct ShareCommand: AsyncParsableCommand {
         switch status.state {
         case .established:
             let renamed = status.renames == 0 ? "" : "; the name was taken on the local network, so Avahi picked the next free one"
+            // Said again after a rename, and after avahi-daemon restarted (the status differs in avahiRestarts).
             print("Announced as \(names) (DNS-SD \(DiscoveredService.serviceType)\(renamed)).")
         case .registering:
             FileHandle.standardError.write(Data("Avahi has not confirmed the announcement as \(names) yet (it probes each name, and picks another when a device on the network uses it); sharing goes on, and 'Announced as' follows once it confirms.\n".utf8))
+        case .waitingForAvahi:
+            FileHandle.standardError.write(Data("avahi-daemon left the system bus (it stopped or restarts) and took the announcement as \(names) with it; sharing goes on, the share registers the names again once avahi-daemon is back, and 'Announced as' follows.\n".utf8))
         case .failed(let error):
             FileHandle.standardError.write(Data("The share is no longer announced on the local network (\(error.code)): \(error.message) Sharing goes on; peers can still name this share's URL.\n".utf8))
         }

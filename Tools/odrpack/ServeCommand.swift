@@ -104,7 +104,7 @@ struct ServeCommand: AsyncParsableCommand {
             return handler
         }
         let logger = Logger(label: "odrpack.serve")
-        let signals = TerminationSignals()
+        let signals = TerminationSignals(label: "odrpack.serve.signals")
         let conditions = conditions(seed: seed ?? UInt64.random(in: .min ... .max))
         let server = try await CatalogServer.start(
             root: URL(filePath: catalog, directoryHint: .isDirectory),
@@ -136,39 +136,3 @@ struct ServeCommand: AsyncParsableCommand {
 }
 
 extension Logger.Level: @retroactive ExpressibleByArgument {}
-
-/// SIGINT and SIGTERM as an async event, so the server shuts down cleanly instead of dying.
-///
-/// Installed before the server starts, so a signal during startup is not lost; while this value is
-/// alive, a second signal exits at once (for a shutdown that hangs).
-private final class TerminationSignals {
-    private let sources: [any DispatchSourceSignal]
-    private let signals: AsyncStream<Int32>
-
-    init() {
-        let queue = DispatchQueue(label: "odrpack.serve.signals")
-        let (signals, continuation) = AsyncStream<Int32>.makeStream()
-        let received = Locked(0)
-        sources = [SIGINT, SIGTERM].map { number in
-            signal(number, SIG_IGN)  // Dispatch only sees a signal whose default action is off.
-            let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
-            source.setEventHandler {
-                let count = received.withLock { count in
-                    count += 1
-                    return count
-                }
-                if count > 1 { exit(128 + number) }
-                continuation.yield(number)
-            }
-            source.resume()
-            return source
-        }
-        self.signals = signals
-    }
-
-    /// The first SIGINT or SIGTERM received.
-    func next() async -> Int32 {
-        var iterator = signals.makeAsyncIterator()
-        return await iterator.next() ?? SIGTERM
-    }
-}

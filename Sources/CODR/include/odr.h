@@ -583,8 +583,8 @@ ODR_EXTERN odr_status odr_share_url(odr_share *share, char *buffer, size_t buffe
 ODR_EXTERN odr_status odr_share_stats(odr_share *share, int64_t *out_bytes_sent, int *out_active_transfers);
 
 /** Stops listening, withdraws the announcement and closes every connection; blocks until the port
- *  is closed (bodies under way get at most a second to end; a peer that stopped reading mid-body
- *  holds it longer, a known bug: docs/C-API.md). Once: a second call is
+ *  is closed (bodies under way get at most a second to end, then every connection is closed, a
+ *  peer's that stopped reading mid-body included). Once: a second call is
  *  ODR_E_SHARE_STOPPED. The handle stays valid until `odr_share_destroy`. */
 ODR_EXTERN odr_status odr_share_stop(odr_share *share);
 

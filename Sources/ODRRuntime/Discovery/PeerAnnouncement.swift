@@ -23,6 +23,11 @@ import ODRFormat
 /// under which names; the names are final once it is
 /// ``State/established`` (Avahi has probed them and answers for them).
 ///
+/// An avahi-daemon that leaves the bus (it stopped, crashed or restarts) takes the services with
+/// it. The announcement then waits for it (``State/waitingForAvahi``: the bus says when a program
+/// takes Avahi's name again) and registers the same names again on the new daemon, through the
+/// same collision handling as at the start.
+///
 /// What the LAN learns from it: that this machine shares odr content of these catalogs on this
 /// port (docs/SECURITY.md, "Discovery").
 ///
@@ -39,6 +44,10 @@ public final class PeerAnnouncement: Sendable {
         case registering
         /// Avahi has probed the names and answers for them: devices that browse see the services.
         case established
+        /// avahi-daemon left the system bus and the services with it (it stopped or restarts):
+        /// nothing is announced until a daemon takes its name on the bus again; the names are then
+        /// registered again (``registering``, then ``established``).
+        case waitingForAvahi
         /// The announcement ended and is no longer visible; the error says why and what to do.
         case failed(PeerDiscoveryError)
     }
@@ -50,6 +59,10 @@ public final class PeerAnnouncement: Sendable {
         public var names: [String]
         /// How many times a name was found taken and changed since the announcement began.
         public var renames: Int
+        /// How many times avahi-daemon left the bus (and the names were, or are to be, registered
+        /// again) since the announcement began: a status that is established again after a restart
+        /// differs from the one before it by this count.
+        public var avahiRestarts = 0
     }
 
     /// The most times in a row a name found taken is replaced before the announcement fails.
@@ -127,13 +140,14 @@ public final class PeerAnnouncement: Sendable {
     public func stop() { follower.stop() }
 
     /// Waits until Avahi has established the names or the announcement has failed, at most
-    /// `timeout`; returns the status then (still ``State/registering`` when the time ran
-    /// out: Avahi probes each name for about a second, and longer after a collision).
+    /// `timeout`; returns the status then (still ``State/registering`` or
+    /// ``State/waitingForAvahi`` when the time ran out: Avahi probes each name for about a
+    /// second, and longer after a collision).
     public func waitUntilSettled(timeout: Duration) async -> Status {
         let deadline = ContinuousClock.now + timeout
         while true {
             let now = status
-            guard case .registering = now.state, ContinuousClock.now < deadline else { return now }
+            guard now.state == .registering || now.state == .waitingForAvahi, ContinuousClock.now < deadline else { return now }
             try? await Task.sleep(for: .milliseconds(20))
         }
     }
@@ -239,8 +253,10 @@ extension PeerAnnouncement {
     /// the entry group's signals and for Avahi leaving the bus, `EntryGroupNew`, `AddService` for each catalog, `Commit`; then it
     /// follows `StateChanged`. A name taken (a `CollisionError` answer to `AddService`, or the state
     /// COLLISION) leads to `Reset`, `GetAlternativeServiceName` for each name, and `AddService` and
-    /// `Commit` again; state FAILURE, Avahi leaving the bus (`NameOwnerChanged`: a restarted Avahi
-    /// has forgotten the group), an error answer or an answer of another shape ends it.
+    /// `Commit` again; state FAILURE, an error answer or an answer of another shape ends it. Avahi
+    /// leaving the bus (`NameOwnerChanged` with no new owner: the daemon has forgotten the group)
+    /// makes it wait; when a daemon owns the name again, it starts over at `EntryGroupNew` with
+    /// the same names.
     struct Registration {
         /// Avahi's entry group states (`AvahiEntryGroupState`).
         static let uncommitted: Int32 = 0, registering: Int32 = 1, established: Int32 = 2, collision: Int32 = 3, failure: Int32 = 4
@@ -377,15 +393,27 @@ extension PeerAnnouncement {
             return []
         }
 
-        /// The bus's `NameOwnerChanged` (`sss`: a name, its old owner, its new one): Avahi left the
-        /// bus when its name has no new owner.
+        /// The bus's `NameOwnerChanged` (`sss`: a name, its old owner, its new one). Avahi's name
+        /// without a new owner: the daemon left and forgot the group, and answers no call awaited.
+        /// With a new owner: a daemon (re)started, which knows nothing of this client yet.
         private mutating func ownerChanged(_ message: DBusMessage) -> [[UInt8]] {
             var arguments = message.arguments
             guard message.signature == "sss", let name = arguments.string(), arguments.string() != nil, let owner = arguments.string() else {
                 return fail(.malformedReply, "The bus's NameOwnerChanged signal has signature '\(message.signature)', not 'sss'.")
             }
-            guard name == Self.avahi, owner.isEmpty else { return [] }
-            return fail(.avahiUnavailable, "avahi-daemon left the system bus, so the store is no longer announced; restart the share once avahi-daemon runs again.")
+            guard name == Self.avahi else { return [] }
+            group = nil
+            isCommitted = false
+            pending = nil
+            guard !owner.isEmpty else {
+                if status.state != .waitingForAvahi { status.avahiRestarts += 1 }
+                status.state = .waitingForAvahi
+                return []
+            }
+            // The same names again: one taken meanwhile collides, as at the start.
+            status.state = .registering
+            renamesInARow = 0
+            return [call(.newGroup)]
         }
 
         /// A name is taken: the next names, unless that has happened too often in a row.

@@ -144,7 +144,11 @@ extension PackInstaller {
             peers.addReceived(bytes, from: peer)
             traffic.withLock { $0.addPeer(bytes, from: peer) }
         }
-        await peerRequestGate?.acquire(peer)
+        do {
+            try await peerRequestGate?.acquire(peer)
+        } catch {
+            throw ResourceError(.cancelled, "The install was cancelled.")
+        }
         defer { peerRequestGate?.release(peer) }
         let result = try await transport.download(request, into: sink)
         peers.addReceived(result.receivedBytes, from: peer)

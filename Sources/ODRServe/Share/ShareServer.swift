@@ -202,8 +202,9 @@ public final class ShareServer: Sendable {
         return await current.waitUntilSettled(timeout: timeout)
     }
 
-    /// Stops listening, withdraws the announcement and closes every connection. Calling it again
-    /// does nothing.
+    /// Stops listening, withdraws the announcement and closes every connection, and returns once
+    /// the port is closed: bodies under way get at most a second to end, then their connections
+    /// are closed, a peer's that stopped reading mid-body included. Calling it again does nothing.
     public func stop() async {
         withdraw()
         await listener.stop()

@@ -16,9 +16,9 @@ struct ShareServerTests {
         var storeDirectory: TemporaryDirectory
     }
 
-    /// A store with tag `level` installed (tag `menu` not), shared on a free port.
-    static func withSharedStore(limits: ShareLimits = .unlimited, _ body: (Shared) async throws -> Void) async throws {
-        let fixture = try await PeerInstallTests.game(files: 2, fileBytes: 1 << 20)
+    /// A store with tag `level` installed (two files of `fileBytes`; tag `menu` not), shared on a free port.
+    static func withSharedStore(limits: ShareLimits = .unlimited, fileBytes: Int = 1 << 20, _ body: (Shared) async throws -> Void) async throws {
+        let fixture = try await PeerInstallTests.game(files: 2, fileBytes: fileBytes)
         let directory = try TemporaryDirectory(prefix: "odr-share")
         try await withTestServer(root: fixture.catalog) { cdn in
             let installed = try await PeerInstallTests.install(["level"], from: cdn.baseURL, into: directory.url)
@@ -129,5 +129,62 @@ struct ShareServerTests {
             await shared.share.waitUntilIdle()
             try await waitUntil("slots are free", timeout: .seconds(5)) { shared.share.activeTransfers == 0 }
         }
+    }
+
+    /// A peer that stops reading in the middle of a body (a suspended device, a process stopped
+    /// with SIGSTOP) does not hold up `stop()`, with the default limits (the rate limiter in
+    /// play): its connection is closed once the responses under way had their second, so `stop()`
+    /// returns, the port refuses connections and the peer's connection ends. The time limit is the
+    /// guard against a `stop()` that never returns.
+    @Test(.timeLimit(.minutes(1)))
+    func stopClosesTheConnectionOfAPeerThatStoppedReadingMidBody() async throws {
+        // 8 MiB: more than the loopback socket buffers hold (the client's receive buffer is made
+        // small), so the server's writes wait for a reader that never comes.
+        try await Self.withSharedStore(limits: ShareLimits(), fileBytes: 8 << 20) { shared in
+            let port = shared.share.port
+            let (connection, first) = try await Self.stalledBody(of: "level/part0.bin", in: shared, port: port)
+            // Never read again. Wait until the body is under way, then stop.
+            try await waitUntil("the body to be under way", timeout: .seconds(30)) { shared.share.bytesSent > 0 }
+            await shared.share.stop()
+            #expect(!LoopbackConnection.canConnect(port: port), "the port still accepts connections after stop()")
+            // What the socket buffers held arrives, then the end of the connection: not the whole file.
+            let rest = try await LoopbackConnection.onThread { try connection.receiveUntilClosed() }
+            #expect(first.count + rest.count < 8 << 20)
+        }
+    }
+
+    /// `odr share` on SIGINT, with such a peer: it stops as `stop()` does (the peer's connection
+    /// ends, the port refuses connections) and exits with status 0, saying so on stderr. Before,
+    /// it had no handler: SIGINT killed it outright, and one started in the background of a
+    /// non-interactive shell (where SIGINT is ignored) did not stop on it at all.
+    @Test(.timeLimit(.minutes(2)))
+    func odrShareStopsOnSIGINTWithAPeerThatStoppedReading() async throws {
+        let odr = try #require(ODRExecutable.url)
+        try await Self.withSharedStore(fileBytes: 8 << 20) { shared in
+            let share = try RunningProcess(odr, ["share", "--store", shared.storeDirectory.url.path, "--port", "0"])
+            defer { share.terminate() }
+            try await share.waitForOutput(containing: "Stop with Ctrl-C.", timeout: .seconds(60))
+            let port = try #require(share.stdout.firstMatch(of: /127\.0\.0\.1:(\d+)\//).flatMap { Int($0.1) }, "\(share.stdout)")
+            let (connection, first) = try await Self.stalledBody(of: "level/part0.bin", in: shared, port: port)
+            #expect(kill(share.processIdentifier, SIGINT) == 0)
+            let status = try await share.waitForExit(timeout: .seconds(60))
+            #expect(status == 0, "\(share.stderr)")
+            #expect(share.stderr.contains("Received SIGINT, stopping"), "\(share.stderr)")
+            #expect(!LoopbackConnection.canConnect(port: port), "the port still accepts connections after odr share exited")
+            let rest = try await LoopbackConnection.onThread { try connection.receiveUntilClosed() }
+            #expect(first.count + rest.count < 8 << 20)
+        }
+    }
+
+    /// A raw client that asks the share on `port` for the file at `path`, reads the first bytes of
+    /// the answer (a 200: the body is under way) and never reads again; its receive buffer is
+    /// small, so the server's writes soon wait for it. Returns the connection and what it read.
+    static func stalledBody(of path: String, in shared: Shared, port: Int) async throws -> (LoopbackConnection, Data) {
+        let digest = try digest(of: path, in: shared)
+        let connection = try LoopbackConnection(port: port, receiveBufferBytes: 4096)
+        try connection.send("GET /odr/v1/sha256/\(digest) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        let first = try await LoopbackConnection.onThread { try connection.receive(upTo: 100) }
+        #expect(String(decoding: first, as: UTF8.self).hasPrefix("HTTP/1.1 200"))
+        return (connection, first)
     }
 }
