@@ -99,7 +99,7 @@ public struct TransferRequest: Sendable {
     ///
     /// ```swift
     /// var request = TransferRequest(url: peerURL)
-    /// request.firstByteSeconds = 0.15  // a LAN host answers within milliseconds
+    /// request.firstByteSeconds = 0.1  // a LAN host answers within milliseconds
     /// ```
     public var firstByteSeconds: Double?
     /// The likelihood of the likeliest live anticipation hint naming the pack this transfer fetches

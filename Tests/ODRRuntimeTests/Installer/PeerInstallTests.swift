@@ -148,7 +148,7 @@ struct PeerInstallTests {
 
     /// A peer that serves wrong bytes, one that says nothing, one that redirects and one with an
     /// endless body: the install completes with the right bytes from the CDN, the peer dropped
-    /// after its first failure (a silent one by the peer first-byte timeout, 0.15 s, not the 3 s
+    /// after its first failure (a silent one by the peer first-byte timeout, 0.1 s, not the 3 s
     /// stall timeout).
     @Test(arguments: ["lying", "silent", "redirect", "endless"])
     func aBadPeerCostsTimeNeverCorrectness(_ kind: String) async throws {
@@ -197,7 +197,7 @@ struct PeerInstallTests {
                 // Said by the deadline the peer requests keep themselves, not curl's stall window.
                 let reason = peers.dropped.values.first ?? ""
                 #expect(reason.hasPrefix("timed-out:"), "\(reason)")
-                #expect(reason.contains("no byte of the body within 0.15 s of the request's start"), "\(reason)")
+                #expect(reason.contains("no byte of the body within 0.1 s of the request's start"), "\(reason)")
                 #expect(reason.contains("first-byte timeout"), "\(reason)")
             }
             // A redirect is never followed to the CDN's folder.
