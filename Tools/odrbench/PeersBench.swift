@@ -15,19 +15,26 @@ import ODRFormat
 /// 2. The peer (rate-limited to 16 MiB/s so the transfer lasts) is killed (SIGKILL) once the store
 ///    holds a quarter of the tag's bytes: the fetch completes from the CDN, and the peer's bytes
 ///    (odr fetch --json's peerBytes) plus the CDN's, less the tag's, are at most 1 MiB.
+/// 3. A peer that accepts connections and says nothing (an `odr share` of the tag stopped with
+///    SIGSTOP, as a suspended or hung process: its kernel takes the connection and the request,
+///    nobody answers): the fetch takes at most twice as long as from the CDN alone (best of --runs
+///    each, alternating).
 struct PeersBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "peers",
-        abstract: "odr fetch --peer from another store's odr share against odr fetch from the CDN alone, over loopback; a peer killed mid-transfer.",
+        abstract: "odr fetch --peer from another store's odr share against odr fetch from the CDN alone, over loopback; a peer killed mid-transfer; a peer that says nothing.",
         discussion: """
             Builds a catalog of --mib MiB of incompressible 4 MiB files (tag bench, stored \
             entries), serves it with odrpack serve, installs it into a first store, shares that \
             store with odr share (no rate limit), and times odr fetch into fresh stores from the \
             CDN alone and with --peer. Then a peer limited to 16 MiB/s is killed once the second \
-            store holds a quarter of the tag, and the bytes fetched twice are counted.
+            store holds a quarter of the tag, and the bytes fetched twice are counted. Last, \
+            odr fetch --peer with a peer that accepts connections and never answers (an odr share \
+            stopped with SIGSTOP), against the CDN alone.
 
             Targets: with a peer, the CDN sends <= 1% of the tag's pack bytes and the fetch is no \
-            slower than from the CDN alone; a killed peer costs <= 1 MiB fetched twice.
+            slower than from the CDN alone; a killed peer costs <= 1 MiB fetched twice; a silent \
+            peer makes the fetch at most 2x as long as from the CDN alone.
             """
     )
 
@@ -65,14 +72,9 @@ struct PeersBench: AsyncParsableCommand {
         for run in 0..<runs {
             for usesPeer in run % 2 == 0 ? [false, true] : [true, false] {
                 let store = workspace.appending(path: "run-\(run)-\(usesPeer)")
-                try ChildProcess.syncFileSystems()
                 let mark = cdn.logMark
                 let json = workspace.appending(path: "run-\(run)-\(usesPeer).json").path
-                let started = ContinuousClock.now
-                let pid = try ChildProcess.spawn(fetch(cdn, store: store, peer: usesPeer ? share.baseURL : nil, json: true), stdout: json, stderr: json)
-                let (status, _) = try ChildProcess.wait(pid, name: "odr fetch")
-                let seconds = (ContinuousClock.now - started).seconds
-                guard status == 0 else { throw ValidationFailure("odr fetch failed (status \(status)):\n\((try? String(contentsOfFile: json, encoding: .utf8)) ?? "")") }
+                let seconds = try timedFetch(cdn, store: store, peer: usesPeer ? share.baseURL : nil, json: json)
                 if usesPeer {
                     withPeer = min(withPeer, seconds)
                     cdnBytesWithPeer = max(cdnBytesWithPeer, cdn.requests(since: mark).filter { $0.target.contains("/packs/") }.reduce(0) { $0 + $1.bytes })
@@ -117,6 +119,41 @@ struct PeersBench: AsyncParsableCommand {
             row("peer killed at 25%", "peer \(worst.peer) + CDN \(worst.cdn) bytes for \(tagBytes) tag bytes (worst of \(runs)), \(BenchFormat.seconds(worst.seconds))")
             row("fetched twice", "\(max(0, worst.twice)) bytes (target <= 1 MiB): \(worst.twice <= 1 << 20 ? "met" : "MISSED")")
         }
+
+        // 3. A peer that says nothing: a share of the tag, stopped.
+        let silent = try ShareProcess.start(odr: odr, store: holder, rate: "0", output: workspace.appending(path: "silent.out").path)
+        defer { silent.kill() }
+        try silent.suspend()
+        var aloneAgain = Double.infinity, withSilent = Double.infinity
+        for run in 0..<runs {
+            for usesPeer in run % 2 == 0 ? [false, true] : [true, false] {
+                let json = workspace.appending(path: "silent-\(run)-\(usesPeer).json").path
+                let store = workspace.appending(path: "silent-\(run)-\(usesPeer)")
+                let seconds = try timedFetch(cdn, store: store, peer: usesPeer ? silent.baseURL : nil, json: json)
+                if usesPeer {
+                    guard Self.peerBytes(json) == 0 else { throw ValidationFailure("odr fetch got bytes from a peer that never answers") }
+                    withSilent = min(withSilent, seconds)
+                } else {
+                    aloneAgain = min(aloneAgain, seconds)
+                }
+                try? FileManager.default.removeItem(at: store)
+            }
+        }
+        let silentRatio = withSilent / aloneAgain
+        row("odr fetch, CDN alone (again)", "\(BenchFormat.seconds(aloneAgain))")
+        row("odr fetch --peer <silent>", "\(BenchFormat.seconds(withSilent))  \(BenchFormat.ratio(silentRatio)) of the CDN alone (target <= 2.00x): \(silentRatio <= 2 ? "met" : "MISSED")")
+    }
+
+    /// Seconds `odr fetch` takes to install the tag into `store` (from the CDN, and `peer` first
+    /// when given), its `--json` output (or error) in `json`; throws if it fails.
+    private func timedFetch(_ cdn: CatalogServerProcess, store: URL, peer: URL?, json: String) throws -> Double {
+        try ChildProcess.syncFileSystems()
+        let started = ContinuousClock.now
+        let pid = try ChildProcess.spawn(fetch(cdn, store: store, peer: peer, json: true), stdout: json, stderr: json)
+        let (status, _) = try ChildProcess.wait(pid, name: "odr fetch")
+        let seconds = (ContinuousClock.now - started).seconds
+        guard status == 0 else { throw ValidationFailure("odr fetch failed (status \(status)):\n\((try? String(contentsOfFile: json, encoding: .utf8)) ?? "")") }
+        return seconds
     }
 
     /// `peerBytes` of an `odr fetch --json` output file.
@@ -170,6 +207,17 @@ private struct ShareProcess {
         throw ValidationFailure("odr share did not print its URL within 30 s")
     }
 
+    /// Stops the process (SIGSTOP) and returns once it is stopped: its listening socket still takes
+    /// connections and requests, and nothing answers them.
+    func suspend() throws {
+        Glibc.kill(pid, SIGSTOP)
+        var status: Int32 = 0
+        guard waitpid(pid, &status, WUNTRACED) == pid, status & 0xff == 0x7f else {
+            throw ValidationFailure("odr share (pid \(pid)) did not stop on SIGSTOP (wait status \(status))")
+        }
+    }
+
+    /// Ends the process, stopped or not.
     func kill() {
         Glibc.kill(pid, SIGKILL)
         var status: Int32 = 0

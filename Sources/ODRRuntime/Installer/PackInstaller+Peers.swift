@@ -49,7 +49,9 @@ extension PackInstaller {
                 let sink = PeerEntrySink(path: folder.appending(path: entry.name).path, entry: entry, journal: journal,
                                          syncFiles: syncFiles, received: received)
                 do throws(ResourceError) {
-                    try await download(sha256: entry.sha256, size: entry.size, from: peer, of: peers, into: sink, traffic: traffic)
+                    guard try await download(sha256: entry.sha256, size: entry.size, from: peer, of: peers, into: sink, traffic: traffic) else {
+                        continue
+                    }
                     round.withLock {
                         $0.complete.insert(entry.name)
                         $0.verifiedBytes = $0.verifiedBytes.clampedAdding(entry.size)
@@ -58,9 +60,9 @@ extension PackInstaller {
                 } catch {
                     if let local = sink.localFailure { throw local }
                     if error.code == .cancelled { throw error }
-                    // 404: this peer does not hold the file; the next one may.
+                    // 404: this peer does not hold the file; the next one may. Any other failure
+                    // dropped the peer (`download`).
                     if error.code == .resourceUnavailable { continue }
-                    peers.markFailed(peer, reason: "\(error.code.rawValue): \(error.message)")
                     // A cut stored entry is continued by the origins from its last byte.
                     if sink.keptBytes > 0 {
                         round.withLock { _ = $0.partial.insert(entry.name) }
@@ -120,11 +122,13 @@ extension PackInstaller {
             if Task.isCancelled { throw ResourceError(.cancelled, "The install was cancelled.") }
             let sink = PeerChunkSink(size: chunk.size, received: received)
             do throws(ResourceError) {
-                try await download(sha256: chunk.sha256, size: chunk.size, from: peer, of: peers, into: sink, traffic: traffic)
+                guard try await download(sha256: chunk.sha256, size: chunk.size, from: peer, of: peers, into: sink, traffic: traffic) else {
+                    continue
+                }
             } catch {
                 if error.code == .cancelled { throw error }
-                // 404: this peer does not hold the chunk; the next one may.
-                if error.code != .resourceUnavailable { peers.markFailed(peer, reason: "\(error.code.rawValue): \(error.message)") }
+                // 404: this peer does not hold the chunk; the next one may. Any other failure
+                // dropped the peer (`download`).
                 continue
             }
             if try writer.appendFileBytes(sink.bytes) { return true }
@@ -137,8 +141,16 @@ extension PackInstaller {
 extension PackInstaller {
     /// Downloads the content `digest` of `size` bytes from `peer` into `sink`; what the peer sent,
     /// kept or refused, counts under it in `peers` and `traffic`.
-    func download(sha256 digest: String, size: Int64, from peer: URL, of peers: PeerSet, into sink: any TransferSink,
-                  traffic: Locked<PackTraffic>) async throws(ResourceError) {
+    ///
+    /// A failure that is the peer's (anything but a 404, cancellation or a local problem of
+    /// `sink`) drops the peer before its turn at ``peerRequestGate`` passes on; a request that
+    /// waited for that turn then finds the peer dropped and returns at once, so the requests queued
+    /// behind one that found a peer silent go to the next peer or the origins without costing the
+    /// peer's timeout again.
+    ///
+    /// - Returns: `false` when `peer` was dropped before the request could be made.
+    func download(sha256 digest: String, size: Int64, from peer: URL, of peers: PeerSet, into sink: any PeerSink,
+                  traffic: Locked<PackTraffic>) async throws(ResourceError) -> Bool {
         var request = peers.request(peer: peer, sha256: digest, size: size, priority: priority)
         request.failedAfterReceiving = { bytes in
             peers.addReceived(bytes, from: peer)
@@ -150,15 +162,31 @@ extension PackInstaller {
             throw ResourceError(.cancelled, "The install was cancelled.")
         }
         defer { peerRequestGate?.release(peer) }
-        let result = try await transport.download(request, into: sink)
-        peers.addReceived(result.receivedBytes, from: peer)
-        traffic.withLock { $0.addPeer(result.receivedBytes, from: peer) }
+        guard peers.isLive(peer) else { return false }
+        do throws(ResourceError) {
+            let result = try await transport.download(request, into: sink)
+            peers.addReceived(result.receivedBytes, from: peer)
+            traffic.withLock { $0.addPeer(result.receivedBytes, from: peer) }
+            return true
+        } catch {
+            if sink.localFailure == nil, error.code != .cancelled, error.code != .resourceUnavailable {
+                peers.markFailed(peer, after: error)
+            }
+            throw error
+        }
     }
+}
+
+/// Where a peer's bytes go: a transfer sink that tells a problem of this machine (the disk) from
+/// the peer's.
+protocol PeerSink: TransferSink {
+    /// The local problem the sink failed with, if any: then the peer is not to blame.
+    var localFailure: ResourceError? { get }
 }
 
 /// Holds one chunk's bytes from a peer in memory: at most the chunk's size (16 MiB at most, the
 /// format's limit), more is refused as it arrives.
-final class PeerChunkSink: TransferSink, Sendable {
+final class PeerChunkSink: PeerSink, Sendable {
     private let size: Int64
     private let received: @Sendable (Int64) -> Void
     private let state = Locked(Data())
@@ -170,6 +198,9 @@ final class PeerChunkSink: TransferSink, Sendable {
 
     /// The bytes received.
     var bytes: Data { state.withLock { $0 } }
+
+    /// Memory only: every failure is the peer's.
+    var localFailure: ResourceError? { nil }
 
     func begin(_ head: TransferResponseHead) async throws {
         if let total = head.totalBytes, total != size {
@@ -214,7 +245,7 @@ extension PackTraffic {
 /// the digest; a verified entry is made read-only (flushed first when the store writes
 /// synchronously), as one from the archive is. A stored entry records where its data starts in the
 /// archive before its first byte, so a cut leaves a partial file the origins continue.
-final class PeerEntrySink: TransferSink, Sendable {
+final class PeerEntrySink: PeerSink, Sendable {
     private struct State {
         var descriptor: Int32 = -1
         var written: Int64 = 0

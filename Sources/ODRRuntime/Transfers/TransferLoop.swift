@@ -134,7 +134,8 @@ final class TransferLoop {
         }
     }
 
-    /// Milliseconds until the next retry is due (at most a second, so nothing can sleep forever).
+    /// Milliseconds until the next retry, rate pause or deadline (``nextDeadline(of:)``) is due,
+    /// at most a second, so nothing can sleep forever.
     private func pollTimeout() -> Int {
         let now = ContinuousClock.now
         var timeout = 1000
@@ -143,6 +144,7 @@ final class TransferLoop {
             timeout = Int(TransferOperation.deliveryDelay.components.attoseconds / 1_000_000_000_000_000) + 1
         }
         let waking = queue.elements.compactMap(\.notBefore) + running.values.compactMap(\.rateLimitedUntil)
+            + running.values.compactMap { nextDeadline(of: $0)?.at }
         for due in waking {
             let wait = now.duration(to: due)
             let milliseconds = Int(wait.components.seconds * 1000 + wait.components.attoseconds / 1_000_000_000_000_000)
@@ -378,44 +380,86 @@ final class TransferLoop {
     }
 
     /// Ends running attempts that missed a deadline the engine keeps itself (curl has none for
-    /// HTTP): no response within ``TransferEngine/Configuration/firstByteTimeout`` of connecting,
-    /// or, when another origin could serve the body, no byte of it for
-    /// ``TransferEngine/Configuration/failoverStallTimeout``. Each ends as a timeout, so the
-    /// transfer moves to the next origin (or retries). Paused exchanges are exempt, and continuing
-    /// one restarts its count. The loop wakes at least once a second, which bounds how late a cut comes.
+    /// HTTP, and its stall window counts whole seconds): see ``nextDeadline(of:)``. Each ends as a
+    /// timeout, so the transfer moves to the next origin (or retries). The loop's wait is bounded
+    /// by the nearest deadline (``pollTimeout()``), so a cut comes within a millisecond or so of it.
     ///
     /// - Returns: whether any attempt was ended.
     private func cutMissedDeadlines() -> Bool {
         let now = ContinuousClock.now
-        var missed: [(UnsafeMutableRawPointer, TransferSession)] = []
-        for (handle, session) in running where !session.isFile && !session.curlPaused && !session.userPaused {
-            if !session.responded {
-                let firstByte = configuration.firstByteTimeout
-                guard firstByte.isFinite, firstByte > 0 else { continue }
-                let factor = session.timeoutFactor
-                if session.connectedAt == nil, let easy = session.easy,
-                   let microseconds = try? easy.info(offset: CURLINFO_PRETRANSFER_TIME_T), microseconds > 0 {
-                    session.connectedAt = session.attemptStarted.advanced(by: .microseconds(microseconds))
-                }
-                // Still connecting (or connected within the first microsecond): curl's connect
-                // timeout ends a hung handshake; this only bounds both together.
-                let connect = configuration.connectTimeout.isFinite ? max(0, configuration.connectTimeout) : 0
-                let deadline = session.connectedAt.map { $0.advanced(by: .seconds(firstByte * factor)) }
-                    ?? session.attemptStarted.advanced(by: .seconds((connect + firstByte) * factor))
-                guard now >= deadline else { continue }
-                session.deadlineMissed = "no response within \(Self.secondsText(firstByte * factor)) s of connecting (first-byte timeout)"
-                missed.append((handle, session))
-            } else if session.urls.count > 1, session.accepting == true {
-                let stall = configuration.failoverStallTimeout
-                guard stall.isFinite, stall > 0 else { continue }
-                let last = max(session.attemptStarted, session.lastProgress ?? session.attemptStarted)
-                guard now >= last.advanced(by: .seconds(stall)) else { continue }
-                session.deadlineMissed = "no byte of the body for \(Self.secondsText(stall)) s while another origin can serve it (failover stall timeout)"
-                missed.append((handle, session))
+        var missed: [UnsafeMutableRawPointer] = []
+        for (handle, session) in running {
+            guard let deadline = nextDeadline(of: session), now >= deadline.at else { continue }
+            session.deadlineMissed = deadline.kind.reason
+            missed.append(handle)
+        }
+        for handle in missed { finished(handle, CURLE_OPERATION_TIMEDOUT) }
+        return !missed.isEmpty
+    }
+
+    /// A deadline the engine keeps for a running attempt, and the words for missing it.
+    private enum Deadline {
+        /// ``TransferEngine/Configuration/firstByteTimeout`` (stretched on retries), from connecting.
+        case engineFirstByte(seconds: Double)
+        /// ``TransferRequest/firstByteSeconds``, from the attempt's start.
+        case requestFirstByte(seconds: Double)
+        /// ``TransferEngine/Configuration/failoverStallTimeout``, from the body's last byte.
+        case failoverStall(seconds: Double)
+
+        var reason: String {
+            switch self {
+            case .engineFirstByte(let seconds):
+                "no response within \(TransferLoop.secondsText(seconds)) s of connecting (first-byte timeout)"
+            case .requestFirstByte(let seconds):
+                "no byte of the body within \(TransferLoop.secondsText(seconds)) s of the request's start, connecting included (the request's first-byte timeout)"
+            case .failoverStall(let seconds):
+                "no byte of the body for \(TransferLoop.secondsText(seconds)) s while another origin can serve it (failover stall timeout)"
             }
         }
-        for (handle, _) in missed { finished(handle, CURLE_OPERATION_TIMEDOUT) }
-        return !missed.isEmpty
+    }
+
+    /// The longest a deadline may be, so that no configured value overflows a `Duration`.
+    private static let longestDeadline: Double = 86_400
+
+    /// The earliest deadline of `session`'s running attempt, or `nil` when none applies: a file,
+    /// a paused exchange (continuing one restarts its counts), or limits turned off.
+    ///
+    /// - No response within ``TransferEngine/Configuration/firstByteTimeout`` of connecting
+    ///   (while still connecting, of the connect timeout's end: curl's connect timeout ends a hung
+    ///   handshake, this only bounds both together).
+    /// - No byte of the body within the request's ``TransferRequest/firstByteSeconds`` of the
+    ///   attempt's start.
+    /// - When another origin could serve the body, no byte of it for
+    ///   ``TransferEngine/Configuration/failoverStallTimeout``.
+    private func nextDeadline(of session: TransferSession) -> (at: ContinuousClock.Instant, kind: Deadline)? {
+        guard !session.isFile, !session.curlPaused, !session.userPaused else { return nil }
+        var earliest: (at: ContinuousClock.Instant, kind: Deadline)?
+        func consider(_ seconds: Double, after start: ContinuousClock.Instant, _ kind: Deadline) {
+            let at = start.advanced(by: .seconds(min(seconds, Self.longestDeadline)))
+            if earliest.map({ at < $0.at }) ?? true { earliest = (at, kind) }
+        }
+        let firstByte = configuration.firstByteTimeout
+        if !session.responded, firstByte.isFinite, firstByte > 0 {
+            let factor = session.timeoutFactor
+            if session.connectedAt == nil, let easy = session.easy,
+               let microseconds = try? easy.info(offset: CURLINFO_PRETRANSFER_TIME_T), microseconds > 0 {
+                session.connectedAt = session.attemptStarted.advanced(by: .microseconds(microseconds))
+            }
+            if let connectedAt = session.connectedAt {
+                consider(firstByte * factor, after: connectedAt, .engineFirstByte(seconds: firstByte * factor))
+            } else {
+                let connect = configuration.connectTimeout.isFinite ? min(max(0, configuration.connectTimeout), Self.longestDeadline) : 0
+                consider((connect + firstByte) * factor, after: session.attemptStarted, .engineFirstByte(seconds: firstByte * factor))
+            }
+        }
+        if session.accepting == nil, let limit = session.operation.request.firstByteSeconds, limit.isFinite, limit > 0 {
+            consider(limit, after: session.attemptStarted, .requestFirstByte(seconds: min(limit, Self.longestDeadline)))
+        }
+        let stall = configuration.failoverStallTimeout
+        if session.urls.count > 1, session.accepting == true, stall.isFinite, stall > 0 {
+            consider(stall, after: max(session.attemptStarted, session.lastProgress ?? session.attemptStarted), .failoverStall(seconds: stall))
+        }
+        return earliest
     }
 
     private static func secondsText(_ seconds: Double) -> String {

@@ -84,6 +84,24 @@ public struct TransferRequest: Sendable {
     public var stallSeconds: Int?
     /// Seconds to connect, when shorter than the engine's `connectTimeout` (`nil`: the engine's).
     public var connectSeconds: Double?
+    /// Seconds from the start of an attempt, connecting included, to the first byte of the
+    /// response's body (`nil`: only the engine's ``TransferEngine/Configuration/connectTimeout``
+    /// and ``TransferEngine/Configuration/firstByteTimeout`` apply). A missed deadline ends the
+    /// attempt as `timed-out`, as the engine's first-byte timeout does.
+    ///
+    /// Unlike ``stallSeconds`` (curl's whole-second stall window) it takes fractions: the engine
+    /// keeps this deadline itself and wakes for it. Response headers alone do not meet it, so a
+    /// server that sends headers and then nothing misses it too; an empty body meets it when the
+    /// response ends. It is not stretched on retries, and time paused does not count. Peers get
+    /// ``PeerSet/firstByteSeconds``: a peer that accepts the connection and says nothing, or
+    /// never completes it, costs this rather than the connect or stall timeout. Values that are
+    /// not finite or not positive are ignored; longer than a day counts as a day.
+    ///
+    /// ```swift
+    /// var request = TransferRequest(url: peerURL)
+    /// request.firstByteSeconds = 0.1  // a LAN host answers within milliseconds
+    /// ```
+    public var firstByteSeconds: Double?
     /// The likelihood of the likeliest live anticipation hint naming the pack this transfer fetches
     /// (0: none): among queued transfers of equal priority the likelier starts first
     /// (``TransferOrder``). Set by the resource manager; changed later through

@@ -36,21 +36,27 @@ struct PeerInstallTests {
         var snapshot: CatalogSnapshot
         var summary: InstallSummary
         var seconds: Double
+        /// The peers asked, with the ones dropped and why.
+        var peers: PeerSet?
     }
 
-    /// Installs `tags` from `catalogURL` into `directory`, asking `peers` first.
-    static func install(_ tags: [String], from catalogURL: URL, into directory: URL, peers: [URL] = []) async throws -> Installed {
+    /// Installs `tags` from `catalogURL` into `directory`, asking `peers` first (through `gate`,
+    /// as a manager does, when one is given).
+    static func install(_ tags: [String], from catalogURL: URL, into directory: URL, peers: [URL] = [],
+                        gate: PeerRequestGate? = nil) async throws -> Installed {
         let store = try ResourceStore(directory: directory)
         let engine = try TransferEngine()
         let client = CatalogClient(catalogURL: catalogURL, store: store, transport: engine)
         let snapshot = try await client.describe(Set(tags), in: try await client.refresh())
         var installer = PackInstaller(store: store, transport: engine)
-        if !peers.isEmpty { installer.peers = PeerSet(peers) }
+        let peerSet = peers.isEmpty ? nil : PeerSet(peers)
+        installer.peers = peerSet
+        installer.peerRequestGate = gate
         let start = ContinuousClock.now
         let summary = try await installer.install(try snapshot.packs(forTags: tags), from: snapshot)
         let elapsed = ContinuousClock.now - start
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-        return Installed(store: store, snapshot: snapshot, summary: summary, seconds: seconds)
+        return Installed(store: store, snapshot: snapshot, summary: summary, seconds: seconds, peers: peerSet)
     }
 
     static func expectFiles(_ fixture: CatalogFixture, _ installed: Installed, files: Int) throws {
@@ -142,7 +148,8 @@ struct PeerInstallTests {
 
     /// A peer that serves wrong bytes, one that says nothing, one that redirects and one with an
     /// endless body: the install completes with the right bytes from the CDN, the peer dropped
-    /// after its first failure (noticing a silent one costs the peer stall timeout, 3 s).
+    /// after its first failure (a silent one by the peer first-byte timeout, 0.1 s, not the 3 s
+    /// stall timeout).
     @Test(arguments: ["lying", "silent", "redirect", "endless"])
     func aBadPeerCostsTimeNeverCorrectness(_ kind: String) async throws {
         let fixture = try await Self.game(files: 4, fileBytes: 1 << 20)
@@ -184,10 +191,39 @@ struct PeerInstallTests {
             // Dropped after its first failure: a silent or redirecting peer was asked once per slot at most.
             if let raw { #expect(raw.requestCount <= 4, "\(kind): \(raw.requestCount) requests") }
             if let share { #expect(share.requests().count <= 4, "lying: \(share.requests().count) requests") }
+            let peers = try #require(viaPeer.peers)
+            #expect(Set(peers.dropped.keys) == Set(peers.peers), "\(kind): \(peers.dropped)")
+            if kind == "silent" {
+                // Said by the deadline the peer requests keep themselves, not curl's stall window.
+                let reason = peers.dropped.values.first ?? ""
+                #expect(reason.hasPrefix("timed-out:"), "\(reason)")
+                #expect(reason.contains("no byte of the body within 0.1 s of the request's start"), "\(reason)")
+                #expect(reason.contains("first-byte timeout"), "\(reason)")
+            }
             // A redirect is never followed to the CDN's folder.
             if kind == "redirect" {
                 #expect(cdn.requests().filter { $0.target == "/packs/" }.isEmpty)
             }
+        }
+    }
+
+    /// A manager lets 2 requests at once go to a peer (``PeerRequestGate``): when the first two
+    /// find the peer silent, the entries waiting for their turn go to the CDN at once rather than
+    /// each ask the dropped peer and wait out its deadline again.
+    @Test func theRequestsWaitingForASilentPeerGoToTheCDNAtOnce() async throws {
+        let fixture = try await Self.game(files: 8, fileBytes: 256 << 10)
+        let second = try TemporaryDirectory(prefix: "odr-peer-b")
+        try await withTestServer(root: fixture.catalog) { cdn in
+            let silent = try RawHTTPPeer(response: Data())
+            defer { silent.stop() }
+            let viaPeer = try await Self.install(["level"], from: cdn.baseURL, into: second.url, peers: [silent.url(for: "")],
+                                                 gate: PeerRequestGate(limit: 2))
+            try Self.expectFiles(fixture, viaPeer, files: 8)
+            // Four entries were asked at once, two of them waiting at the gate: those never reached the peer.
+            #expect(silent.requestCount <= 2, "\(silent.requestCount) requests")
+            let reason = try #require(viaPeer.peers?.dropped[silent.url(for: "")])
+            #expect(reason.contains("first-byte timeout"), "\(reason)")
+            #expect(viaPeer.summary.peerBytes == 0)
         }
     }
 

@@ -74,6 +74,27 @@ struct DeadOriginTests {
         #expect(Self.seconds(since: started) >= 6.5)
     }
 
+    /// A request's own first-byte deadline, in fractions of a second, ends an attempt to a host
+    /// that accepts the connection and then says nothing, or sends the response's headers and then
+    /// nothing, as `timed-out`, naming the deadline. Every other limit is two minutes here, past
+    /// the test's time limit: only the request's deadline (and the loop waking for it) can end it.
+    @Test(.timeLimit(.minutes(1)), arguments: ["", "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n"])
+    func aRequestsFirstByteDeadlineEndsASilentAttempt(_ response: String) async throws {
+        let silent = try RawHTTPPeer(response: Data(response.utf8))
+        defer { silent.stop() }
+        let engine = try TransferEngine(configuration: .init(retryPolicy: RetryPolicy(maximumAttempts: 1), connectTimeout: 120,
+                                                             firstByteTimeout: 120, lowSpeedTime: 120, progressTimeout: 600))
+        var request = TransferRequest(url: silent.url(for: "packs/a.zip"))
+        request.firstByteSeconds = 0.25
+        let error = await #expect(throws: ResourceError.self) {
+            _ = try await engine.download(request, into: RecordingSink())
+        }
+        #expect(error?.code == .timedOut)
+        let detail = (error?.cause as? CurlError)?.detail ?? ""
+        #expect(detail == "no byte of the body within 0.25 s of the request's start, connecting included (the request's first-byte timeout)",
+                "\(String(describing: error))")
+    }
+
     @Test func aBodyThatStallsMidTransferContinuesOnTheMirrorWhereItStopped() async throws {
         let body = deterministicBytes(count: 1 << 20, seed: 302)
         try await withTestServer(files: ["packs/a.zip": body]) { primary, _ in
