@@ -34,6 +34,8 @@ final class ConfigHandle: Sendable {
         /// `ODR_OPT_DISCOVER_PEERS` and `ODR_OPT_PEER_DISCOVERY_TIMEOUT_MS` (in seconds).
         var discoversPeers = false
         var peerDiscoveryTimeout = ResourceManager.Configuration.defaultPeerDiscoveryTimeout
+        /// `ODR_OPT_PEER_FIRST_BYTE_TIMEOUT_MS` (in seconds).
+        var peerFirstByteTimeout = PeerSet.defaultFirstByteSeconds
         var allowsUnsignedCatalogFromMirrors = false
         /// `ODR_OPT_CATALOG_ID`: the catalog meant (`nil`: the one the URLs serve).
         var catalogID: String?
@@ -77,6 +79,7 @@ final class ConfigHandle: Sendable {
         configuration.peers = settings.peers
         configuration.discoversPeers = settings.discoversPeers
         configuration.peerDiscoveryTimeout = settings.peerDiscoveryTimeout
+        configuration.peerFirstByteTimeout = settings.peerFirstByteTimeout
         configuration.allowsUnsignedCatalogFromMirrors = settings.allowsUnsignedCatalogFromMirrors
         configuration.catalogID = settings.catalogID
         configuration.connectTimeout = settings.connectTimeout
@@ -242,6 +245,11 @@ public func odrConfigSetInt(_ config: OpaquePointer?, _ option: odr_option, _ va
                 throw invalidArgument("ODR_OPT_PEER_DISCOVERY_TIMEOUT_MS must be 100 to 60000 milliseconds; \(value) is not.")
             }
             handle.settings.withLock { $0.peerDiscoveryTimeout = Double(value) / 1000 }
+        case ODR_OPT_PEER_FIRST_BYTE_TIMEOUT_MS:
+            guard (10...60_000).contains(value) else {
+                throw invalidArgument("ODR_OPT_PEER_FIRST_BYTE_TIMEOUT_MS must be 10 to 60000 milliseconds; \(value) is not.")
+            }
+            handle.settings.withLock { $0.peerFirstByteTimeout = Double(value) / 1000 }
         case ODR_OPT_NETWORK_METERED:
             guard (-1...1).contains(value) else {
                 throw invalidArgument("ODR_OPT_NETWORK_METERED must be -1 (ask NetworkManager), 0 (unmetered) or 1 (metered); \(value) is none of them.")

@@ -88,6 +88,22 @@ struct ConfigPolicyTests {
         #expect(try !handle.configuration().discoversPeers)
     }
 
+    @Test func peerFirstByteTimeoutSetsTheManagersDeadlineAndRefusesOtherValues() throws {
+        var config: OpaquePointer?
+        #expect(odrConfigCreate(&config) == ODR_OK)
+        defer { odrConfigFree(config) }
+        #expect(odrConfigSetString(config, ODR_OPT_CATALOG_URL, "http://127.0.0.1:1/") == ODR_OK)
+        #expect(odrConfigSetString(config, ODR_OPT_STORE_DIRECTORY, "/tmp/odr-config-peer-timeout") == ODR_OK)
+        let handle = try CHandle.object(config, as: ConfigHandle.self, "config")
+        #expect(try handle.configuration().peerFirstByteTimeout == PeerSet.defaultFirstByteSeconds, "0.1 s, as in Swift")
+        #expect(odrConfigSetInt(config, ODR_OPT_PEER_FIRST_BYTE_TIMEOUT_MS, 400) == ODR_OK)
+        #expect(try handle.configuration().peerFirstByteTimeout == 0.4)
+        for value: Int64 in [0, 9, 60_001, -1] {
+            #expect(odrConfigSetInt(config, ODR_OPT_PEER_FIRST_BYTE_TIMEOUT_MS, value) == ODR_E_INVALID_ARGUMENT, "\(value)")
+        }
+        #expect(try handle.configuration().peerFirstByteTimeout == 0.4, "a refused value changes nothing")
+    }
+
     @Test func catalogIDOptionNamesTheCatalogAndNullForgetsIt() throws {
         var config: OpaquePointer?
         #expect(odrConfigCreate(&config) == ODR_OK)

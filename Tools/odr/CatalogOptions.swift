@@ -134,6 +134,11 @@ struct InstallOptions: ParsableArguments {
                                valueName: "seconds"))
     var discoverTimeout: Double?
 
+    @Option(name: .customLong("peer-timeout"),
+            help: ArgumentHelp("The most seconds a peer (--peer, --discover) gets to start answering, connecting included, before it is dropped and the CDN serves its part (0.01 to 60, default 0.1): more for peers on Wi-Fi that sleeps.",
+                               valueName: "seconds"))
+    var peerTimeout: Double?
+
     var bundledCatalog: URL? { bundled.map { URL(filePath: $0, directoryHint: .isDirectory) } }
 
     /// The `--peer` URLs.
@@ -145,6 +150,12 @@ struct InstallOptions: ParsableArguments {
                 throw ValidationError("--discover-timeout \(discoverTimeout): give 0.1 to 60 seconds, such as 5.")
             }
             guard discover else { throw ValidationError("--discover-timeout applies to --discover: add --discover, or drop it.") }
+        }
+        if let peerTimeout {
+            guard peerTimeout.isFinite, (0.01...60).contains(peerTimeout) else {
+                throw ValidationError("--peer-timeout \(peerTimeout): give 0.01 to 60 seconds, such as 0.5.")
+            }
+            guard discover || !peers.isEmpty else { throw ValidationError("--peer-timeout applies to peers: add --peer URL or --discover, or drop it.") }
         }
         for peer in peers {
             guard let url = URL(string: peer), let scheme = url.scheme?.lowercased(), ["http", "https"].contains(scheme), url.host != nil else {

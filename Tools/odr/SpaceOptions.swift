@@ -52,6 +52,7 @@ extension CatalogOptions {
         configuration.peers = install?.peerURLs ?? []
         configuration.discoversPeers = install?.discover ?? false
         if let timeout = install?.discoverTimeout { configuration.peerDiscoveryTimeout = timeout }
+        if let timeout = install?.peerTimeout { configuration.peerFirstByteTimeout = timeout }
         configuration.allowsUnsignedCatalogFromMirrors = allowUnsignedMirrors
         configuration.catalogID = catalogID
         return try ResourceManager(configuration: configuration)

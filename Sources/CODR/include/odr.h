@@ -219,6 +219,11 @@ typedef enum odr_option {
                                        and the store's log says why. 0 (default): no discovery */
     ODR_OPT_PEER_DISCOVERY_TIMEOUT_MS = 111, /* milliseconds a discovery waits for Avahi at most;
                                        default 2000; 100...60000 */
+    ODR_OPT_PEER_FIRST_BYTE_TIMEOUT_MS = 112, /* milliseconds a peer gets from a request's start,
+                                       connecting included, to the body's first byte, or it is
+                                       dropped for the install and the origins serve its part;
+                                       default 100 (a wired LAN answers in milliseconds; raise it
+                                       for peers behind Wi-Fi power saving); 10...60000 */
 
     /* Numbers: the download policy (docs/RUNTIME.md, "Download policy") */
     ODR_OPT_METERED_URGENT = 120,   /* 1 (default): urgent downloads may use a metered network; 0: not */

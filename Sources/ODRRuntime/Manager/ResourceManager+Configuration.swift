@@ -51,6 +51,12 @@ extension ResourceManager {
         public var peerDiscoveryTimeout: Double = Configuration.defaultPeerDiscoveryTimeout
         /// The default of ``peerDiscoveryTimeout``: 2 seconds.
         public static let defaultPeerDiscoveryTimeout: Double = 2
+        /// Seconds a peer gets from a request's start, connecting included, to the first byte of
+        /// the body; a peer that misses it is dropped for the rest of the install and the origins
+        /// serve its part (default ``PeerSet/defaultFirstByteSeconds``, 0.1: a peer on a wired LAN
+        /// answers in milliseconds). Raise it for peers behind Wi-Fi power saving, which can hold
+        /// a packet for 100 ms or more; not finite or not positive: no such deadline.
+        public var peerFirstByteTimeout: Double = PeerSet.defaultFirstByteSeconds
         /// How long an origin that failed is avoided: transfers start at the next one meanwhile
         /// (default 60 seconds). The failure is recorded in the store, so other processes on it
         /// and the next launch avoid the origin too (``OriginSet``).

@@ -137,7 +137,7 @@ extension ResourceManager {
         installer.rangePolicy = configuration.rangePolicy
         let peers = configuration.peers + discovered
         if !peers.isEmpty {
-            installer.peers = PeerSet(peers)
+            installer.peers = PeerSet(peers, firstByteSeconds: configuration.peerFirstByteTimeout)
             installer.peerRequestGate = peerRequestGate
         }
         if origins.origins.count > 1 {

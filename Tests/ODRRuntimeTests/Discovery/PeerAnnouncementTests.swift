@@ -136,6 +136,10 @@ extension PeerDiscoveryTests {
             (["--discover", "--discover-timeout", "0"], "give 0.1 to 60 seconds"),
             (["--discover", "--discover-timeout", "nan"], "give 0.1 to 60 seconds"),
             (["--discover-timeout", "5"], "add --discover"),
+            // How long a peer gets to start answering: 0.01 to 60 s, and only with peers.
+            (["--peer", "http://127.0.0.1:1/", "--peer-timeout", "0"], "give 0.01 to 60 seconds"),
+            (["--peer", "http://127.0.0.1:1/", "--peer-timeout", "61"], "give 0.01 to 60 seconds"),
+            (["--peer-timeout", "0.5"], "add --peer URL or --discover"),
         ] {
             let outcome = try await ODRExecutable.run(["fetch", "--catalog", store.url.path, "--store", store.url.path] + arguments + ["level"])
             #expect(outcome.status == 64, "\(arguments): \(outcome.stderr)")

@@ -1,6 +1,6 @@
 import Foundation
 import ODRFormat
-import ODRRuntime
+@testable import ODRRuntime
 import ODRServe
 import ODRTestSupport
 import Testing
@@ -225,6 +225,20 @@ struct PeerInstallTests {
             #expect(reason.contains("first-byte timeout"), "\(reason)")
             #expect(viaPeer.summary.peerBytes == 0)
         }
+    }
+
+    /// `Configuration.peerFirstByteTimeout` (`odr fetch --peer-timeout`, `ODR_OPT_PEER_FIRST_BYTE_TIMEOUT_MS`)
+    /// is the deadline of the manager's peer requests; without it, the default 0.1 s.
+    @Test func theManagersPeerTimeoutIsTheDeadlineOfItsPeerRequests() throws {
+        let directory = try TemporaryDirectory(prefix: "odr-peer-timeout")
+        var configuration = ResourceManager.Configuration(catalogURL: URL(string: "http://127.0.0.1:1/")!, storeDirectory: directory.url)
+        configuration.peers = [URL(string: "http://127.0.0.1:2/")!]
+        #expect(try ResourceManager(configuration: configuration).makeInstaller().peers?.firstByteSeconds == PeerSet.defaultFirstByteSeconds)
+        configuration.peerFirstByteTimeout = 0.4
+        let peers = try #require(try ResourceManager(configuration: configuration).makeInstaller().peers)
+        #expect(peers.firstByteSeconds == 0.4)
+        let request = peers.request(peer: configuration.peers[0], sha256: String(repeating: "a", count: 64), size: 1, priority: .normal)
+        #expect(request.firstByteSeconds == 0.4)
     }
 
     /// A peer that holds only part of what is needed (another tag) answers 404 for the rest and
