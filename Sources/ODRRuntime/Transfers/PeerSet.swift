@@ -58,7 +58,8 @@ public final class PeerSet: Sendable {
     /// deadline, and about 20 ms more, before the origins are asked. Issue 43's target is that a
     /// silent peer at most doubles an install's time, and a 32 MiB tag installs from a CDN over
     /// loopback in 0.12 to 0.21 s (`odrbench peers`, 2 cores): at 0.15 s a silent peer cost 0.17
-    /// to 0.19 s there (1.54x to 2.06x), at 0.1 s 0.11 to 0.12 s (1.72x to 1.92x). A peer whose radio
+    /// to 0.19 s there (1.54x to 2.06x), at 0.1 s 0.11 to 0.12 s (1.72x to 1.92x; on a quiet machine,
+    /// where the install takes 0.10 s, 2.05x to 2.36x: docs/STORE.md). A peer whose radio
     /// sleeps (Wi-Fi power saving can hold a packet for a beacon interval of 102 ms or more) may
     /// miss it; raise it for such peers.
     public static let defaultFirstByteSeconds = 0.1
