@@ -24,6 +24,8 @@ final class TransferOperation: TransferHandle, HintOrderedTransfer {
     let state: Locked<State>
     /// Where a full buffer's network side waits for the sink to make room (``offer(_:mayWait:)``).
     private let room = ConditionLock()
+    /// The buffers body bytes are gathered in, ``coalescingLimit(bufferLimit:)`` bytes each, reused.
+    private let chunks: BodyChunkPool
 
     struct State {
         var priority: TransferPriority
@@ -34,7 +36,9 @@ final class TransferOperation: TransferHandle, HintOrderedTransfer {
         var stopped = false
         var cancelledByCaller = false
         var events: [DeliveryEvent] = []
-        /// Body bytes appended to `events` and not yet written by the sink.
+        /// Body bytes after `events`, gathered into the next chunk (``offer(_:mayWait:)``).
+        var filling: FillingChunk?
+        /// Body bytes appended to `events` or `filling` and not yet written by the sink.
         var bufferedBytes = 0
         var peakBufferedBytes = 0
         /// Body bytes taken from the network (appended to `events`) over every attempt.
@@ -44,7 +48,7 @@ final class TransferOperation: TransferHandle, HintOrderedTransfer {
         /// The network side waits in ``offer(_:mayWait:)`` for the sink to make room.
         var offerWaiting = false
         var deliveryWaiter: CheckedContinuation<Void, Never>?
-        /// When body bytes first waited in `events` since the delivery task last took them.
+        /// When body bytes first waited in `events` or `filling` since the delivery task last took them.
         var dataWaitingSince: ContinuousClock.Instant?
         var outcome: Result<TransferResult, ResourceError>?
         var outcomeWaiters: [CheckedContinuation<Result<TransferResult, ResourceError>, Never>] = []
@@ -70,6 +74,9 @@ final class TransferOperation: TransferHandle, HintOrderedTransfer {
         self.sink = sink
         self.bufferLimit = bufferLimit
         self.inbox = inbox
+        // Enough for the buffer's four full chunks, the one being filled, and one more: the
+        // buffer may run over by one callback's bytes.
+        chunks = BodyChunkPool(chunkBytes: Self.coalescingLimit(bufferLimit: bufferLimit), keep: 6)
         let point = sink.resumePoint()
         // Without a validator the server cannot tell us whether the held bytes still match, so the
         // download starts over (the sink is told so by a head at offset 0).
@@ -91,6 +98,11 @@ final class TransferOperation: TransferHandle, HintOrderedTransfer {
         guard point.offset < range.upperBound - range.lowerBound else { return false }
         guard let planned = request.ifRange?.ifRangeValue else { return true }
         return planned == point.validators.ifRangeValue
+    }
+
+    deinit {
+        // A transfer dropped before it was resolved may still hold a chunk being filled.
+        if let filling = state.withLock({ $0.filling }) { chunks.give(filling.buffer) }
     }
 
     // MARK: TransferHandle
@@ -190,16 +202,17 @@ final class TransferOperation: TransferHandle, HintOrderedTransfer {
                 defer { state.deliveryWaiter = nil }
                 return (.full, state.deliveryWaiter)
             }
-            if state.events.isEmpty { state.dataWaitingSince = .now }
+            if state.events.isEmpty, state.filling == nil { state.dataWaitingSince = .now }
             // Coalesce small callback chunks so the sink sees fewer, larger writes.
-            if case .data(var tail) = state.events.last, tail.count < coalescingLimit {
-                state.events.removeLast()
-                tail.append(contentsOf: bytes)
-                state.events.append(.data(tail))
-            } else {
-                var chunk = Data(capacity: max(bytes.count, coalescingLimit))
-                chunk.append(contentsOf: bytes)
-                state.events.append(.data(chunk))
+            var copied = 0
+            while copied < bytes.count {
+                var filling = state.filling ?? FillingChunk(buffer: chunks.take())
+                let count = min(bytes.count - copied, chunks.chunkBytes - filling.count)
+                (filling.buffer + filling.count).copyMemory(from: bytes.baseAddress! + copied, byteCount: count)
+                filling.count += count
+                copied += count
+                state.filling = filling
+                if filling.count == chunks.chunkBytes { closeFilling(&state) }
             }
             state.bufferedBytes += bytes.count
             state.networkBytes += Int64(bytes.count)
@@ -215,9 +228,9 @@ final class TransferOperation: TransferHandle, HintOrderedTransfer {
     /// The longest the network side waits for room in a full buffer before curl pauses.
     static let roomWait = Duration.microseconds(500)
 
-    /// Waits, when the buffer is full, until the sink took some of it, the transfer stopped or
-    /// paused, or ``roomWait`` passed; wakes the delivery task first, which the loop would only do
-    /// after its turn.
+    /// Waits, when the buffer is full, until the sink took half of it (``resumeLevel``), the
+    /// transfer stopped or paused, or ``roomWait`` passed; wakes the delivery task first, which the
+    /// loop would only do after its turn.
     private func waitForRoom() {
         let (full, waiter) = state.withLock { state -> (Bool, CheckedContinuation<Void, Never>?) in
             guard state.bufferedBytes >= bufferLimit, !state.stopped, !state.userPaused else { return (false, nil) }
@@ -232,7 +245,7 @@ final class TransferOperation: TransferHandle, HintOrderedTransfer {
         // The state is read under `room`'s lock, and `consumed` takes that lock to broadcast, so a
         // sink that makes room between the check and the wait still wakes this thread.
         room.withLock {
-            while state.withLock({ $0.bufferedBytes >= bufferLimit && !$0.stopped && !$0.userPaused }) {
+            while state.withLock({ $0.bufferedBytes > resumeLevel && !$0.stopped && !$0.userPaused }) {
                 if !room.wait(until: deadline) { break }
             }
         }
@@ -253,17 +266,25 @@ final class TransferOperation: TransferHandle, HintOrderedTransfer {
     /// Whether body bytes wait that are not ready yet: the loop then polls again within
     /// ``deliveryDelay``, so that they reach the sink even if the network goes quiet.
     var holdsUndeliveredBytes: Bool {
-        state.withLock { !$0.events.isEmpty && !isReady($0, now: .now) }
+        state.withLock { ($0.filling != nil || !$0.events.isEmpty) && !isReady($0, now: .now) }
+    }
+
+    /// Ends the chunk being filled: its bytes join `events` as `Data` that gives the buffer back
+    /// to ``chunks`` once the sink is done with it.
+    private func closeFilling(_ state: inout State) {
+        guard let filling = state.filling else { return }
+        state.filling = nil
+        state.events.append(.data(chunks.data(filling.buffer, count: filling.count)))
     }
 
     /// Whether the delivery task should take what waits: any event but body bytes, a coalesced
-    /// write's worth of bytes (``coalescingLimit``), or bytes that waited ``deliveryDelay`` (a slow
+    /// write's worth of bytes (``coalescingLimit(bufferLimit:)``), or bytes that waited ``deliveryDelay`` (a slow
     /// network). A sink that took every turn's few kilobytes made thousands of small writes and
     /// as many thread wake-ups per 256 MiB (issue 44: 21,558 futex calls against 846 before).
     private func isReady(_ state: State, now: ContinuousClock.Instant) -> Bool {
-        guard let first = state.events.first else { return false }
-        guard state.events.count == 1, case .data(let bytes) = first, bytes.count < coalescingLimit,
-              let since = state.dataWaitingSince else { return true }
+        // A chunk is closed into `events` when it is full or an event follows it.
+        guard state.events.isEmpty else { return true }
+        guard state.filling != nil, let since = state.dataWaitingSince else { return false }
         return since.duration(to: now) >= Self.deliveryDelay
     }
 
@@ -274,11 +295,12 @@ final class TransferOperation: TransferHandle, HintOrderedTransfer {
     /// network goes on filling the other three while the sink writes one. When one write could take
     /// the whole buffer (256 KiB writes in a 256 KiB buffer), curl paused at every write and the
     /// network and the sink took turns instead of overlapping: installs were 30% slower (issue 44).
-    private var coalescingLimit: Int { bufferLimit / 4 }
+    static func coalescingLimit(bufferLimit: Int) -> Int { max(1, bufferLimit / 4) }
 
     /// Queues a non-data event for the delivery task.
     func deliver(_ event: DeliveryEvent) {
         let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            closeFilling(&state)
             state.events.append(event)
             defer { state.deliveryWaiter = nil }
             return state.deliveryWaiter
@@ -307,6 +329,7 @@ final class TransferOperation: TransferHandle, HintOrderedTransfer {
             let taken = state.withLock { state -> [DeliveryEvent]?? in
                 if state.stopped { return .some(nil) }
                 if !isReady(state, now: .now) { return nil }
+                closeFilling(&state)
                 defer {
                     state.events.removeAll(keepingCapacity: true)
                     state.dataWaitingSince = nil
@@ -349,13 +372,19 @@ final class TransferOperation: TransferHandle, HintOrderedTransfer {
         let (wake, offerWaiting) = state.withLock { state -> (Bool, Bool) in
             state.bufferedBytes -= count
             state.progress = TransferProgress(receivedBytes: receivedBytes, expectedBytes: expectedBytes)
-            guard state.writeBlocked, state.bufferedBytes <= bufferLimit / 2 else { return (false, state.offerWaiting) }
+            guard state.bufferedBytes <= resumeLevel else { return (false, false) }
+            guard state.writeBlocked else { return (false, state.offerWaiting) }
             state.writeBlocked = false
             return (true, state.offerWaiting)
         }
         if offerWaiting { room.withLock { room.broadcast() } }
         if wake { inbox.post(.changed(self)) }
     }
+
+    /// How full the buffer may be for a network side that found it full to go on: half. Woken at
+    /// every chunk the sink took, the transfer thread slept and woke once per 64 KiB (4,096 times
+    /// per 256 MiB) and took only one more chunk each time; at half it takes two (issue 44).
+    private var resumeLevel: Int { bufferLimit / 2 }
 
     func updateProgress(_ progress: TransferProgress) {
         state.withLock { $0.progress = progress }
@@ -378,6 +407,8 @@ final class TransferOperation: TransferHandle, HintOrderedTransfer {
             let wasStopped = state.stopped
             state.stopped = true
             state.events.removeAll()
+            if let filling = state.filling { chunks.give(filling.buffer) }
+            state.filling = nil
             state.bufferedBytes = 0
             defer { state.outcomeWaiters.removeAll() }
             // A failure from the delivery side must stop the exchange; a success means it is over.

@@ -371,6 +371,19 @@ struct HTTPTransferTests {
         }
     }
 
+    /// Body bytes wait in buffers the engine reuses (issue 44); a sink that keeps the `Data` values
+    /// it was handed keeps their bytes: a buffer is reused only once no `Data` refers to it.
+    @Test func aSinkThatKeepsTheChunksItWasHandedFindsThemUnchanged() async throws {
+        let body = deterministicBytes(count: 8 * 1024 * 1024 + 5, seed: 31)
+        try await withTestServer(files: ["packs/a.zip": body]) { server, _ in
+            let sink = ChunkKeepingSink()
+            _ = try await engine(bufferLimit: 64 * 1024).download(request(server, "packs/a.zip", body: body), into: sink)
+            let chunks = sink.chunks
+            #expect(chunks.count >= body.count / (64 * 1024))
+            #expect(chunks.reduce(into: Data()) { $0.append($1) } == body)
+        }
+    }
+
     /// Bytes short of a coalesced write still reach the sink when the network goes quiet.
     @Test func bytesShortOfACoalescedWriteReachTheSinkWhileTheNetworkIsSilent() async throws {
         let body = deterministicBytes(count: 400_000, seed: 28)
@@ -397,8 +410,9 @@ struct HTTPTransferTests {
             let sink = RecordingSink(writeDelay: .milliseconds(2))
             let result = try await engine(bufferLimit: limit).download(request(server, "packs/a.zip", body: body), into: sink)
             #expect(sink.bytes == body)
-            #expect(sink.largestWrite <= limit / 4 + 16 * 1024, "limit \(limit): a write of \(sink.largestWrite) bytes")
-            #expect(sink.largestWrite > 16 * 1024, "callbacks are still coalesced")
+            // Callbacks are gathered into chunks of exactly a quarter (issue 44: reused buffers of
+            // that size), never more; a sink this slow finds them full.
+            #expect(sink.largestWrite == limit / 4, "limit \(limit): a write of \(sink.largestWrite) bytes")
             #expect(result.peakBufferedBytes <= limit + 16 * 1024)
         }
     }
@@ -425,5 +439,20 @@ struct HTTPTransferTests {
             #expect(slowSink.bytes == slowBody)
             #expect(result.peakBufferedBytes <= 64 * 1024 + 16 * 1024)
         }
+    }
+}
+
+/// Keeps every `Data` the engine hands it, as it was handed (no copy of the bytes).
+private final class ChunkKeepingSink: TransferSink {
+    private let state = Locked<[Data]>([])
+
+    var chunks: [Data] { state.withLock { $0 } }
+
+    func begin(_ head: TransferResponseHead) async throws {
+        state.withLock { $0.removeAll() }
+    }
+
+    func write(_ bytes: Data) async throws {
+        state.withLock { $0.append(bytes) }
     }
 }
