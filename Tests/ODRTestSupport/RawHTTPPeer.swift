@@ -15,6 +15,10 @@ import ODRFormat
 /// _ = try await engine.download(TransferRequest(url: peer.url(for: "a.zip")), into: sink)
 /// #expect(peer.requestCount == 1)
 /// ```
+///
+/// A held peer (``init(heldAnswering:)``) is a slow but good one: it reads requests and answers
+/// each with what its closure makes of the request head, but only once ``release()`` is called;
+/// its connections then serve further requests at once.
 public final class RawHTTPPeer: Sendable {
     public let port: Int
     private let listener: Int32
@@ -29,7 +33,19 @@ public final class RawHTTPPeer: Sendable {
     }
 
     /// Starts listening on a free loopback port.
-    public init(response: Data) throws {
+    public convenience init(response: Data) throws {
+        let bytes = [UInt8](response)
+        try self.init(answer: { _ in bytes }, held: false)
+    }
+
+    /// Starts listening on a free loopback port; each request is answered with `answer(head)` (a
+    /// whole response: status line, headers and body; the connection stays open for the next
+    /// request) once ``release()`` was called.
+    public convenience init(heldAnswering answer: @escaping @Sendable (_ head: String) -> Data) throws {
+        try self.init(answer: { [UInt8](answer($0)) }, held: true)
+    }
+
+    private init(answer: @escaping @Sendable (String) -> [UInt8], held: Bool) throws {
         let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard descriptor >= 0 else { throw ServerStartFailure(description: "socket() failed: errno \(errno)") }
         var address = sockaddr_in()
@@ -51,8 +67,7 @@ public final class RawHTTPPeer: Sendable {
         listener = descriptor
         port = Int(UInt16(bigEndian: address.sin_port))
         wake = (pipeEnds[0], pipeEnds[1])
-        let bytes = [UInt8](response)
-        Thread { [self] in serve(bytes) }.start()
+        Thread { [self] in serve(answer, held: held) }.start()
     }
 
     /// Requests read so far (one per connection the client opened and sent a request on).
@@ -73,8 +88,16 @@ public final class RawHTTPPeer: Sendable {
         stopped.wait()
     }
 
-    private func serve(_ response: [UInt8]) {
-        var connections: [(descriptor: Int32, request: [UInt8], answered: Bool)] = []
+    /// A held peer answers the requests it holds, and every later one at once.
+    public func release() {
+        var byte: UInt8 = 2
+        _ = write(wake.write, &byte, 1)
+    }
+
+    private func serve(_ answer: @Sendable (String) -> [UInt8], held initiallyHeld: Bool) {
+        // `waiting`: a held peer's request read and not answered yet.
+        var connections: [(descriptor: Int32, request: [UInt8], answered: Bool, waiting: String?)] = []
+        var held = initiallyHeld
         defer {
             for connection in connections { close(connection.descriptor) }
             close(listener)
@@ -86,7 +109,17 @@ public final class RawHTTPPeer: Sendable {
             var polled = [pollfd(fd: wake.read, events: Int16(POLLIN), revents: 0), pollfd(fd: listener, events: Int16(POLLIN), revents: 0)]
             polled += connections.map { pollfd(fd: $0.descriptor, events: Int16(POLLIN), revents: 0) }
             guard poll(&polled, nfds_t(polled.count), -1) >= 0 || errno == EINTR else { return }
-            if polled[0].revents != 0 { return }
+            if polled[0].revents != 0 {
+                var byte: UInt8 = 0
+                guard read(wake.read, &byte, 1) == 1, byte == 2 else { return }
+                held = false
+                for index in connections.indices {
+                    guard let head = connections[index].waiting else { continue }
+                    connections[index].waiting = nil
+                    writeAll(answer(head), to: connections[index].descriptor)
+                }
+                continue
+            }
             var hungUp: Set<Int> = []
             for index in connections.indices where polled[index + 2].revents != 0 {
                 var chunk = [UInt8](repeating: 0, count: 4096)
@@ -105,12 +138,21 @@ public final class RawHTTPPeer: Sendable {
                     state.requests += 1
                     state.heads.append(head)
                 }
-                writeAll(response, to: connections[index].descriptor)
+                if initiallyHeld {
+                    // Answered in turn: the connection takes the client's next request afterwards.
+                    connections[index].answered = false
+                    connections[index].request = []
+                    if held {
+                        connections[index].waiting = head
+                        continue
+                    }
+                }
+                writeAll(answer(head), to: connections[index].descriptor)
             }
             for index in hungUp.sorted(by: >) { close(connections.remove(at: index).descriptor) }
             if polled[1].revents & Int16(POLLIN) != 0 {
                 let accepted = accept(listener, nil, nil)
-                if accepted >= 0 { connections.append((accepted, [], false)) }
+                if accepted >= 0 { connections.append((accepted, [], false, nil)) }
             }
         }
     }

@@ -28,28 +28,48 @@ extension PackInstaller {
         var partial: Set<String> = []
         /// Bytes of the verified entries (uncompressed: what the peers sent for them).
         var verifiedBytes: Int64 = 0
+        /// Entries handed to the origins during the round, no peer having sent a byte within
+        /// ``PeerSet/hedgeSeconds`` (the origins' range requests for them: ``hedgeRequests``).
+        var handedToOrigins: Set<String> = []
+        /// The range requests the origins were sent for ``handedToOrigins`` during the round.
+        var hedgeRequests = 0
     }
 
     /// Asks the peers for `missing` (at most ``maximumConcurrentPeerRequests`` at once); every byte
     /// received goes to `traffic` under the peer that sent it. Never throws for a peer's failure:
     /// the peer is dropped and the origins serve the entry. Throws only for local problems
     /// (`storage-failure`, `out-of-space`) and cancellation.
+    ///
+    /// When no peer has sent a byte within ``PeerSet/hedgeSeconds`` of the start, every entry not
+    /// yet requested from a peer is handed to `origins` (which fetches it into the same folder,
+    /// while the requests already sent go on: ``PeerRoundHedge`` keeps the two apart), and the round
+    /// ends when both have. `origins` throwing anything but a local problem or cancellation is
+    /// ignored: the pack's plan, which follows, fetches what is still missing.
     func fetchFromPeers(
         _ missing: [PackEntryExpectation], of pack: PackRecord, peers: PeerSet, into folder: URL, journal: StagingJournal,
-        traffic: Locked<PackTraffic>, received: @escaping @Sendable (Int64) -> Void
+        traffic: Locked<PackTraffic>, received: @escaping @Sendable (Int64) -> Void,
+        origins: @escaping @Sendable ([PackEntryExpectation]) async throws(ResourceError) -> Int = { _ in 0 }
     ) async throws(ResourceError) -> PeerRound {
         guard !missing.isEmpty, peers.hasLivePeers else { return PeerRound() }
         try StoreFiles.makeFolder(folder.path)
         let round = Locked(PeerRound())
+        let hedge = PeerRoundHedge()
         let syncFiles = store.synchronousWrites
+        let fromPeer: @Sendable (Int64) -> Void = { bytes in
+            hedge.peerSent()
+            received(bytes)
+        }
         let one: @Sendable (PackEntryExpectation) async throws(ResourceError) -> Void = { entry throws(ResourceError) in
             for peer in peers.live {
                 if Task.isCancelled { throw ResourceError(.cancelled, "The install was cancelled.") }
+                // Handed to the origins while it waited for its turn: they write it.
+                if hedge.isHandedOver(entry.name) { return }
                 try StoreFiles.makeFolders(above: entry.name, below: folder.path)
                 let sink = PeerEntrySink(path: folder.appending(path: entry.name).path, entry: entry, journal: journal,
-                                         syncFiles: syncFiles, received: received)
+                                         syncFiles: syncFiles, received: fromPeer)
                 do throws(ResourceError) {
-                    guard try await download(sha256: entry.sha256, size: entry.size, from: peer, of: peers, into: sink, traffic: traffic) else {
+                    guard try await download(sha256: entry.sha256, size: entry.size, from: peer, of: peers, into: sink, traffic: traffic,
+                                             claim: { hedge.ask(entry.name) }) else {
                         continue
                     }
                     round.withLock {
@@ -71,25 +91,65 @@ extension PackInstaller {
                 }
             }
         }
-        do {
+        let concurrency = max(1, maximumConcurrentPeerRequests)
+        let askPeers: @Sendable () async throws -> Void = {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 var queue = missing[...]
-                for _ in 0..<max(1, maximumConcurrentPeerRequests) {
+                for _ in 0..<concurrency {
                     guard let next = queue.popFirst() else { break }
                     group.addTask { try await one(next) }
                 }
                 while try await group.next() != nil {
                     guard peers.hasLivePeers else { break }
-                    if let next = queue.popFirst() { group.addTask { try await one(next) } }
+                    while let next = queue.popFirst() {
+                        guard hedge.isHandedOver(next.name) else {
+                            group.addTask { try await one(next) }
+                            break
+                        }
+                    }
                 }
                 try await group.waitForAll()
+            }
+        }
+        let delay = peers.hedgeSeconds
+        do {
+            // Children: the peers' requests (`true` when they end) and the hedge's timer, which
+            // then fetches from the origins what no peer was asked.
+            try await withThrowingTaskGroup(of: Bool.self) { group in
+                group.addTask {
+                    try await askPeers()
+                    return true
+                }
+                if delay.isFinite {
+                    group.addTask {
+                        do { try await Task.sleep(for: .seconds(delay)) } catch { return false }
+                        guard let handed = hedge.hedge(missing), !handed.isEmpty else { return false }
+                        do throws(ResourceError) {
+                            let requests = try await origins(handed)
+                            round.withLock { $0.hedgeRequests = requests }
+                        } catch where error.code == .cancelled || error.code == .storageFailure || error.code == .outOfSpace {
+                            throw error
+                        } catch {
+                            // The pack's plan fetches what this left missing, with its own failovers.
+                        }
+                        return false
+                    }
+                }
+                while let peersDone = try await group.next() {
+                    // The peers are done and the timer has not fired: it never will.
+                    if peersDone, !hedge.close() { group.cancelAll() }
+                }
             }
         } catch let error as ResourceError {
             throw error
         } catch {
             throw ResourceError(.cancelled, "The install was cancelled.", cause: error)
         }
-        return round.withLock { $0 }
+        let handed = hedge.handedOver
+        return round.withLock {
+            $0.handedToOrigins = handed
+            return $0
+        }
     }
 
     /// The entries of `missing` worth asking peers for: not chunked with chunks the store holds
@@ -149,8 +209,10 @@ extension PackInstaller {
     /// peer's timeout again.
     ///
     /// - Returns: `false` when `peer` was dropped before the request could be made.
+    /// - Parameter claim: called once the turn came and the peer is live, just before the request
+    ///   is made; `false` (the entry went to the origins meanwhile) returns `false` without asking.
     func download(sha256 digest: String, size: Int64, from peer: URL, of peers: PeerSet, into sink: any PeerSink,
-                  traffic: Locked<PackTraffic>) async throws(ResourceError) -> Bool {
+                  traffic: Locked<PackTraffic>, claim: () -> Bool = { true }) async throws(ResourceError) -> Bool {
         var request = peers.request(peer: peer, sha256: digest, size: size, priority: priority)
         request.failedAfterReceiving = { bytes in
             peers.addReceived(bytes, from: peer)
@@ -162,7 +224,7 @@ extension PackInstaller {
             throw ResourceError(.cancelled, "The install was cancelled.")
         }
         defer { peerRequestGate?.release(peer) }
-        guard peers.isLive(peer) else { return false }
+        guard peers.isLive(peer), claim() else { return false }
         do throws(ResourceError) {
             let result = try await transport.download(request, into: sink)
             peers.addReceived(result.receivedBytes, from: peer)

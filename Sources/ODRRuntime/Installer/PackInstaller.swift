@@ -295,8 +295,19 @@ public struct PackInstaller: Sendable {
             missing = try entriesForPeers(missing, tables: chunkTables, of: pack)
             if !missing.isEmpty {
                 tracker.plan(pack, bytes: missing.reduce(Int64(0)) { $0.clampedAdding($1.size) }, held: 0)
+                // What no peer was asked when the round is hedged (no peer byte within
+                // `PeerSet.hedgeSeconds`) goes to the origins at once, every other entry counted
+                // as complete so that no range writes an entry a peer may be writing.
+                let names = Set(entries.map(\.name))
+                let hedgePolicy = policy
                 peerRound = try await fetchFromPeers(missing, of: pack, peers: peers, into: folder, journal: journal, traffic: traffic,
-                                                     received: { tracker.received($0, of: pack, fromPeer: true) })
+                                                     received: { tracker.received($0, of: pack, fromPeer: true) }) { handed throws(ResourceError) in
+                    let plan = PackFetchPlan.make(entries: entries, archiveBytes: pack.archiveBytes,
+                                                  complete: names.subtracting(handed.map(\.name)), policy: hedgePolicy)
+                    try await fetch(plan.fetches, of: pack, entries: entries, from: source, into: folder,
+                                    journal: journal, parts: parts, tracker: tracker, traffic: traffic)
+                    return plan.fetches.count
+                }
             }
         }
         while true {
@@ -326,10 +337,16 @@ public struct PackInstaller: Sendable {
             // Entries the peers delivered are staged complete: they count as received from peers, not resumed.
             let fromPeers = entries.filter { peerRound.complete.contains($0.name) && staged.complete.contains($0.name) }
                 .reduce(Int64(0)) { $0.clampedAdding($1.storedSize) }
-            outcome.resumed = chunked.reduce(staged.completeBytes.clampedSubtracting(fromPeers) + plan.resumedBytes) { $0.clampedAdding($1.plan.resumedBytes) }
+            // So are the entries the origins fetched during a hedged peer round: received, not resumed.
+            let hedged = entries.filter { peerRound.handedToOrigins.contains($0.name) && staged.complete.contains($0.name) }
+            let fromHedge = hedged.reduce(Int64(0)) { $0.clampedAdding($1.storedSize) }
+            outcome.resumed = chunked.reduce(staged.completeBytes.clampedSubtracting(fromPeers).clampedSubtracting(fromHedge) + plan.resumedBytes) {
+                $0.clampedAdding($1.plan.resumedBytes)
+            }
             outcome.reused = chunked.reduce(outcome.reused) { $0.clampedAdding($1.plan.heldBytes) }
             let chunkBytes = chunked.reduce(Int64(0)) { $0.clampedAdding($1.plan.fetchBytes) }
-            tracker.plan(pack, bytes: plan.fetchBytes.clampedAdding(chunkBytes), held: outcome.resumed + outcome.reused + fromPeers)
+            tracker.plan(pack, bytes: plan.fetchBytes.clampedAdding(chunkBytes),
+                         held: outcome.resumed.clampedAdding(outcome.reused).clampedAdding(fromPeers).clampedAdding(fromHedge))
             // Whatever a fetch writes afresh must not meet a stale partial file (a fresh folder has none).
             for fetch in fresh ? [] : plan.fetches {
                 for target in fetch.targets where target.resume == nil {
@@ -339,7 +356,7 @@ public struct PackInstaller: Sendable {
             do {
                 try await fetch(plan.fetches, of: pack, entries: entries, from: source, into: folder,
                                 journal: journal, parts: parts, tracker: tracker, traffic: traffic)
-                outcome.requests = plan.fetches.count
+                outcome.requests = plan.fetches.count + peerRound.hedgeRequests
                 for item in chunked {
                     outcome.requests += try await assembleChunked(item, of: pack, from: source, into: folder, journal: journal, traffic: traffic,
                                                                   received: { tracker.received($0, of: pack) },
@@ -351,7 +368,7 @@ public struct PackInstaller: Sendable {
                 outcome.resumed = outcome.resumed.clampedAdding(moved.continuedBytes)
                 outcome.servedBy = moved.origins
                 outcome.peerBytes = moved.peerBytes
-                outcome.fetchedFiles = plan.fetchedEntries + chunked.count + peerRound.complete.count
+                outcome.fetchedFiles = plan.fetchedEntries + chunked.count + peerRound.complete.count + hedged.count
                 return
             } catch where error.code == .integrity && !peerRound.partial.isEmpty && !peerRetried {
                 // A peer's cut entry was continued from an origin and the whole failed its digest:

@@ -38,6 +38,16 @@ public final class PeerSet: Sendable {
     /// then ``connectSeconds`` and ``stallSeconds`` alone bound a silent peer
     /// (``TransferRequest/firstByteSeconds``).
     public let firstByteSeconds: Double
+    /// Seconds from the start of a pack's peer round after which, if no peer has sent a byte of
+    /// any entry yet, the origins are asked for every entry not yet requested from a peer
+    /// (default a quarter of ``firstByteSeconds``: 25 ms; `.infinity` when turned off).
+    ///
+    /// The requests already sent stay with their peers: a slow peer that answers after this delay
+    /// delivers what it was asked and is not dropped, and a silent one is dropped by
+    /// ``firstByteSeconds`` as before; what they did not deliver goes to the origins afterwards.
+    /// A silent peer so costs an install this delay, not the first-byte deadline, for all but the
+    /// entries it was asked (docs/STORE.md, "Local network peers").
+    public let hedgeSeconds: Double
     private let state: Locked<State>
 
     private struct State {
@@ -64,16 +74,27 @@ public final class PeerSet: Sendable {
     /// miss it; raise it for such peers.
     public static let defaultFirstByteSeconds = 0.1
 
+    /// The share of ``firstByteSeconds`` after which, by default, the origins are asked for what no
+    /// peer was asked yet (``hedgeSeconds``): a quarter.
+    public static let defaultHedgeFraction = 0.25
+
     /// Peers in the order given; duplicates and URLs that are not `http` or `https` are dropped.
     /// A `firstByteSeconds` that is not finite or not positive turns that deadline off.
+    ///
+    /// - Parameter hedgeSeconds: ``hedgeSeconds``; `nil` (the default) for a quarter of
+    ///   `firstByteSeconds` (so a deadline raised for sleepy peers raises it too), a value that is
+    ///   not finite or is negative to turn it off. At most `firstByteSeconds`.
     public init(_ peers: [URL], connectSeconds: Double = 2, stallSeconds: Int = 3,
-                firstByteSeconds: Double = defaultFirstByteSeconds) {
+                firstByteSeconds: Double = defaultFirstByteSeconds, hedgeSeconds: Double? = nil) {
         var seen = Set<String>()
         self.peers = peers.filter { ["http", "https"].contains($0.scheme?.lowercased() ?? "") }
             .map(Self.base).filter { seen.insert($0.absoluteString).inserted }
         self.connectSeconds = connectSeconds
         self.stallSeconds = max(1, stallSeconds)
-        self.firstByteSeconds = firstByteSeconds.isFinite && firstByteSeconds > 0 ? firstByteSeconds : .infinity
+        let deadline = firstByteSeconds.isFinite && firstByteSeconds > 0 ? firstByteSeconds : .infinity
+        self.firstByteSeconds = deadline
+        let hedge = hedgeSeconds ?? deadline * Self.defaultHedgeFraction
+        self.hedgeSeconds = hedge.isFinite && hedge >= 0 ? min(hedge, deadline) : .infinity
         state = Locked(State())
     }
 

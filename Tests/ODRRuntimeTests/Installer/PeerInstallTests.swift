@@ -42,14 +42,18 @@ struct PeerInstallTests {
 
     /// Installs `tags` from `catalogURL` into `directory`, asking `peers` first (through `gate`,
     /// as a manager does, when one is given).
+    ///
+    /// `hedgeSeconds` is ``PeerSet/hedgeSeconds`` (`nil`: the default, a quarter of the 0.1 s
+    /// first-byte deadline); `firstByteSeconds` the peers' first-byte deadline.
     static func install(_ tags: [String], from catalogURL: URL, into directory: URL, peers: [URL] = [],
-                        gate: PeerRequestGate? = nil) async throws -> Installed {
+                        gate: PeerRequestGate? = nil, firstByteSeconds: Double = PeerSet.defaultFirstByteSeconds,
+                        hedgeSeconds: Double? = nil) async throws -> Installed {
         let store = try ResourceStore(directory: directory)
         let engine = try TransferEngine()
         let client = CatalogClient(catalogURL: catalogURL, store: store, transport: engine)
         let snapshot = try await client.describe(Set(tags), in: try await client.refresh())
         var installer = PackInstaller(store: store, transport: engine)
-        let peerSet = peers.isEmpty ? nil : PeerSet(peers)
+        let peerSet = peers.isEmpty ? nil : PeerSet(peers, firstByteSeconds: firstByteSeconds, hedgeSeconds: hedgeSeconds)
         installer.peers = peerSet
         installer.peerRequestGate = gate
         let start = ContinuousClock.now
@@ -95,7 +99,10 @@ struct PeerInstallTests {
             let plain = try await Self.install(["level"], from: cdn.baseURL, into: fromCDN.url)
             let plainBytes = await Self.packBytesSent(cdn)
             cdn.clearRequests()
-            let viaPeer = try await Self.install(["level"], from: cdn.baseURL, into: second.url, peers: [share.baseURL])
+            // No hedge: a busy machine that pauses the test for 25 ms would send entries to the
+            // CDN, and this test is about where the bytes come from when the peer answers.
+            let viaPeer = try await Self.install(["level"], from: cdn.baseURL, into: second.url, peers: [share.baseURL],
+                                                 hedgeSeconds: .infinity)
             let cdnBytes = await Self.packBytesSent(cdn)
             let tagBytes = try Self.tagArchiveBytes(viaPeer, ["level"])
             try Self.expectFiles(fixture, viaPeer, files: 8)
@@ -133,7 +140,8 @@ struct PeerInstallTests {
                 await share.kill()
             }
             cdn.clearRequests()
-            let viaPeer = try await Self.install(["level"], from: cdn.baseURL, into: second.url, peers: [share.baseURL])
+            let viaPeer = try await Self.install(["level"], from: cdn.baseURL, into: second.url, peers: [share.baseURL],
+                                                 hedgeSeconds: .infinity)
             try await killer.value
             let cdnBytes = Int64(await Self.packBytesSent(cdn))
             let tagBytes = try Self.tagArchiveBytes(viaPeer, ["level"])
@@ -225,6 +233,114 @@ struct PeerInstallTests {
             #expect(reason.contains("first-byte timeout"), "\(reason)")
             #expect(viaPeer.summary.peerBytes == 0)
         }
+    }
+
+    /// A peer that says nothing within ``PeerSet/hedgeSeconds``: the CDN is asked for the entries
+    /// no request to the peer was made for while the peer still holds the two it was asked (its
+    /// first-byte deadline, 30 s here, far away); once the peer is gone, the CDN serves those too.
+    @Test func aSilentPeerSendsTheEntriesItWasNotAskedToTheCDNAfterTheHedgeDelay() async throws {
+        let fixture = try await Self.game(files: 8, fileBytes: 256 << 10)
+        let second = try TemporaryDirectory(prefix: "odr-peer-b")
+        try await withTestServer(root: fixture.catalog) { cdn in
+            let silent = try RawHTTPPeer(response: Data())
+            let peerURL = silent.url(for: "")
+            cdn.clearRequests()
+            // Waits for the CDN's first pack request, then ends the silent peer (which fails its
+            // requests); without a hedge the CDN is asked only after the 30 s deadline, so this
+            // gives up after 20 s and ends the peer anyway.
+            let watcher = Task { () -> (askedWhileSilent: Bool, peerRequests: Int) in
+                let deadline = ContinuousClock.now + .seconds(20)
+                while ContinuousClock.now < deadline, !cdn.requests().contains(where: { $0.target.hasPrefix("/packs/") }) {
+                    try? await Task.sleep(for: .milliseconds(5))
+                }
+                let asked = cdn.requests().contains { $0.target.hasPrefix("/packs/") }
+                let requests = silent.requestCount
+                silent.stop()
+                return (asked, requests)
+            }
+            let viaPeer = try await Self.install(["level"], from: cdn.baseURL, into: second.url, peers: [peerURL],
+                                                 gate: PeerRequestGate(limit: 2), firstByteSeconds: 30, hedgeSeconds: 0.05)
+            let seen = await watcher.value
+            try Self.expectFiles(fixture, viaPeer, files: 8)
+            #expect(seen.askedWhileSilent, "the CDN was not asked while the peer was silent")
+            #expect(seen.peerRequests <= 2, "\(seen.peerRequests) requests reached the peer before the CDN was asked")
+            #expect(silent.requestCount <= 2)
+            #expect(viaPeer.summary.peerBytes == 0)
+            // Every entry came from the CDN in this install: none counts as resumed.
+            #expect(viaPeer.summary.resumedBytes == 0)
+            #expect(viaPeer.summary.fetchedFiles == 8)
+            #expect(viaPeer.summary.downloadedBytes == Int64(await Self.packBytesSent(cdn)))
+            #expect(viaPeer.peers?.dropped[peerURL] != nil)
+        }
+    }
+
+    /// A good peer that answers only after the hedge: the CDN serves the entries the peer was not
+    /// asked, the peer the ones it was, no entry comes from both, and the peer is not dropped.
+    @Test func aSlowPeerKeepsTheEntriesItWasAskedAndIsNotDropped() async throws {
+        let fixture = try await Self.game(files: 8, fileBytes: 256 << 10)
+        let second = try TemporaryDirectory(prefix: "odr-peer-b")
+        var contents: [String: Data] = [:]
+        for index in 0..<8 {
+            let data = try fixture.contents(of: "level/part\(index).bin")
+            contents[ContentHash.sha256Hex(of: data)] = data
+        }
+        let files = contents
+        // Answers `GET /odr/v1/sha256/<digest>` with the file, once released.
+        let slow = try RawHTTPPeer(heldAnswering: { head in
+            let path = head.split(separator: " ").dropFirst().first.map(String.init) ?? ""
+            guard let body = files[String(path.split(separator: "/").last ?? "")] else {
+                return Data("HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n".utf8)
+            }
+            return Data("HTTP/1.1 200 OK\r\nContent-Length: \(body.count)\r\n\r\n".utf8) + body
+        })
+        defer { slow.stop() }
+        let peerURL = slow.url(for: "")
+        try await withTestServer(root: fixture.catalog) { cdn in
+            cdn.clearRequests()
+            // The peer answers once the CDN was asked (or after 20 s: without a hedge it never is).
+            let watcher = Task { () -> Bool in
+                let deadline = ContinuousClock.now + .seconds(20)
+                while ContinuousClock.now < deadline, !cdn.requests().contains(where: { $0.target.hasPrefix("/packs/") }) {
+                    try? await Task.sleep(for: .milliseconds(5))
+                }
+                slow.release()
+                return cdn.requests().contains { $0.target.hasPrefix("/packs/") }
+            }
+            // 0.5 s: the peer's two requests are made long before the hedge.
+            let viaPeer = try await Self.install(["level"], from: cdn.baseURL, into: second.url, peers: [peerURL],
+                                                 gate: PeerRequestGate(limit: 2), firstByteSeconds: 30, hedgeSeconds: 0.5)
+            let askedFirst = await watcher.value
+            try Self.expectFiles(fixture, viaPeer, files: 8)
+            #expect(askedFirst, "the CDN was not asked while the peer held its answers")
+            #expect(viaPeer.peers?.dropped.isEmpty == true, "\(viaPeer.peers?.dropped ?? [:])")
+            // The two requests made before the hedge were answered and kept; nothing more was asked.
+            #expect(slow.requestCount == 2)
+            #expect(viaPeer.summary.peerBytes == 2 * (256 << 10))
+            // No entry came twice: the CDN sent the other six (and the local headers around them).
+            let cdnBytes = await Self.packBytesSent(cdn)
+            #expect(cdnBytes >= 6 * (256 << 10))
+            #expect(cdnBytes < 7 * (256 << 10), "CDN sent \(cdnBytes)")
+            #expect(viaPeer.summary.resumedBytes == 0)
+            #expect(viaPeer.summary.fetchedFiles == 8)
+        }
+    }
+
+    /// The hedge delay follows the first-byte deadline unless set: a quarter of it, at most all of
+    /// it, off with the deadline or when not finite or negative.
+    @Test func theHedgeDelayIsAQuarterOfTheFirstByteDeadlineUnlessSet() throws {
+        let peer = [URL(string: "http://127.0.0.1:2/")!]
+        #expect(PeerSet(peer).hedgeSeconds == PeerSet.defaultFirstByteSeconds / 4)
+        #expect(PeerSet(peer, firstByteSeconds: 0.4).hedgeSeconds == 0.1)
+        #expect(PeerSet(peer, firstByteSeconds: 0.4, hedgeSeconds: 0.01).hedgeSeconds == 0.01)
+        #expect(PeerSet(peer, firstByteSeconds: 0.4, hedgeSeconds: 2).hedgeSeconds == 0.4)
+        #expect(PeerSet(peer, firstByteSeconds: 0).hedgeSeconds == .infinity)
+        #expect(PeerSet(peer, hedgeSeconds: -1).hedgeSeconds == .infinity)
+        #expect(PeerSet(peer, hedgeSeconds: .nan).hedgeSeconds == .infinity)
+        let directory = try TemporaryDirectory(prefix: "odr-peer-hedge")
+        var configuration = ResourceManager.Configuration(catalogURL: URL(string: "http://127.0.0.1:1/")!, storeDirectory: directory.url)
+        configuration.peers = peer
+        configuration.peerFirstByteTimeout = 0.4
+        #expect(try ResourceManager(configuration: configuration).makeInstaller().peers?.hedgeSeconds == 0.1)
     }
 
     /// `Configuration.peerFirstByteTimeout` (`odr fetch --peer-timeout`, `ODR_OPT_PEER_FIRST_BYTE_TIMEOUT_MS`)
