@@ -74,7 +74,7 @@ extension PackInstaller {
     /// Assembles a chunked entry into `folder` in one pass, in chunk order: chunks written before
     /// are kept, held ones copied from disk (checked as they are read; one that does not match is
     /// fetched on its own instead), and the missing ones asked of the peers by their SHA-256
-    /// (``chunkFromPeers(_:peers:traffic:received:)``), then the rest of each of the plan's ranges
+    /// (``chunkFromPeers(_:of:peers:traffic:received:)``), then the rest of each of the plan's ranges
     /// downloaded, from the origins as entry ranges are (see
     /// ``downloadFromOrigins(_:of:into:traffic:check:)``), which adds what they move to `traffic`.
     ///
@@ -95,7 +95,7 @@ extension PackInstaller {
             var first = fetch.chunks.lowerBound
             if let peers, !source.isFileURL {
                 while first < fetch.chunks.upperBound, writer.done == first,
-                      try await chunkFromPeers(writer, peers: peers, traffic: traffic, received: receivedFromPeer) {
+                      try await chunkFromPeers(writer, of: source, peers: peers, traffic: traffic, received: receivedFromPeer) {
                     first += 1
                 }
             }

@@ -46,7 +46,7 @@ extension PackInstaller {
     /// ends when both have. `origins` throwing anything but a local problem or cancellation is
     /// ignored: the pack's plan, which follows, fetches what is still missing.
     func fetchFromPeers(
-        _ missing: [PackEntryExpectation], of pack: PackRecord, peers: PeerSet, into folder: URL, journal: StagingJournal,
+        _ missing: [PackEntryExpectation], of pack: PackRecord, from source: URL, peers: PeerSet, into folder: URL, journal: StagingJournal,
         traffic: Locked<PackTraffic>, received: @escaping @Sendable (Int64) -> Void,
         origins: @escaping @Sendable ([PackEntryExpectation]) async throws(ResourceError) -> Int = { _ in 0 }
     ) async throws(ResourceError) -> PeerRound {
@@ -69,7 +69,7 @@ extension PackInstaller {
                                          syncFiles: syncFiles, received: fromPeer)
                 do throws(ResourceError) {
                     guard try await download(sha256: entry.sha256, size: entry.size, from: peer, of: peers, into: sink, traffic: traffic,
-                                             claim: { hedge.ask(entry.name) }) else {
+                                             following: source, claim: { hedge.ask(entry.name) }) else {
                         continue
                     }
                     round.withLock {
@@ -174,7 +174,8 @@ extension PackInstaller {
     /// - Returns: whether the chunk was written; `false` sends it to the origins.
     /// - Throws: only for local problems (`storage-failure`) and cancellation.
     func chunkFromPeers(
-        _ writer: ChunkedEntryWriter, peers: PeerSet, traffic: Locked<PackTraffic>, received: @escaping @Sendable (Int64) -> Void
+        _ writer: ChunkedEntryWriter, of source: URL, peers: PeerSet, traffic: Locked<PackTraffic>,
+        received: @escaping @Sendable (Int64) -> Void
     ) async throws(ResourceError) -> Bool {
         guard writer.done < writer.chunks.count else { return false }
         let chunk = writer.chunks[writer.done]
@@ -182,7 +183,8 @@ extension PackInstaller {
             if Task.isCancelled { throw ResourceError(.cancelled, "The install was cancelled.") }
             let sink = PeerChunkSink(size: chunk.size, received: received)
             do throws(ResourceError) {
-                guard try await download(sha256: chunk.sha256, size: chunk.size, from: peer, of: peers, into: sink, traffic: traffic) else {
+                guard try await download(sha256: chunk.sha256, size: chunk.size, from: peer, of: peers, into: sink, traffic: traffic,
+                                         following: source) else {
                     continue
                 }
             } catch {
@@ -209,11 +211,14 @@ extension PackInstaller {
     /// peer's timeout again.
     ///
     /// - Returns: `false` when `peer` was dropped before the request could be made.
-    /// - Parameter claim: called once the turn came and the peer is live, just before the request
-    ///   is made; `false` (the entry went to the origins meanwhile) returns `false` without asking.
+    /// - Parameters:
+    ///   - packURL: the archive URL of the pack the content is for: the request runs at that pack's
+    ///     priority in a manager (``TransferRequest/priorityURL``), as its origin ranges do.
+    ///   - claim: called once the turn came and the peer is live, just before the request is made;
+    ///     `false` (the entry went to the origins meanwhile) returns `false` without asking.
     func download(sha256 digest: String, size: Int64, from peer: URL, of peers: PeerSet, into sink: any PeerSink,
-                  traffic: Locked<PackTraffic>, claim: () -> Bool = { true }) async throws(ResourceError) -> Bool {
-        var request = peers.request(peer: peer, sha256: digest, size: size, priority: priority)
+                  traffic: Locked<PackTraffic>, following packURL: URL, claim: () -> Bool = { true }) async throws(ResourceError) -> Bool {
+        var request = peers.request(peer: peer, sha256: digest, size: size, priority: priority, following: packURL)
         request.failedAfterReceiving = { bytes in
             peers.addReceived(bytes, from: peer)
             traffic.withLock { $0.addPeer(bytes, from: peer) }

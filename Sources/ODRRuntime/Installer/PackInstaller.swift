@@ -300,7 +300,7 @@ public struct PackInstaller: Sendable {
                 // as complete so that no range writes an entry a peer may be writing.
                 let names = Set(entries.map(\.name))
                 let hedgePolicy = policy
-                peerRound = try await fetchFromPeers(missing, of: pack, peers: peers, into: folder, journal: journal, traffic: traffic,
+                peerRound = try await fetchFromPeers(missing, of: pack, from: source, peers: peers, into: folder, journal: journal, traffic: traffic,
                                                      received: { tracker.received($0, of: pack, fromPeer: true) }) { handed throws(ResourceError) in
                     let plan = PackFetchPlan.make(entries: entries, archiveBytes: pack.archiveBytes,
                                                   complete: names.subtracting(handed.map(\.name)), policy: hedgePolicy)

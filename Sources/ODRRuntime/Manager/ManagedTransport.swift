@@ -33,7 +33,7 @@ final class ManagedTransport: Transport {
     func transfer(_ request: TransferRequest, into sink: any TransferSink) -> any TransferHandle {
         var request = request
         for (name, value) in headers where request.headers[name] == nil { request.headers[name] = value }
-        let urls = [request.url] + request.alternateURLs
+        let urls = [request.url] + request.alternateURLs + (request.priorityURL.map { [$0] } ?? [])
         let (priority, paused, hint) = state.withLock { state in
             (urls.compactMap { state.priorities[$0] }.first, urls.contains { state.paused.contains($0) },
              urls.compactMap { state.hintLikelihoods[$0] }.max())

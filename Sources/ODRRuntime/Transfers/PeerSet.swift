@@ -151,10 +151,12 @@ public final class PeerSet: Sendable {
     }
 
     /// A request for the content `digest` of `size` bytes on `peer`: checked for size and digest by
-    /// the transport, one attempt, no redirects, short timeouts.
-    func request(peer: URL, sha256 digest: String, size: Int64, priority: TransferPriority) -> TransferRequest {
+    /// the transport, one attempt, no redirects, short timeouts; it follows the priority of
+    /// `packURL` (``TransferRequest/priorityURL``), the archive of the pack it is for.
+    func request(peer: URL, sha256 digest: String, size: Int64, priority: TransferPriority, following packURL: URL? = nil) -> TransferRequest {
         var request = TransferRequest(url: Self.contentURL(peer: peer, sha256: digest), priority: priority,
                                       expectedSize: size, expectedSHA256: digest)
+        request.priorityURL = packURL
         request.followsRedirects = false
         request.maximumAttempts = 1
         request.retriesUnreachableServer = false

@@ -65,6 +65,12 @@ public struct TransferRequest: Sendable {
     /// what guards it. Each origin is tried once per round; when all failed, the ``RetryPolicy``'s
     /// delay follows and the next round starts.
     public var alternateURLs: [URL] = []
+    /// Another URL whose priority, pauses and hint likelihood this request follows in a
+    /// ``ResourceManager`` (which sets those by URL), besides its own; `nil` (the default) for
+    /// none. A peer's request for an entry of a pack follows the pack's archive URL: it runs at the
+    /// priority of the pack's other transfers, and is not paused as a lesser transfer while the
+    /// pack's own urgent range from an origin runs (docs/STORE.md, "Local network peers").
+    public var priorityURL: URL?
     /// Called (from the task that feeds the sink, in order with its calls) each time the transfer
     /// moves to another origin: which one, why, and how many bytes it kept.
     public var originSwitched: (@Sendable (TransferOriginSwitch) -> Void)?

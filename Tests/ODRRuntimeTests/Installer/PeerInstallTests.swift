@@ -325,6 +325,31 @@ struct PeerInstallTests {
         }
     }
 
+    /// In a manager, a peer's request for an entry runs at the priority of the pack it is for (an
+    /// urgent fetch: urgent), like the pack's ranges from the CDN: a lesser one would be paused
+    /// while the pack's urgent range runs, its first-byte deadline starting over afterwards.
+    @Test func aManagersPeerRequestsRunAtTheirPacksPriority() async throws {
+        let fixture = try await Self.game(files: 2, fileBytes: 256 << 10)
+        let directory = try TemporaryDirectory(prefix: "odr-peer-priority")
+        // Lacks everything: each entry is asked of it, then of the CDN.
+        let peer = try RawHTTPPeer(response: Data("HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".utf8))
+        defer { peer.stop() }
+        try await withTestServer(root: fixture.catalog) { cdn in
+            let recorder = SharedDownloadPriorityTests.RecordingTransport(base: try TransferEngine())
+            var configuration = ResourceManager.Configuration(catalogURL: cdn.baseURL, storeDirectory: directory.url)
+            configuration.transport = recorder
+            configuration.freeSpaceWatermark = 0
+            configuration.peers = [peer.url(for: "")]
+            let manager = try ResourceManager(configuration: configuration)
+            try await manager.prepare()
+            _ = try await manager.fetch(tags: ["level"], priority: .urgent)
+            let peerURLs = recorder.urls.filter { $0.path.contains("/odr/v1/sha256/") }
+            #expect(peer.requestCount >= 1)
+            #expect(!peerURLs.isEmpty)
+            for url in peerURLs { #expect(recorder.priority(of: url) == .urgent, "\(url.lastPathComponent)") }
+        }
+    }
+
     /// The hedge delay follows the first-byte deadline unless set: a quarter of it, at most all of
     /// it, off with the deadline or when not finite or negative.
     @Test func theHedgeDelayIsAQuarterOfTheFirstByteDeadlineUnlessSet() throws {

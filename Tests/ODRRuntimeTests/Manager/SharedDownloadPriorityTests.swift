@@ -22,6 +22,9 @@ struct SharedDownloadPriorityTests {
 
         func priority(of url: URL) -> TransferPriority? { priorities.withLock { $0[url] } }
 
+        /// Every URL a transfer was made for.
+        var urls: [URL] { priorities.withLock { Array($0.keys) } }
+
         fileprivate func record(_ priority: TransferPriority, for url: URL) { priorities.withLock { $0[url] = priority } }
     }
 
