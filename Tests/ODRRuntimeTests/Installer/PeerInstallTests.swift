@@ -47,13 +47,13 @@ struct PeerInstallTests {
     /// first-byte deadline); `firstByteSeconds` the peers' first-byte deadline.
     static func install(_ tags: [String], from catalogURL: URL, into directory: URL, peers: [URL] = [],
                         gate: PeerRequestGate? = nil, firstByteSeconds: Double = PeerSet.defaultFirstByteSeconds,
-                        hedgeSeconds: Double? = nil) async throws -> Installed {
+                        hedgeSeconds: Double? = nil, peerSet given: PeerSet? = nil) async throws -> Installed {
         let store = try ResourceStore(directory: directory)
         let engine = try TransferEngine()
         let client = CatalogClient(catalogURL: catalogURL, store: store, transport: engine)
         let snapshot = try await client.describe(Set(tags), in: try await client.refresh())
         var installer = PackInstaller(store: store, transport: engine)
-        let peerSet = peers.isEmpty ? nil : PeerSet(peers, firstByteSeconds: firstByteSeconds, hedgeSeconds: hedgeSeconds)
+        let peerSet = given ?? (peers.isEmpty ? nil : PeerSet(peers, firstByteSeconds: firstByteSeconds, hedgeSeconds: hedgeSeconds))
         installer.peers = peerSet
         installer.peerRequestGate = gate
         let start = ContinuousClock.now
@@ -236,30 +236,38 @@ struct PeerInstallTests {
     }
 
     /// A peer that says nothing within ``PeerSet/hedgeSeconds``: the CDN is asked for the entries
-    /// no request to the peer was made for while the peer still holds the two it was asked (its
-    /// first-byte deadline, 30 s here, far away); once the peer is gone, the CDN serves those too.
+    /// no request to the peer was made for while the peer still holds the two it was asked and is
+    /// not dropped (its first-byte deadline, 30 s here, and the engine's own timeouts, seconds, far
+    /// away); once the peer is gone, the CDN serves those too.
     @Test func aSilentPeerSendsTheEntriesItWasNotAskedToTheCDNAfterTheHedgeDelay() async throws {
         let fixture = try await Self.game(files: 8, fileBytes: 256 << 10)
         let second = try TemporaryDirectory(prefix: "odr-peer-b")
         try await withTestServer(root: fixture.catalog) { cdn in
             let silent = try RawHTTPPeer(response: Data())
             let peerURL = silent.url(for: "")
+            let peerSet = PeerSet([peerURL], firstByteSeconds: 30, hedgeSeconds: 0.05)
             cdn.clearRequests()
-            // Waits for the CDN's first pack request, then ends the silent peer (which fails its
-            // requests); without a hedge the CDN is asked only after the 30 s deadline, so this
-            // gives up after 20 s and ends the peer anyway.
+            // Waits for the CDN's first pack request and notes whether the peer was still a peer
+            // then, and ends the silent peer (which fails its requests); without a hedge the CDN is
+            // asked only once the peer was dropped (by a timeout of the engine, after seconds), and
+            // this gives up after 20 s anyway.
             let watcher = Task { () -> (askedWhileSilent: Bool, peerRequests: Int) in
                 let deadline = ContinuousClock.now + .seconds(20)
-                while ContinuousClock.now < deadline, !cdn.requests().contains(where: { $0.target.hasPrefix("/packs/") }) {
+                var asked = false
+                while ContinuousClock.now < deadline {
+                    if cdn.requests().contains(where: { $0.target.hasPrefix("/packs/") }) {
+                        // A peer is never taken back once dropped: live now, live when the CDN was asked.
+                        asked = peerSet.dropped.isEmpty
+                        break
+                    }
                     try? await Task.sleep(for: .milliseconds(5))
                 }
-                let asked = cdn.requests().contains { $0.target.hasPrefix("/packs/") }
                 let requests = silent.requestCount
                 silent.stop()
                 return (asked, requests)
             }
             let viaPeer = try await Self.install(["level"], from: cdn.baseURL, into: second.url, peers: [peerURL],
-                                                 gate: PeerRequestGate(limit: 2), firstByteSeconds: 30, hedgeSeconds: 0.05)
+                                                 gate: PeerRequestGate(limit: 2), peerSet: peerSet)
             let seen = await watcher.value
             try Self.expectFiles(fixture, viaPeer, files: 8)
             #expect(seen.askedWhileSilent, "the CDN was not asked while the peer was silent")
