@@ -18,7 +18,8 @@ import ODRFormat
 /// Peer requests are made with one attempt, no redirects, and short timeouts: the body's first
 /// byte within ``firstByteSeconds`` of the request's start (connecting included), then at most
 /// ``stallSeconds`` without a byte. A peer that accepts the connection and says nothing, or whose
-/// host never completes it, so costs an install ``firstByteSeconds``.
+/// host never completes it, so costs an install ``firstByteSeconds`` for the entries it was asked;
+/// the others go to the origins once no peer has sent a byte for ``hedgeSeconds``.
 ///
 /// ```swift
 /// var installer = PackInstaller(store: store, transport: engine)
@@ -64,14 +65,14 @@ public final class PeerSet: Sendable {
     /// 0.1 s. A peer on the same network serving from its own store answers within a connect and a
     /// request round trip plus a lookup, a few milliseconds on Ethernet and tens on a busy Wi-Fi; a
     /// late answer costs only that peer's savings for the rest of the install (the origins serve
-    /// everything, with the right bytes), while every install with a silent peer pays the whole
-    /// deadline, and about 20 ms more, before the origins are asked. Issue 43's target is that a
-    /// silent peer at most doubles an install's time, and a 32 MiB tag installs from a CDN over
-    /// loopback in 0.12 to 0.21 s (`odrbench peers`, 2 cores): at 0.15 s a silent peer cost 0.17
-    /// to 0.19 s there (1.54x to 2.06x), at 0.1 s 0.11 to 0.12 s (1.72x to 1.92x; on a quiet machine,
-    /// where the install takes 0.10 s, 2.05x to 2.36x: docs/STORE.md). A peer whose radio
-    /// sleeps (Wi-Fi power saving can hold a packet for a beacon interval of 102 ms or more) may
-    /// miss it; raise it for such peers.
+    /// everything, with the right bytes), while an install with a silent peer waits out the whole
+    /// deadline for the entries it asked that peer (the rest go to the origins after
+    /// ``hedgeSeconds``). Issue 43's target is that a silent peer at most doubles an install's
+    /// time, and a 32 MiB tag installs from a CDN over loopback in 0.10 to 0.21 s (`odrbench peers`,
+    /// 2 cores): before the hedge, at 0.15 s a silent peer made that 1.54x to 2.06x, at 0.1 s 1.72x
+    /// to 2.36x; with the hedge 1.39x to 1.55x (docs/STORE.md). A peer whose radio sleeps (Wi-Fi
+    /// power saving can hold a packet for a beacon interval of 102 ms or more) may miss it; raise
+    /// it for such peers.
     public static let defaultFirstByteSeconds = 0.1
 
     /// The share of ``firstByteSeconds`` after which, by default, the origins are asked for what no
