@@ -14,16 +14,14 @@ import ODRFormat
 /// curl's 600). A pool keeps the few buffers a transfer has in flight (its `bufferLimit` over the
 /// chunk size, and one more) and hands them out again. A chunk leaves as a `Data` that does not
 /// copy the buffer and gives it back when the sink lets go of it (issue 44).
-///
-/// `@unchecked Sendable`: the buffers are plain memory owned by the pool while they are in
-/// `spare`, guarded by `lock`; a buffer handed out belongs to its one chunk until given back.
-final class BodyChunkPool: @unchecked Sendable {
+final class BodyChunkPool: Sendable {
     /// Bytes per buffer.
     let chunkBytes: Int
     /// Buffers kept for reuse; more are freed when given back.
     let keep: Int
-    private let lock = ConditionLock()
-    private var spare: [UnsafeMutableRawPointer] = []
+    /// Plain memory, owned by the pool while it is here; a buffer handed out belongs to its one
+    /// chunk until given back.
+    private let spare = Locked<[UnsafeMutableRawPointer]>([])
 
     init(chunkBytes: Int, keep: Int) {
         self.chunkBytes = max(1, chunkBytes)
@@ -31,18 +29,20 @@ final class BodyChunkPool: @unchecked Sendable {
     }
 
     deinit {
-        for buffer in spare { buffer.deallocate() }
+        spare.withLock { buffers in
+            for buffer in buffers { buffer.deallocate() }
+        }
     }
 
     /// A buffer of ``chunkBytes`` bytes: a kept one, or a new one.
     func take() -> UnsafeMutableRawPointer {
-        let kept = lock.withLock { spare.popLast() }
+        let kept = spare.withLock { $0.popLast() }
         return kept ?? UnsafeMutableRawPointer.allocate(byteCount: chunkBytes, alignment: 64)
     }
 
     /// Takes a buffer back, for reuse or to be freed.
     func give(_ buffer: UnsafeMutableRawPointer) {
-        let kept = lock.withLock { () -> Bool in
+        let kept = spare.withLock { spare -> Bool in
             guard spare.count < keep else { return false }
             spare.append(buffer)
             return true
@@ -61,7 +61,7 @@ final class BodyChunkPool: @unchecked Sendable {
     }
 
     /// How many buffers wait for reuse (what tests observe).
-    var spareCount: Int { lock.withLock { spare.count } }
+    var spareCount: Int { spare.withLock { $0.count } }
 }
 
 /// The body bytes being gathered into one chunk, in a buffer of a ``BodyChunkPool``.

@@ -278,6 +278,7 @@ struct PeerInstallTests {
             #expect(viaPeer.summary.resumedBytes == 0)
             #expect(viaPeer.summary.fetchedFiles == 8)
             #expect(viaPeer.summary.downloadedBytes == Int64(await Self.packBytesSent(cdn)))
+            #expect(viaPeer.summary.requests == cdn.requests().filter { $0.target.hasPrefix("/packs/") }.count)
             #expect(viaPeer.peers?.dropped[peerURL] != nil)
         }
     }
@@ -330,6 +331,9 @@ struct PeerInstallTests {
             #expect(cdnBytes < 7 * (256 << 10), "CDN sent \(cdnBytes)")
             #expect(viaPeer.summary.resumedBytes == 0)
             #expect(viaPeer.summary.fetchedFiles == 8)
+            // What the summary says the CDN sent, and in how many requests, is what it sent.
+            #expect(viaPeer.summary.downloadedBytes == Int64(cdnBytes))
+            #expect(viaPeer.summary.requests == cdn.requests().filter { $0.target.hasPrefix("/packs/") }.count)
         }
     }
 
