@@ -40,7 +40,8 @@ extension PackInstaller {
     /// the peer is dropped and the origins serve the entry. Throws only for local problems
     /// (`storage-failure`, `out-of-space`) and cancellation.
     ///
-    /// When no peer has sent a byte within ``PeerSet/hedgeSeconds`` of the start, every entry not
+    /// When no peer has sent a byte within ``PeerSet/hedgeSeconds`` of the round's first request
+    /// to a peer (a wait for a turn at the peer does not count), every entry not
     /// yet requested from a peer is handed to `origins` (which fetches it into the same folder,
     /// while the requests already sent go on: ``PeerRoundHedge`` keeps the two apart), and the round
     /// ends when both have. `origins` throwing anything but a local problem or cancellation is
@@ -122,6 +123,8 @@ extension PackInstaller {
                 }
                 if delay.isFinite {
                     group.addTask {
+                        // The delay counts from the round's first request (``PeerRoundHedge``).
+                        for await _ in hedge.firstAsk {}
                         do { try await Task.sleep(for: .seconds(delay)) } catch { return false }
                         guard let handed = hedge.hedge(missing), !handed.isEmpty else { return false }
                         do throws(ResourceError) {

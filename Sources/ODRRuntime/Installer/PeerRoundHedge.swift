@@ -7,6 +7,13 @@ import ODRFormat
 /// ``hedge(_:)``, both under one lock: an entry is never both, so a peer's sink and an origin's
 /// range never write the same file in `staging/<id>.d/`. The hedge happens at most once, and only
 /// while no peer has sent a byte of this round and the round has not ended (``close()``).
+///
+/// Its delay counts from the round's first request to a peer (``firstAsk``), not from the round's
+/// start: a round that waits for a turn at a peer (``PeerRequestGate``, held by another pack's
+/// round that the peer is serving) is not waiting for a silent peer. Counted from the round's
+/// start, a real game's install (three SuperTuxKart tracks, 70 packs, two installing at once, from a
+/// healthy `odr share` at its defaults) sent 11.4 to 37.6 MiB of its 114.8 MiB to the CDN in three
+/// runs; from the first request, 2.8 to 7.1 MiB in six.
 final class PeerRoundHedge: Sendable {
     private struct State {
         /// Entries requested from a peer (sent, or about to be).
@@ -17,12 +24,20 @@ final class PeerRoundHedge: Sendable {
         var closed = false
     }
     private let state = Locked(State())
+    private let firstAskSignal: AsyncStream<Void>.Continuation
+    /// Ends once the round made its first request to a peer, or ended without one.
+    let firstAsk: AsyncStream<Void>
+
+    init() {
+        (firstAsk, firstAskSignal) = AsyncStream<Void>.makeStream()
+    }
 
     /// Claims `name` for a request to a peer; `false` when it was handed to the origins.
     func ask(_ name: String) -> Bool {
         state.withLock { state in
             guard state.handedOver?.contains(name) != true else { return false }
             state.asked.insert(name)
+            firstAskSignal.finish()
             return true
         }
     }
@@ -50,7 +65,8 @@ final class PeerRoundHedge: Sendable {
 
     /// Ends the round's chance to be hedged; returns whether it was.
     func close() -> Bool {
-        state.withLock { state in
+        firstAskSignal.finish()
+        return state.withLock { state in
             state.closed = true
             return state.handedOver != nil
         }

@@ -428,3 +428,26 @@ struct LyingSource: ShareSource {
 
     func isStillShared(_ content: SharedContent) -> Bool { true }
 }
+
+/// The hedge's timer waits for the round's first request to a peer (``PeerRoundHedge/firstAsk``).
+struct PeerRoundHedgeTests {
+    @Test func theFirstAskEndsTheWaitAndAHandedOverEntryIsNeverAsked() async throws {
+        let hedge = PeerRoundHedge()
+        let waiter = Task { for await _ in hedge.firstAsk {} }
+        #expect(hedge.ask("a.bin"))
+        await waiter.value
+        let entry = PackEntryExpectation(name: "b.bin", method: .stored, storedSize: 1, size: 1, headerOffset: 40, sha256: String(repeating: "0", count: 64))
+        #expect(hedge.hedge([entry])?.map(\.name) == ["b.bin"])
+        #expect(!hedge.ask("b.bin"))
+        #expect(hedge.close())
+    }
+
+    @Test func aRoundThatEndsWithoutAskingEndsTheWaitToo() async throws {
+        let hedge = PeerRoundHedge()
+        let waiter = Task { for await _ in hedge.firstAsk {} }
+        #expect(!hedge.close())
+        await waiter.value
+        // Closed: no hedge any more.
+        #expect(hedge.hedge([]) == nil)
+    }
+}
