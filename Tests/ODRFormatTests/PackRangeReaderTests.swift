@@ -256,6 +256,27 @@ struct PackRangeReaderTests {
 
     // MARK: - Refusing
 
+    @Test func aDeflatedEntryWhoseBytesAreNotTheManifestsIsAHashMismatchAndTheNextStillVerifies() throws {
+        // Deflated entries are hashed on a thread of their own: the digest of each is still its
+        // own, a wrong one is still refused by name, and the hasher goes on to the next entry.
+        let dir = try TemporaryDirectory()
+        let pack = try Pack(in: dir)
+        let other = pack.entries[0]
+        let wrong = PackEntryExpectation(name: other.name, method: other.method, storedSize: other.storedSize, size: other.size,
+                                         headerOffset: other.headerOffset, sha256: ContentHash.sha256Hex(of: pack.content(2)))
+        let out = try TemporaryDirectory()
+        let extractor = try DirectoryExtractor(destination: out.url)
+        let error = #expect(throws: FormatError.self) {
+            try Self.read(pack.bytes, range: pack.range(0, through: 0), targets: [.init(entry: wrong)], sink: extractor)
+        }
+        #expect(error?.code == .hashMismatch)
+        #expect(error?.field == "a/one.json")
+        #expect(extractor.extracted.isEmpty)
+        let sink = RecordingSink()
+        _ = try Self.read(pack.bytes, range: pack.range(0, through: 4), targets: pack.entries.map { .init(entry: $0) }, sink: sink, chunk: 7_001)
+        for index in 0..<5 { #expect(sink.contents[Pack.contents[index].0] == pack.content(index)) }
+    }
+
     @Test func aFlippedByteInAStoredEntryIsAHashMismatch() throws {
         let dir = try TemporaryDirectory()
         let pack = try Pack(in: dir)

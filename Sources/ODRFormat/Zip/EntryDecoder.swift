@@ -12,11 +12,17 @@ struct EntryDecoder {
     private var excess: Int64 = 0
     private var sha = StreamingSHA256()
     private let inflater: ZlibStream?
+    /// Hashes the inflated bytes on another thread while this one writes them (deflated entries).
+    private var background: BackgroundSHA256?
 
     /// Checks the header and prepares to decode the data that follows it.
     ///
-    /// - Parameter inflater: a reusable inflate stream (reset here), for deflated entries.
-    init(header: LocalHeader, expected: PackEntryExpectation, inflater: () throws -> ZlibStream) throws {
+    /// - Parameters:
+    ///   - inflater: a reusable inflate stream (reset here), for deflated entries.
+    ///   - hasher: a reusable hasher on a thread of its own, for a deflated entry's inflated bytes
+    ///     (``BackgroundSHA256``); `nil` hashes them on the caller's thread.
+    init(header: LocalHeader, expected: PackEntryExpectation, inflater: () throws -> ZlibStream,
+         hasher: (() -> BackgroundSHA256)? = nil) throws {
         let name = expected.name
         guard header.flags & (ZipFormat.flagEncrypted | ZipFormat.flagStrongEncryption) == 0 else {
             throw FormatError(.unsupportedFeature, "Entry '\(name)' is encrypted; packs are never encrypted.", field: name)
@@ -45,6 +51,11 @@ struct EntryDecoder {
             let stream = try inflater()
             stream.reset()
             self.inflater = stream
+            if let hasher {
+                let background = hasher()
+                background.start(from: StreamingSHA256())
+                self.background = background
+            }
         } else {
             self.inflater = nil
         }
@@ -88,6 +99,7 @@ struct EntryDecoder {
             var produced = self.produced
             var excess = self.excess
             var sha = self.sha
+            let background = self.background
             let bombLimit = Self.bombLimit(forDeclared: expected.size)
             let used = try inflater.process(chunk, scratch: &scratch) { out in
                 // produced <= expected.size always, so the subtraction cannot overflow where a sum could.
@@ -105,7 +117,7 @@ struct EntryDecoder {
                     return
                 }
                 produced += Int64(out.count)
-                sha.update(out)
+                if let background { background.update(copying: out) } else { sha.update(out) }
                 try sink.writeEntryData(out)
             }
             self.produced = produced
@@ -145,7 +157,7 @@ struct EntryDecoder {
                 "Entry '\(name)' inflates to \(produced) bytes, not the \(expected.size) its manifest declares: it does not match its manifest (damaged in transit or at the source). Download it again.",
                 field: name)
         }
-        let digest = sha.finalize()
+        let digest = (background?.result() ?? sha).finalize()
         guard digest == expected.sha256 else {
             throw FormatError(.hashMismatch, "Entry '\(name)' has SHA-256 \(digest) but its manifest says \(expected.sha256): it does not match its manifest (damaged in transit or at the source). Download it again.", field: name)
         }

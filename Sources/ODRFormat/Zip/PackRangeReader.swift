@@ -72,6 +72,9 @@ public final class PackRangeReader {
     private var inflater: ZlibStream?
     /// Inflate output; allocated with the inflate stream, as stored entries never need it.
     private var scratch: [UInt8] = []
+    /// Hashes deflated entries' inflated bytes on a second core while this reader inflates and
+    /// writes the next ones; made with the first deflated entry.
+    private var hasher: BackgroundSHA256?
 
     /// Every entry of the pack, when the range ends at the archive's end and the central directory
     /// and end records there must be checked (no symbolic links or devices, nothing unlisted).
@@ -272,7 +275,7 @@ public final class PackRangeReader {
         guard name == entry.name else {
             throw FormatError(.entryMismatch, "The entry at offset \(entry.headerOffset) is '\(name)'; the manifest puts '\(entry.name)' there.", field: entry.name)
         }
-        let decoder = try EntryDecoder(header: header, expected: entry, inflater: reusableInflater)
+        let decoder = try EntryDecoder(header: header, expected: entry, inflater: reusableInflater, hasher: reusableHasher)
         try sink.entryDataStarts(entry, at: dataOffset)
         try sink.beginEntry(entry)
         try proceed(with: decoder)
@@ -322,6 +325,13 @@ public final class PackRangeReader {
             throw FormatError(.malformedArchive, "The end record disagrees with the central directory.", field: nil)
         }
         try CentralDirectory.check(records, against: entries)
+    }
+
+    private func reusableHasher() -> BackgroundSHA256 {
+        if let hasher { return hasher }
+        let made = BackgroundSHA256(pieceBytes: scratch.count)
+        hasher = made
+        return made
     }
 
     private func reusableInflater() throws -> ZlibStream {
