@@ -75,6 +75,8 @@ public final class PackRangeReader {
     /// Hashes deflated entries' inflated bytes on a second core while this reader inflates and
     /// writes the next ones; made with the first deflated entry.
     private var hasher: BackgroundSHA256?
+    /// Inflate output at a time.
+    private static let scratchBytes = 1 << 18
 
     /// Every entry of the pack, when the range ends at the archive's end and the central directory
     /// and end records there must be checked (no symbolic links or devices, nothing unlisted).
@@ -329,7 +331,8 @@ public final class PackRangeReader {
 
     private func reusableHasher() -> BackgroundSHA256 {
         if let hasher { return hasher }
-        let made = BackgroundSHA256(pieceBytes: scratch.count)
+        // Pieces the size of the inflater's scratch (``reusableInflater()``): one copy per output.
+        let made = BackgroundSHA256(pieceBytes: Self.scratchBytes)
         hasher = made
         return made
     }
@@ -338,7 +341,7 @@ public final class PackRangeReader {
         if let inflater { return inflater }
         let stream = try ZlibStream(.inflate)
         inflater = stream
-        scratch = [UInt8](repeating: 0, count: 1 << 18)
+        scratch = [UInt8](repeating: 0, count: Self.scratchBytes)
         return stream
     }
 }
