@@ -19,7 +19,7 @@ struct ShareResponder: HTTPResponder {
     let limits: ShareLimits
     let log: RequestLog
     let logger: Logger
-    let files = FileReader(chunkLength: 256 * 1024)
+    let files: FileReader
     let slots: TransferSlots
     let rate: RateLimiter?
     let bytesSent = Locked<Int64>(0)
@@ -31,9 +31,32 @@ struct ShareResponder: HTTPResponder {
         self.limits = limits
         self.log = log
         self.logger = logger
+        files = FileReader(chunkLength: Self.chunkLength(for: limits))
         slots = TransferSlots(total: limits.maximumConcurrentTransfers, perAddress: limits.maximumTransfersPerAddress)
         rate = limits.bytesPerSecond.map { RateLimiter(bytesPerSecond: Double($0)) }
     }
+
+    /// Bytes read from a file and written to the connection at a time, and so between two checks
+    /// that the content is still shared (``ShareSource/isStillShared(_:)``) and two rate
+    /// reservations.
+    ///
+    /// Without a rate limit, ``maximumChunkLength`` (1 MiB): each chunk is a hand-off from a read
+    /// on the thread pool to the body's task to the event loop, and a still-shared check in the
+    /// database, and at 256 KiB those cost `odr share` 40 to 50 ms of CPU per 32 MiB against 25 to
+    /// 35 ms at 1 MiB (docs/STORE.md, "Local network peers"). With one, the bytes of the limiter's
+    /// 50 ms burst at that rate, from ``minimumChunkLength`` (16 KiB) to 1 MiB: a chunk is written
+    /// at once after its reservation, so a larger one would send a slow share's body in bursts,
+    /// and a purge or a kill would cut it later.
+    static func chunkLength(for limits: ShareLimits) -> Int {
+        guard let rate = limits.bytesPerSecond else { return maximumChunkLength }
+        let burst = rate / (1000 / RateLimiter.burstMilliseconds)
+        return Int(min(Int64(maximumChunkLength), max(Int64(minimumChunkLength), burst)))
+    }
+
+    /// The largest chunk: 1 MiB.
+    static let maximumChunkLength = 1 << 20
+    /// The smallest chunk, at the slowest rates: 16 KiB.
+    static let minimumChunkLength = 16 << 10
 
     /// The digest a request target names, `.malformed` under the prefix with anything but 64
     /// lowercase hex digits (an encoded dot or slash included), `nil` for any other path.
@@ -183,8 +206,11 @@ final class TransferSlots: Sendable {
 }
 
 /// A byte rate shared by every transfer: each chunk reserves its time on one schedule and waits
-/// for it, with a burst of at most 50 ms worth of bytes.
+/// for it, with a burst of at most ``burstMilliseconds`` worth of bytes.
 final class RateLimiter: Sendable {
+    /// The burst: a chunk whose reserved start is at most this far ahead is sent at once.
+    static let burstMilliseconds: Int64 = 50
+
     let bytesPerSecond: Double
     private let next = Locked<ContinuousClock.Instant?>(nil)
 
@@ -198,6 +224,6 @@ final class RateLimiter: Sendable {
             next = start + cost
             return start
         }
-        if start > now + .milliseconds(50) { try await Task.sleep(until: start, clock: .continuous) }
+        if start > now + .milliseconds(Self.burstMilliseconds) { try await Task.sleep(until: start, clock: .continuous) }
     }
 }

@@ -17,12 +17,15 @@ struct ShareServerTests {
     }
 
     /// A store with tag `level` installed (two files of `fileBytes`; tag `menu` not), shared on a free port.
-    static func withSharedStore(limits: ShareLimits = .unlimited, fileBytes: Int = 1 << 20, _ body: (Shared) async throws -> Void) async throws {
+    /// `source` wraps the store's ``StoreShareSource`` (to watch what the server asks of it).
+    static func withSharedStore(limits: ShareLimits = .unlimited, fileBytes: Int = 1 << 20,
+                                source: (StoreShareSource) -> any ShareSource = { $0 },
+                                _ body: (Shared) async throws -> Void) async throws {
         let fixture = try await PeerInstallTests.game(files: 2, fileBytes: fileBytes)
         let directory = try TemporaryDirectory(prefix: "odr-share")
         try await withTestServer(root: fixture.catalog) { cdn in
             let installed = try await PeerInstallTests.install(["level"], from: cdn.baseURL, into: directory.url)
-            let share = try await ShareServer.start(source: StoreShareSource(store: installed.store), port: 0, limits: limits,
+            let share = try await ShareServer.start(source: source(StoreShareSource(store: installed.store)), port: 0, limits: limits,
                                                     logger: testServerLogger())
             do {
                 try await body(Shared(fixture: fixture, store: installed.store, snapshot: installed.snapshot, share: share,
@@ -110,6 +113,36 @@ struct ShareServerTests {
         }
     }
 
+    /// How often a body asks the store whether its content is still shared (a database query
+    /// each): before the body, then before each chunk. Without a rate limit a chunk is 1 MiB, so a
+    /// 4 MiB body asks 5 times (at 256 KiB it asked 17 times, which cost `odr share` a third more
+    /// CPU than `odrpack serve` for the same bytes); at 2 MiB/s a chunk is the limiter's 50 ms,
+    /// 104,857 bytes, so a purge still cuts a slow body within about 50 ms.
+    @Test func asksWhetherContentIsStillSharedOncePerChunk() async throws {
+        let counted = CountingShareSource.Count()
+        try await Self.withSharedStore(fileBytes: 4 << 20, source: { CountingShareSource(base: $0, count: counted) }) { shared in
+            let contents = try shared.fixture.contents(of: "level/part0.bin")
+            let url = shared.share.baseURL.absoluteString + "odr/v1/sha256/" + (try Self.digest(of: "level/part0.bin", in: shared))
+            let before = counted.stillSharedChecks
+            let whole = try await CurlCommand.fetch(url)
+            #expect(whole.status == 200)
+            #expect(whole.body == contents)
+            #expect(counted.stillSharedChecks - before == 1 + 4)
+        }
+        let slow = CountingShareSource.Count()
+        try await Self.withSharedStore(limits: ShareLimits(bytesPerSecond: 2 << 20), fileBytes: 4 << 20,
+                                       source: { CountingShareSource(base: $0, count: slow) }) { shared in
+            let contents = try shared.fixture.contents(of: "level/part0.bin")
+            let url = shared.share.baseURL.absoluteString + "odr/v1/sha256/" + (try Self.digest(of: "level/part0.bin", in: shared))
+            let before = slow.stillSharedChecks
+            // 512 KiB: five chunks of 104,857 bytes and one of 3.
+            let range = try await CurlCommand.fetch(url, ["-r", "0-524287"])
+            #expect(range.status == 206)
+            #expect(range.body == contents[0..<524_288])
+            #expect(slow.stillSharedChecks - before == 1 + 6)
+        }
+    }
+
     /// More transfers than the limit, from one address: the rest are answered 503 at once.
     @Test func aFloodOfTransfersGets503() async throws {
         try await Self.withSharedStore(limits: ShareLimits(maximumConcurrentTransfers: 4, maximumTransfersPerAddress: 2, bytesPerSecond: 1 << 20)) { shared in
@@ -186,5 +219,24 @@ struct ShareServerTests {
         let first = try await LoopbackConnection.onThread { try connection.receive(upTo: 100) }
         #expect(String(decoding: first, as: UTF8.self).hasPrefix("HTTP/1.1 200"))
         return (connection, first)
+    }
+}
+
+/// A ``ShareSource`` that counts the server's still-shared checks and passes everything to `base`.
+struct CountingShareSource: ShareSource {
+    final class Count: Sendable {
+        private let checks = Locked(0)
+        var stillSharedChecks: Int { checks.withLock { $0 } }
+        func add() { checks.withLock { $0 += 1 } }
+    }
+
+    let base: any ShareSource
+    let count: Count
+
+    func locate(sha256 digest: String) -> SharedContent? { base.locate(sha256: digest) }
+
+    func isStillShared(_ content: SharedContent) -> Bool {
+        count.add()
+        return base.isStillShared(content)
     }
 }
