@@ -10,3 +10,12 @@ extension BenchFormat {
     /// Seconds as `1.23 s`.
     static func seconds(_ value: Double) -> String { String(format: "%.2f s", value) }
 }
+
+extension Array<Double> {
+    /// The value at fraction `p` (0...1) of these values, which must be sorted ascending: `0.5` is
+    /// the median (the lower one of an even count); 0 when empty.
+    func percentileOfSorted(_ p: Double) -> Double {
+        guard !isEmpty else { return 0 }
+        return self[Swift.min(count - 1, Int(Double(count - 1) * p))]
+    }
+}

@@ -11,7 +11,7 @@ import ODRFormat
 ///
 /// 1. A second store installs the tag with one peer that holds it: the CDN's pack bytes (from its
 ///    request log) at most 1% of the tag's pack bytes, and the fetch at least as fast as from the
-///    CDN alone (best of --runs each, alternating which goes first).
+///    CDN alone (best of --runs each, alternating which goes first; the medians are printed too).
 /// 2. The peer (rate-limited to 16 MiB/s so the transfer lasts) is killed (SIGKILL) once the store
 ///    holds a quarter of the tag's bytes: the fetch completes from the CDN, and the peer's bytes
 ///    (odr fetch --json's peerBytes) plus the CDN's, less the tag's, are at most 1 MiB.
@@ -67,7 +67,7 @@ struct PeersBench: AsyncParsableCommand {
 
         // 1. One peer that holds the tag.
         let share = try ShareProcess.start(odr: odr, store: holder, rate: "0", output: workspace.appending(path: "share.out").path)
-        var alone = Double.infinity, withPeer = Double.infinity
+        var aloneTimes: [Double] = [], peerTimes: [Double] = []
         var cdnBytesWithPeer: Int64 = 0, peerBytes: Int64 = 0
         for run in 0..<runs {
             for usesPeer in run % 2 == 0 ? [false, true] : [true, false] {
@@ -76,19 +76,25 @@ struct PeersBench: AsyncParsableCommand {
                 let json = workspace.appending(path: "run-\(run)-\(usesPeer).json").path
                 let seconds = try timedFetch(cdn, store: store, peer: usesPeer ? share.baseURL : nil, json: json)
                 if usesPeer {
-                    withPeer = min(withPeer, seconds)
+                    peerTimes.append(seconds)
                     cdnBytesWithPeer = max(cdnBytesWithPeer, cdn.requests(since: mark).filter { $0.target.contains("/packs/") }.reduce(0) { $0 + $1.bytes })
                     peerBytes = Self.peerBytes(json)
                 } else {
-                    alone = min(alone, seconds)
+                    aloneTimes.append(seconds)
                 }
                 try? FileManager.default.removeItem(at: store)
             }
         }
         share.kill()
+        aloneTimes.sort()
+        peerTimes.sort()
+        let alone = aloneTimes[0], withPeer = peerTimes[0]
+        let aloneMedian = aloneTimes.percentileOfSorted(0.5), peerMedian = peerTimes.percentileOfSorted(0.5)
         let share1 = Double(cdnBytesWithPeer) / Double(max(1, tagBytes))
         row("odr fetch, CDN alone", "\(BenchFormat.seconds(alone))  (\(BenchFormat.rate(tagBytes, alone)))")
         row("odr fetch --peer", "\(BenchFormat.seconds(withPeer))  \(BenchFormat.ratio(withPeer / alone)) of the CDN alone (target <= 1.00x): \(withPeer <= alone ? "met" : "MISSED")")
+        row("medians of \(runs) (not the target)", "CDN alone \(BenchFormat.seconds(aloneMedian)), --peer \(BenchFormat.seconds(peerMedian)): "
+            + "\(BenchFormat.ratio(peerMedian / aloneMedian))")
         row("bytes from the peer", "\(peerBytes) (\(BenchFormat.mib(peerBytes)))")
         row("CDN pack bytes with a peer", "\(cdnBytesWithPeer) = \(String(format: "%.3f", share1 * 100))% of the tag (target <= 1%, worst of \(runs)): \(share1 <= 0.01 ? "met" : "MISSED")")
 

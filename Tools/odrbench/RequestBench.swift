@@ -214,30 +214,30 @@ struct RequestBench: AsyncParsableCommand {
             compared = try await comparedPairs(swift: manager, catalog: catalogURL, store: storeURL, picks: picks)
         }
 
-        let median = percentile(durations, 0.5), p99 = percentile(durations, 0.99)
+        let median = durations.percentileOfSorted(0.5), p99 = durations.percentileOfSorted(0.99)
         print("")
         print("conditional begin + end, \(pairs) pairs on installed tags:")
-        print("  median \(micro(median)), p90 \(micro(percentile(durations, 0.9))), p99 \(micro(p99)), max \(micro(durations.last ?? 0))")
-        print("  baseline, bare Ledger begin/end of the same tags: median \(micro(percentile(baseline, 0.5))), p99 \(micro(percentile(baseline, 0.99)))")
+        print("  median \(micro(median)), p90 \(micro(durations.percentileOfSorted(0.9))), p99 \(micro(p99)), max \(micro(durations.last ?? 0))")
+        print("  baseline, bare Ledger begin/end of the same tags: median \(micro(baseline.percentileOfSorted(0.5))), p99 \(micro(baseline.percentileOfSorted(0.99)))")
         print("  target median < 20 us: \(median < 20e-6 ? "met" : "NOT met"); p99 < 200 us: \(p99 < 200e-6 ? "met" : "NOT met")")
-        let cMedian = percentile(compared.c, 0.5), swiftMedian = percentile(compared.swift, 0.5)
+        let cMedian = compared.c.percentileOfSorted(0.5), swiftMedian = compared.swift.percentileOfSorted(0.5)
         let ratio = cMedian / max(swiftMedian, 1e-9)
         print("  through the C API (odr_request_conditionally_begin + odr_request_end), same pairs, each next to the Swift pair of its tag:")
-        print("    C median \(micro(cMedian)), p99 \(micro(percentile(compared.c, 0.99))); Swift in the same loop: median \(micro(swiftMedian)), p99 \(micro(percentile(compared.swift, 0.99)))")
+        print("    C median \(micro(cMedian)), p99 \(micro(compared.c.percentileOfSorted(0.99))); Swift in the same loop: median \(micro(swiftMedian)), p99 \(micro(compared.swift.percentileOfSorted(0.99)))")
         print(String(format: "  C API / Swift median: %.2fx; target < 1.1x: %@", ratio, ratio < 1.1 ? "met" : "NOT met"))
-        let hintMedian = percentile(hintDurations, 0.5)
+        let hintMedian = hintDurations.percentileOfSorted(0.5)
         print("anticipate + end of a hint, \(pairs) pairs on the same installed tags:")
-        print("  median \(micro(hintMedian)), p90 \(micro(percentile(hintDurations, 0.9))), p99 \(micro(percentile(hintDurations, 0.99))), max \(micro(hintDurations.last ?? 0))")
+        print("  median \(micro(hintMedian)), p90 \(micro(hintDurations.percentileOfSorted(0.9))), p99 \(micro(hintDurations.percentileOfSorted(0.99))), max \(micro(hintDurations.last ?? 0))")
         print("  target median < 20 us: \(hintMedian < 20e-6 ? "met" : "NOT met")")
         managerOpens.sort()
         storeOpens.sort()
         uncleanOpens.sort()
-        let openMedian = percentile(managerOpens, 0.5)
+        let openMedian = managerOpens.percentileOfSorted(0.5)
         print("opening a manager on a store with \(installed) installed packs (catalog of \(tags) tags, \(tags * filesPerTag) files):")
         print("  after a clean close: median \(milli(openMedian)), best \(milli(managerOpens[0])) over \(opens) opens")
-        print("  after a crash (every installed entry checked): median \(milli(percentile(uncleanOpens, 0.5)))")
-        print("  baseline, opening the store alone and listing its packs: median \(milli(percentile(storeOpens, 0.5)))")
-        print("  then the first file lookup (path(forResource:)): median \(micro(percentile(firstLookups.sorted(), 0.5)))")
+        print("  after a crash (every installed entry checked): median \(milli(uncleanOpens.percentileOfSorted(0.5)))")
+        print("  baseline, opening the store alone and listing its packs: median \(milli(storeOpens.percentileOfSorted(0.5)))")
+        print("  then the first file lookup (path(forResource:)): median \(micro(firstLookups.sorted().percentileOfSorted(0.5)))")
         print("  target < 50 ms: \(openMedian < 0.05 ? "met" : "NOT met")")
 
         try await measureSignatureCost(configuration: configuration, key: try PublicSigningKey.load(from: PublicSigningKey.fileURL(forPrivateKeyAt: keyURL)),
@@ -334,11 +334,11 @@ struct RequestBench: AsyncParsableCommand {
         await server.stop()
         alone.sort()
         sharing.sort()
-        let aloneMedian = percentile(alone, 0.5), sharingMedian = percentile(sharing, 0.5)
+        let aloneMedian = alone.percentileOfSorted(0.5), sharingMedian = sharing.percentileOfSorted(0.5)
         let ratio = sharingMedian / max(aloneMedian, 1e-9)
         print("conditional begin + end while sharing the store (\(alone.count) pairs each, in \(blocks) alternating blocks):")
-        print("  sharing, no peer: median \(micro(aloneMedian)), p99 \(micro(percentile(alone, 0.99)))")
-        print("  sharing, a peer downloading: median \(micro(sharingMedian)), p99 \(micro(percentile(sharing, 0.99)))"
+        print("  sharing, no peer: median \(micro(aloneMedian)), p99 \(micro(alone.percentileOfSorted(0.99)))")
+        print("  sharing, a peer downloading: median \(micro(sharingMedian)), p99 \(micro(sharing.percentileOfSorted(0.99)))"
             + String(format: "; the peer got %.0f files/s, %.1f MiB/s", Double(served) / max(sharingSeconds, 1e-9), Double(sent) / max(sharingSeconds, 1e-9) / 1_048_576))
         print(String(format: "  peer downloading / no peer median: %.2fx; target < 1.1x: %@", ratio, ratio < 1.1 ? "met" : "NOT met"))
     }
@@ -442,9 +442,9 @@ struct RequestBench: AsyncParsableCommand {
         var random = SimulationRandom(seed: 43)
         let picks = (0..<pairs).map { _ in names[Int(random.next() % UInt64(installed))] }
         let durations = try await swiftPairs(manager: manager, picks: picks)
-        let median = percentile(durations, 0.5), p99 = percentile(durations, 0.99)
+        let median = durations.percentileOfSorted(0.5), p99 = durations.percentileOfSorted(0.99)
         print("conditional begin + end, two variant axes, \(variantTags) tags x \(shape.packs.built) packs (the device holds \(shape.packs.chosen) per request), \(pairs) pairs:")
-        print("  median \(micro(median)), p90 \(micro(percentile(durations, 0.9))), p99 \(micro(p99)), max \(micro(durations.last ?? 0))")
+        print("  median \(micro(median)), p90 \(micro(durations.percentileOfSorted(0.9))), p99 \(micro(p99)), max \(micro(durations.last ?? 0))")
         print(String(format: "  / plain median (1 pack per request): %.2fx", median / max(plainMedian, 1e-9)))
         print("  target median < 20 us: \(median < 20e-6 ? "met" : "NOT met"); p99 < 200 us: \(p99 < 200e-6 ? "met" : "NOT met")")
     }
@@ -510,10 +510,10 @@ struct RequestBench: AsyncParsableCommand {
         without.sort()
         with.sort()
         checks.sort()
-        let added = percentile(with, 0.5) - percentile(without, 0.5)
+        let added = with.percentileOfSorted(0.5) - without.percentileOfSorted(0.5)
         print("prepare() on the signed catalog (\(prepares) runs each, file://):")
-        print("  trusting the builder's key: median \(milli(percentile(with, 0.5))); trusting no key (baseline): median \(milli(percentile(without, 0.5)))")
-        print("  added by checking signatures: \(micro(added)) (the check alone: median \(micro(percentile(checks, 0.5))), catalog.json of \(index.versions.count) version(s))")
+        print("  trusting the builder's key: median \(milli(with.percentileOfSorted(0.5))); trusting no key (baseline): median \(milli(without.percentileOfSorted(0.5)))")
+        print("  added by checking signatures: \(micro(added)) (the check alone: median \(micro(checks.percentileOfSorted(0.5))), catalog.json of \(index.versions.count) version(s))")
         print("  target < 1 ms: \(added < 0.001 ? "met" : "NOT met")")
     }
 
@@ -695,11 +695,6 @@ struct RequestBench: AsyncParsableCommand {
         let value = try await body()
         print("\(what) in \(format((ContinuousClock.now - start).seconds))")
         return value
-    }
-
-    private func percentile(_ sorted: [Double], _ p: Double) -> Double {
-        guard !sorted.isEmpty else { return 0 }
-        return sorted[min(sorted.count - 1, Int(Double(sorted.count - 1) * p))]
     }
 
     private func format(_ seconds: Double) -> String { String(format: "%.1f s", seconds) }
