@@ -42,8 +42,8 @@ struct ShareResponder: HTTPResponder {
     ///
     /// Without a rate limit, ``maximumChunkLength`` (1 MiB): each chunk is a hand-off from a read
     /// on the thread pool to the body's task to the event loop, and a still-shared check in the
-    /// database, and at 256 KiB those cost `odr share` 40 to 50 ms of CPU per 32 MiB against 25 to
-    /// 35 ms at 1 MiB (docs/STORE.md, "Local network peers"). With one, the bytes of the limiter's
+    /// database, and at 256 KiB those cost `odr share` 53 ms of CPU per 32 MiB against 33 ms at
+    /// 1 MiB (medians; docs/STORE.md, "Local network peers"). With one, the bytes of the limiter's
     /// 50 ms burst at that rate, from ``minimumChunkLength`` (16 KiB) to 1 MiB: a chunk is written
     /// at once after its reservation, so a larger one would send a slow share's body in bursts,
     /// and a purge or a kill would cut it later.
