@@ -116,31 +116,34 @@ struct ShareServerTests {
     /// How often a body asks the store whether its content is still shared (a database query
     /// each): before the body, then before each chunk. Without a rate limit a chunk is 1 MiB, so a
     /// 4 MiB body asks 5 times (at 256 KiB it asked 17 times, which cost `odr share` a third more
-    /// CPU than `odrpack serve` for the same bytes); at 2 MiB/s a chunk is the limiter's 50 ms,
-    /// 104,857 bytes, so a purge still cuts a slow body within about 50 ms.
+    /// CPU than `odrpack serve` for the same bytes). With one, a chunk is the limiter's 50 ms, at
+    /// most 256 KiB: at 2 MiB/s 104,857 bytes, so a purge still cuts a slow body within about
+    /// 50 ms; at the default 32 MiB/s 256 KiB, so a new body's first byte does not wait behind
+    /// 1 MiB chunks (31 ms each) longer than the installer's hedge.
     @Test func asksWhetherContentIsStillSharedOncePerChunk() async throws {
-        let counted = CountingShareSource.Count()
-        try await Self.withSharedStore(fileBytes: 4 << 20, source: { CountingShareSource(base: $0, count: counted) }) { shared in
+        // No rate limit: chunks of 1 MiB.
+        #expect(try await Self.stillSharedChecks(limits: .unlimited, range: nil) == 1 + 4)
+        // 2 MiB/s: chunks of 104,857 bytes; 512 KiB is five of them and one of 3.
+        #expect(try await Self.stillSharedChecks(limits: ShareLimits(bytesPerSecond: 2 << 20), range: 0..<524_288) == 1 + 6)
+        // The default 32 MiB/s: chunks of 256 KiB, sixteen for 4 MiB.
+        #expect(try await Self.stillSharedChecks(limits: ShareLimits(), range: nil) == 1 + 16)
+    }
+
+    /// The still-shared checks a share with `limits` makes while it serves `range` (the whole file
+    /// when `nil`) of a 4 MiB file, once the bytes served are checked.
+    static func stillSharedChecks(limits: ShareLimits, range: Range<Int>?) async throws -> Int {
+        let count = CountingShareSource.Count()
+        var checks = -1
+        try await withSharedStore(limits: limits, fileBytes: 4 << 20, source: { CountingShareSource(base: $0, count: count) }) { shared in
             let contents = try shared.fixture.contents(of: "level/part0.bin")
-            let url = shared.share.baseURL.absoluteString + "odr/v1/sha256/" + (try Self.digest(of: "level/part0.bin", in: shared))
-            let before = counted.stillSharedChecks
-            let whole = try await CurlCommand.fetch(url)
-            #expect(whole.status == 200)
-            #expect(whole.body == contents)
-            #expect(counted.stillSharedChecks - before == 1 + 4)
+            let url = shared.share.baseURL.absoluteString + "odr/v1/sha256/" + (try digest(of: "level/part0.bin", in: shared))
+            let before = count.stillSharedChecks
+            let response = try await CurlCommand.fetch(url, range.map { ["-r", "\($0.lowerBound)-\($0.upperBound - 1)"] } ?? [])
+            #expect(response.status == (range == nil ? 200 : 206))
+            #expect(response.body == (range.map { contents[$0] } ?? contents))
+            checks = count.stillSharedChecks - before
         }
-        let slow = CountingShareSource.Count()
-        try await Self.withSharedStore(limits: ShareLimits(bytesPerSecond: 2 << 20), fileBytes: 4 << 20,
-                                       source: { CountingShareSource(base: $0, count: slow) }) { shared in
-            let contents = try shared.fixture.contents(of: "level/part0.bin")
-            let url = shared.share.baseURL.absoluteString + "odr/v1/sha256/" + (try Self.digest(of: "level/part0.bin", in: shared))
-            let before = slow.stillSharedChecks
-            // 512 KiB: five chunks of 104,857 bytes and one of 3.
-            let range = try await CurlCommand.fetch(url, ["-r", "0-524287"])
-            #expect(range.status == 206)
-            #expect(range.body == contents[0..<524_288])
-            #expect(slow.stillSharedChecks - before == 1 + 6)
-        }
+        return checks
     }
 
     /// More transfers than the limit, from one address: the rest are answered 503 at once.
