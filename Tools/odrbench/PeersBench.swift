@@ -19,6 +19,11 @@ import ODRFormat
 ///    SIGSTOP, as a suspended or hung process: its kernel takes the connection and the request,
 ///    nobody answers): the fetch takes at most twice as long as from the CDN alone (best of --runs
 ///    each, alternating).
+/// 4. A game's shape with the share's default limits (32 MiB/s, 4 transfers, 2 per address): the
+///    same bytes as 16 tags of 2 MiB each (a 1 MiB, a 512 KiB and four 128 KiB files), 16 packs
+///    installed at once by one fetch. The CDN sends at most 1% of their pack bytes: a pack whose
+///    first peer byte waits behind another pack's body at the share's rate must not be handed to
+///    the CDN by the installer's 25 ms hedge.
 struct PeersBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "peers",
@@ -30,11 +35,13 @@ struct PeersBench: AsyncParsableCommand {
             CDN alone and with --peer. Then a peer limited to 16 MiB/s is killed once the second \
             store holds a quarter of the tag, and the bytes fetched twice are counted. Last, \
             odr fetch --peer with a peer that accepts connections and never answers (an odr share \
-            stopped with SIGSTOP), against the CDN alone.
+            stopped with SIGSTOP), against the CDN alone. Then the same bytes as 16 small tags (16 \
+            packs) installed at once from a peer with odr share's default limits (32 MiB/s).
 
             Targets: with a peer, the CDN sends <= 1% of the tag's pack bytes and the fetch is no \
             slower than from the CDN alone; a killed peer costs <= 1 MiB fetched twice; a silent \
-            peer makes the fetch at most 2x as long as from the CDN alone.
+            peer makes the fetch at most 2x as long as from the CDN alone; with 16 packs and the \
+            share's default limits, the CDN sends <= 1% of their pack bytes.
             """
     )
 
@@ -54,7 +61,7 @@ struct PeersBench: AsyncParsableCommand {
         defer { try? FileManager.default.removeItem(at: workspace) }
         let catalog = workspace.appending(path: "catalog")
         print("Generating and building a \(mib) MiB stored-only catalog under \(workspace.path) ...")
-        try await buildCatalog(at: catalog, assets: workspace.appending(path: "assets"))
+        try await buildCatalog(at: catalog, assets: workspace.appending(path: "assets"), tags: 1)
         let packs = try FileManager.default.contentsOfDirectory(atPath: catalog.appending(path: "packs").path).filter { $0.hasSuffix(".zip") }
         let tagBytes = packs.reduce(Int64(0)) { $0 + DiskUsage.bytes(under: catalog.appending(path: "packs/\($1)")) }
         let row = { (title: String, value: String) in print(BenchFormat.row(title, value, width: 34)) }
@@ -148,14 +155,51 @@ struct PeersBench: AsyncParsableCommand {
         let silentRatio = withSilent / aloneAgain
         row("odr fetch, CDN alone (again)", "\(BenchFormat.seconds(aloneAgain))")
         row("odr fetch --peer <silent>", "\(BenchFormat.seconds(withSilent))  \(BenchFormat.ratio(silentRatio)) of the CDN alone (target <= 2.00x): \(silentRatio <= 2 ? "met" : "MISSED")")
+        silent.kill()
+        cdn.stop()
+
+        // 4. Many packs at once from a share with its default limits.
+        try await manyPacks(odr: odr, odrpack: odrpack, workspace: workspace, row: row)
+    }
+
+    /// Section 4: the bytes of the tag as 16 small tags (16 packs), installed by one fetch from a
+    /// peer that shares with `odr share`'s default limits; the CDN's share of their pack bytes.
+    private func manyPacks(odr: String, odrpack: String, workspace: URL, row: (String, String) -> Void) async throws {
+        let tags = max(1, mib / 2)
+        let catalog = workspace.appending(path: "catalog-\(tags)")
+        try await buildCatalog(at: catalog, assets: workspace.appending(path: "assets-\(tags)"), tags: tags)
+        let packs = try FileManager.default.contentsOfDirectory(atPath: catalog.appending(path: "packs").path).filter { $0.hasSuffix(".zip") }
+        let packBytes = packs.reduce(Int64(0)) { $0 + DiskUsage.bytes(under: catalog.appending(path: "packs/\($1)")) }
+        let names = (0..<tags).map { "t\($0)" }
+        let cdn = try CatalogServerProcess.start(serving: catalog, executable: odrpack)
+        defer { cdn.stop() }
+        let holder = workspace.appending(path: "holder-\(tags)")
+        _ = try ChildProcess.measure(fetch(cdn, store: holder, peer: nil, tags: names)).succeeded()
+        let share = try ShareProcess.start(odr: odr, store: holder, rate: nil, output: workspace.appending(path: "share-\(tags).out").path)
+        defer { share.kill() }
+        var worst: (cdn: Int64, peer: Int64, seconds: Double)?
+        for run in 0..<runs {
+            let store = workspace.appending(path: "many-\(run)")
+            let json = workspace.appending(path: "many-\(run).json").path
+            let mark = cdn.logMark
+            let seconds = try timedFetch(cdn, store: store, peer: share.baseURL, json: json, tags: names)
+            let fromCDN = cdn.requests(since: mark).filter { $0.target.contains("/packs/") }.reduce(Int64(0)) { $0 + $1.bytes }
+            if worst.map({ fromCDN > $0.cdn }) ?? true { worst = (fromCDN, Self.peerBytes(json), seconds) }
+            try? FileManager.default.removeItem(at: store)
+        }
+        guard let worst else { return }
+        let fraction = Double(worst.cdn) / Double(max(1, packBytes))
+        print("\n\(tags) tags installed at once: \(packs.count) packs, \(BenchFormat.mib(packBytes)); odr share with its default limits (32 MiB/s, 4 transfers, 2 per address)")
+        row("odr fetch --peer, \(tags) tags", "\(BenchFormat.seconds(worst.seconds)), \(worst.peer) bytes from the peer (the worst run)")
+        row("CDN pack bytes with a peer", "\(worst.cdn) = \(String(format: "%.3f", fraction * 100))% of the packs (target <= 1%, worst of \(runs)): \(fraction <= 0.01 ? "met" : "MISSED")")
     }
 
     /// Seconds `odr fetch` takes to install the tag into `store` (from the CDN, and `peer` first
     /// when given), its `--json` output (or error) in `json`; throws if it fails.
-    private func timedFetch(_ cdn: CatalogServerProcess, store: URL, peer: URL?, json: String) throws -> Double {
+    private func timedFetch(_ cdn: CatalogServerProcess, store: URL, peer: URL?, json: String, tags: [String] = ["bench"]) throws -> Double {
         try ChildProcess.syncFileSystems()
         let started = ContinuousClock.now
-        let pid = try ChildProcess.spawn(fetch(cdn, store: store, peer: peer, json: true), stdout: json, stderr: json)
+        let pid = try ChildProcess.spawn(fetch(cdn, store: store, peer: peer, json: true, tags: tags), stdout: json, stderr: json)
         let (status, _) = try ChildProcess.wait(pid, name: "odr fetch")
         let seconds = (ContinuousClock.now - started).seconds
         guard status == 0 else { throw ValidationFailure("odr fetch failed (status \(status)):\n\((try? String(contentsOfFile: json, encoding: .utf8)) ?? "")") }
@@ -169,21 +213,36 @@ struct PeersBench: AsyncParsableCommand {
         return (object["peerBytes"] as? NSNumber)?.int64Value ?? 0
     }
 
-    private func fetch(_ cdn: CatalogServerProcess, store: URL, peer: URL?, json: Bool = false) -> [String] {
+    private func fetch(_ cdn: CatalogServerProcess, store: URL, peer: URL?, json: Bool = false, tags: [String] = ["bench"]) -> [String] {
         (try? [ChildProcess.sibling("odr")]).map { $0 + ["fetch", json ? "--json" : "--quiet", "--no-sync", "--catalog", cdn.baseURL.absoluteString, "--store", store.path]
-            + (peer.map { ["--peer", $0.absoluteString] } ?? []) + ["bench"] } ?? []
+            + (peer.map { ["--peer", $0.absoluteString] } ?? []) + tags } ?? []
     }
 
-    /// `mib` MiB of incompressible 4 MiB files as tag `bench`.
-    private func buildCatalog(at output: URL, assets: URL) async throws {
+    /// `mib` MiB of incompressible files: with one tag, 4 MiB files as tag `bench`; with more, tags
+    /// `t0`, `t1`, ... of 2 MiB each (a 1 MiB file, a 512 KiB one and four of 128 KiB), a pack each.
+    private func buildCatalog(at output: URL, assets: URL, tags: Int) async throws {
         try FileManager.default.createDirectory(at: assets.appending(path: "files"), withIntermediateDirectories: true)
-        let rules = #"{"catalogID":"bench","tags":{"bench":{"include":["files"]}}}"#
-        try Data(rules.utf8).write(to: assets.appending(path: "odr.json"))
         var generator = SplitMix64(seed: 43)
-        var bytes = [UInt8](repeating: 0, count: 4 << 20)
-        for index in 0..<max(1, mib / 4) {
+        var files: [(name: String, bytes: Int)] = []
+        let rules: String
+        if tags == 1 {
+            rules = #"{"catalogID":"bench","tags":{"bench":{"include":["files"]}}}"#
+            files = (0..<max(1, mib / 4)).map { ("files/media-\($0).bin", 4 << 20) }
+        } else {
+            let entries = (0..<tags).map { #""t\#($0)":{"include":["files/t\#($0)"]}"# }
+            rules = #"{"catalogID":"bench","tags":{"# + entries.joined(separator: ",") + "}}"
+            for tag in 0..<tags {
+                files += [("files/t\(tag)/a.bin", 1 << 20), ("files/t\(tag)/b.bin", 512 << 10)]
+                files += (0..<4).map { ("files/t\(tag)/c\($0).bin", 128 << 10) }
+            }
+        }
+        try Data(rules.utf8).write(to: assets.appending(path: "odr.json"))
+        for file in files {
+            var bytes = [UInt8](repeating: 0, count: file.bytes)
             generator.fill(&bytes)
-            try Data(bytes).write(to: assets.appending(path: "files/media-\(index).bin"))
+            let url = assets.appending(path: file.name)
+            try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try Data(bytes).write(to: url)
         }
         var options = BuildOptions(assets: assets, output: output)
         options.concurrency = 2
@@ -197,9 +256,11 @@ private struct ShareProcess {
     let pid: pid_t
     let baseURL: URL
 
-    static func start(odr: String, store: URL, rate: String, output: String) throws -> ShareProcess {
-        let pid = try ChildProcess.spawn([odr, "share", "--store", store.path, "--port", "0", "--rate", rate,
-                                          "--max-transfers", "16", "--max-per-address", "16"], stdout: output, stderr: output)
+    /// `rate` `nil`: the share's default limits; otherwise that rate and 16 transfers, all of them
+    /// for one address.
+    static func start(odr: String, store: URL, rate: String?, output: String) throws -> ShareProcess {
+        let limits = rate.map { ["--rate", $0, "--max-transfers", "16", "--max-per-address", "16"] } ?? []
+        let pid = try ChildProcess.spawn([odr, "share", "--store", store.path, "--port", "0"] + limits, stdout: output, stderr: output)
         let deadline = ContinuousClock.now + .seconds(30)
         while ContinuousClock.now < deadline {
             let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
