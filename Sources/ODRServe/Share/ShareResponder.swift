@@ -47,12 +47,13 @@ struct ShareResponder: HTTPResponder {
     ///
     /// With one, the bytes of the limiter's 50 ms burst at that rate, from ``minimumChunkLength``
     /// (16 KiB) to ``maximumRateLimitedChunkLength`` (256 KiB; 256 KiB at the default 32 MiB/s). A
-    /// chunk is written at once after its reservation, so a larger one would send a slow share's
+    /// chunk is written in one piece once the limiter lets it go, so a larger one would send a slow share's
     /// body in bursts and cut it later on a purge or a kill; and a new body's first byte waits for
-    /// the chunks reserved before it, which the installer's hedge does not wait for (25 ms without
-    /// a peer byte, then the origins are asked). 1 MiB chunks at 32 MiB/s (31 ms each) sent the
-    /// origins 9.7 to 38.9 MB of three SuperTuxKart tracks (about 120 MB) installed from a peer,
-    /// against 5.0 to 17.4 MB at 256 KiB.
+    /// the chunk reserved before it (``RateLimiter``), which the installer's hedge does not wait for
+    /// (25 ms without a peer byte, then the origins are asked): 31 ms at 1 MiB and 32 MiB/s, 8 ms
+    /// at 256 KiB. With the limiter's earlier schedule, 1 MiB chunks sent the origins 9.7 to
+    /// 38.9 MB of three SuperTuxKart tracks (about 120 MB) installed from a peer, against 5.0 to
+    /// 17.4 MB at 256 KiB.
     static func chunkLength(for limits: ShareLimits) -> Int {
         guard let rate = limits.bytesPerSecond else { return maximumChunkLength }
         let burst = rate / (1000 / RateLimiter.burstMilliseconds)
@@ -213,25 +214,40 @@ final class TransferSlots: Sendable {
     }
 }
 
-/// A byte rate shared by every transfer: each chunk reserves its time on one schedule and waits
-/// for it, with a burst of at most ``burstMilliseconds`` worth of bytes.
+/// A byte rate shared by every transfer (a token bucket): a chunk goes once the schedule has earned
+/// its bytes, and time the share spent idle counts, up to ``burstMilliseconds`` of it.
+///
+/// So a chunk never waits for more than the chunks reserved before it: while one body is sent at
+/// the full rate, a new body's first chunk goes about one chunk's time later (8 ms for 256 KiB at
+/// the default 32 MiB/s), inside the installer's 25 ms hedge. A schedule that instead let a body
+/// reserve 50 ms ahead before it waited made every new body wait those 50 ms behind a running one,
+/// and three SuperTuxKart tracks installed from a peer sent the CDN 2.6 to 17.4 MB of about 120 MB;
+/// with this one, nothing in eight runs (docs/STORE.md, "Local network peers").
 final class RateLimiter: Sendable {
-    /// The burst: a chunk whose reserved start is at most this far ahead is sent at once.
+    /// The most idle time credited: the bytes of this many milliseconds may go at once.
     static let burstMilliseconds: Int64 = 50
 
     let bytesPerSecond: Double
+    /// When the bytes reserved so far have been earned.
     private let next = Locked<ContinuousClock.Instant?>(nil)
 
     init(bytesPerSecond: Double) { self.bytesPerSecond = max(1, bytesPerSecond) }
 
+    /// Waits until `bytes` may be sent.
     func take(_ bytes: Int) async throws {
-        let now = ContinuousClock.now
-        let cost = Duration.nanoseconds(Int64((Double(bytes) / bytesPerSecond * 1e9).rounded()))
-        let start = next.withLock { next -> ContinuousClock.Instant in
-            let start = max(now, next ?? now)
-            next = start + cost
-            return start
+        let earned = reserve(bytes, at: .now)
+        if earned > .now { try await Task.sleep(until: earned, clock: .continuous) }
+    }
+
+    /// Reserves `bytes` at `now` and returns when they have been earned (`now` or earlier when the
+    /// credit covers them).
+    func reserve(_ bytes: Int, at now: ContinuousClock.Instant) -> ContinuousClock.Instant {
+        let cost = Duration.nanoseconds(Int64((Double(max(0, bytes)) / bytesPerSecond * 1e9).rounded()))
+        let credit = Duration.milliseconds(Self.burstMilliseconds)
+        return next.withLock { next -> ContinuousClock.Instant in
+            let earned = max(now - credit, next ?? now - credit) + cost
+            next = earned
+            return earned
         }
-        if start > now + .milliseconds(Self.burstMilliseconds) { try await Task.sleep(until: start, clock: .continuous) }
     }
 }
