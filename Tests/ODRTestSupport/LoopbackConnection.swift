@@ -21,10 +21,13 @@ public final class LoopbackConnection: Sendable {
 
     /// Connects to 127.0.0.1:`port`.
     ///
-    /// - Parameter receiveBufferBytes: the socket's receive buffer (`SO_RCVBUF`, set before the
-    ///   connection, which turns off the kernel's growing of it), so a client that stops reading
-    ///   holds up the server's writes after few bytes; `nil` keeps the system's default.
-    public init(port: Int, receiveBufferBytes: Int? = nil) throws {
+    /// - Parameters:
+    ///   - receiveBufferBytes: the socket's receive buffer (`SO_RCVBUF`, set before the
+    ///     connection, which turns off the kernel's growing of it), so a client that stops reading
+    ///     holds up the server's writes after few bytes; `nil` keeps the system's default.
+    ///   - source: the last byte of the loopback address to connect from (127.0.0.`source`), to
+    ///     look like another device to the server; `nil` lets the system choose (127.0.0.1).
+    public init(port: Int, receiveBufferBytes: Int? = nil, source: UInt8? = nil) throws {
         #if canImport(Glibc)
         let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         #else
@@ -35,6 +38,19 @@ public final class LoopbackConnection: Sendable {
            setsockopt(descriptor, SOL_SOCKET, SO_RCVBUF, &bytes, socklen_t(MemoryLayout<Int32>.size)) != 0 {
             close(descriptor)
             throw SocketError(description: "setsockopt SO_RCVBUF: errno \(errno)")
+        }
+        if let source {
+            var local = sockaddr_in()
+            local.sin_family = sa_family_t(AF_INET)
+            local.sin_addr.s_addr = in_addr_t((UInt32(0x7F00_0000) | UInt32(source)).bigEndian)
+            let bound = withUnsafePointer(to: &local) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            guard bound == 0 else {
+                let number = errno
+                close(descriptor)
+                throw SocketError(description: "bind to 127.0.0.\(source): errno \(number)", errorNumber: number)
+            }
         }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
@@ -82,6 +98,14 @@ public final class LoopbackConnection: Sendable {
             guard result >= 0 else { throw SocketError(description: "recv: errno \(errno)", errorNumber: errno) }
             return Data(buffer[0..<result])
         }
+    }
+
+    /// Whether the server has closed (or reset) the connection, without waiting: nothing sent by
+    /// it is read.
+    public var isClosedByPeer: Bool {
+        var byte: UInt8 = 0
+        let result = recv(descriptor, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT))
+        return result == 0 || (result < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
     }
 
     /// Reads until the peer closes the connection (or resets it) and returns the bytes read.

@@ -23,7 +23,10 @@ struct ShareCommand: AsyncParsableCommand {
             loopback unless --host says otherwise; --host 0.0.0.0 shares with the local network. \
             Limits keep the device that shares responsive: --max-transfers bodies at once \
             (default 4, then 503), --max-per-address from one address (default 2), and --rate \
-            bytes per second over all of them (default 32 MiB; 0 for no limit).
+            bytes per second over all of them (default 32 MiB; 0 for no limit). It keeps at most \
+            64 connections open (or twice --max-transfers), 8 from one address (or twice \
+            --max-per-address; more are closed as soon as they are accepted), and closes a \
+            connection idle for 10 s.
 
             Examples:
               odr share --store ./store

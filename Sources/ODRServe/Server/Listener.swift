@@ -21,13 +21,15 @@ actor Listener {
     nonisolated let port: Int
 
     /// Starts listening on `host` and `port` (0 picks a free port), or only reserves the port
-    /// when starting offline.
+    /// when starting offline; `connections` as in ``RunningApplication/start(host:port:responder:logger:serverName:connections:)``.
     init<Responder: HTTPResponder>(
-        host: String, port: Int, offline: Bool, responder: Responder, logger: Logger, serverName: String = "odrpack-serve"
+        host: String, port: Int, offline: Bool, responder: Responder, logger: Logger, serverName: String = "odrpack-serve",
+        connections: ConnectionLimits? = nil
     ) async throws(ServeError) where Responder.Context == ServeContext {
         self.host = host
         startApplication = { host, port, logger throws(ServeError) in
-            try await RunningApplication.start(host: host, port: port, responder: responder, logger: logger, serverName: serverName)
+            try await RunningApplication.start(host: host, port: port, responder: responder, logger: logger, serverName: serverName,
+                                               connections: connections)
         }
         self.logger = logger
         if offline {

@@ -1,4 +1,5 @@
 import Hummingbird
+import HummingbirdCore
 import Logging
 import NIOCore
 import ServiceLifecycle
@@ -14,13 +15,21 @@ struct RunningApplication: Sendable {
     let port: Int
 
     /// Starts listening and returns once connections are accepted.
+    ///
+    /// - Parameter connections: the limits on open connections and where they are counted; `nil`
+    ///   for none (`odrpack serve`, a development server).
     static func start<Responder: HTTPResponder>(
-        host: String, port: Int, responder: Responder, logger: Logger, serverName: String = "odrpack-serve"
+        host: String, port: Int, responder: Responder, logger: Logger, serverName: String = "odrpack-serve",
+        connections: ConnectionLimits? = nil
     ) async throws(ServeError) -> RunningApplication where Responder.Context == ServeContext {
         let (bound, reportBound) = AsyncStream<Int>.makeStream()
         let application = Application(
             responder: responder,
-            configuration: ApplicationConfiguration(address: .hostname(host, port: port), serverName: serverName),
+            server: connections?.server ?? .http1(),
+            configuration: ApplicationConfiguration(
+                address: .hostname(host, port: port), serverName: serverName,
+                availableConnectionsDelegate: connections.map { MaximumAvailableConnections($0.maximumConnections, logger: logger) }
+            ),
             onServerRunning: { channel in
                 reportBound.yield(channel.localAddress?.port ?? port)
                 reportBound.finish()

@@ -64,12 +64,31 @@ public struct ShareLimits: Sendable, Hashable {
     /// Bytes per second over all transfers, `nil` for no limit (default 32 MiB/s: a quarter of a
     /// gigabit link, a fraction of any disk, so the game that shares keeps its own bandwidth).
     public var bytesPerSecond: Int64?
+    /// Connections open at once over all clients (default 64, or twice
+    /// ``maximumConcurrentTransfers`` when that is more). Past it the share stops accepting until
+    /// one closes, so a flood of connections holds a bounded number of the process's file
+    /// descriptors (a game's own, when the game shares) and of its memory.
+    public var maximumConnections: Int
+    /// Connections open at once from one client address (default 8, or twice
+    /// ``maximumTransfersPerAddress`` when that is more); more are closed as soon as they are
+    /// accepted, so one device cannot take every connection. An installer keeps 2 open to a peer.
+    public var maximumConnectionsPerAddress: Int
+    /// Seconds a connection stays open with no request under way, or while it has not sent a
+    /// whole request head (default 10): then it is closed, so idle or trickling connections do
+    /// not hold the connection limits. An installer opens a new one when it needs it.
+    public var idleConnectionSeconds: Int
 
-    /// The defaults: 4 transfers, 2 per address, 32 MiB/s.
-    public init(maximumConcurrentTransfers: Int = 4, maximumTransfersPerAddress: Int = 2, bytesPerSecond: Int64? = 32 << 20) {
+    /// The defaults: 4 transfers, 2 per address, 32 MiB/s; 64 connections, 8 per address, closed
+    /// after 10 s idle.
+    public init(maximumConcurrentTransfers: Int = 4, maximumTransfersPerAddress: Int = 2, bytesPerSecond: Int64? = 32 << 20,
+                maximumConnections: Int? = nil, maximumConnectionsPerAddress: Int? = nil, idleConnectionSeconds: Int = 10) {
         self.maximumConcurrentTransfers = max(1, maximumConcurrentTransfers)
         self.maximumTransfersPerAddress = max(1, maximumTransfersPerAddress)
         self.bytesPerSecond = bytesPerSecond.map { max(1, $0) }
+        let twice = { (count: Int) in count > Int.max / 2 ? Int.max : count * 2 }
+        self.maximumConnections = max(1, maximumConnections ?? max(64, twice(self.maximumConcurrentTransfers)))
+        self.maximumConnectionsPerAddress = max(1, maximumConnectionsPerAddress ?? max(8, twice(self.maximumTransfersPerAddress)))
+        self.idleConnectionSeconds = max(1, idleConnectionSeconds)
     }
 
     /// No rate limit and generous slots: for measurements over loopback.
@@ -102,12 +121,14 @@ public final class ShareServer: Sendable {
     private let listener: Listener
     private let log: RequestLog
     private let responder: ShareResponder
+    private let connections: OpenConnections
     private let announcement = Locked<PeerAnnouncement?>(nil)
 
     /// The port `odr share` listens on by default.
     public static let defaultPort = 7420
 
-    private init(host: String, baseURL: URL, limits: ShareLimits, listener: Listener, log: RequestLog, responder: ShareResponder) {
+    private init(host: String, baseURL: URL, limits: ShareLimits, listener: Listener, log: RequestLog, responder: ShareResponder,
+                 connections: OpenConnections) {
         self.host = host
         port = listener.port
         self.baseURL = baseURL
@@ -115,6 +136,7 @@ public final class ShareServer: Sendable {
         self.listener = listener
         self.log = log
         self.responder = responder
+        self.connections = connections
     }
 
     /// Starts serving `source` and returns once the port accepts connections.
@@ -135,15 +157,17 @@ public final class ShareServer: Sendable {
         frameworkLogger.logLevel = logger.logLevel <= .debug ? logger.logLevel : .critical
         let log = RequestLog(capacity: requestLogCapacity)
         let responder = ShareResponder(source: source, limits: limits, log: log, logger: logger)
+        let connections = ConnectionLimits(maximumConnections: limits.maximumConnections, perAddress: limits.maximumConnectionsPerAddress,
+                                           idleSeconds: limits.idleConnectionSeconds)
         let listener = try await Listener(host: host, port: port, offline: false, responder: responder, logger: frameworkLogger,
-                                          serverName: "odr-share")
+                                          serverName: "odr-share", connections: connections)
         let urlHost = host.contains(":") ? "[\(host)]" : host
         guard let baseURL = URL(string: "http://\(urlHost):\(listener.port)/") else {
             await listener.stop()
             throw ServeError(.bindFailed, "The host \(host) cannot appear in a URL: use an IP address such as 127.0.0.1.")
         }
         logger.info("Sharing at \(baseURL) (\(limits.maximumConcurrentTransfers) transfers, \(limits.bytesPerSecond.map { "\($0) bytes/s" } ?? "no rate limit"))")
-        return ShareServer(host: host, baseURL: baseURL, limits: limits, listener: listener, log: log, responder: responder)
+        return ShareServer(host: host, baseURL: baseURL, limits: limits, listener: listener, log: log, responder: responder, connections: connections.open)
     }
 
     /// The newest requests (at most ``requestLogCapacity``), in arrival order (see
@@ -162,6 +186,13 @@ public final class ShareServer: Sendable {
 
     /// Transfers being sent now.
     public var activeTransfers: Int { responder.slots.active }
+
+    /// Connections open now (``ShareLimits/maximumConnections``).
+    public var openConnections: Int { connections.open }
+
+    /// Connections closed as soon as they were accepted since the start, their address having
+    /// ``ShareLimits/maximumConnectionsPerAddress`` open already.
+    public var refusedConnections: Int { connections.refused }
 
     /// Body bytes sent since the start.
     public var bytesSent: Int64 { responder.bytesSent.withLock { $0 } }

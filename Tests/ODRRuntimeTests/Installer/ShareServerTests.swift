@@ -146,9 +146,12 @@ struct ShareServerTests {
         return checks
     }
 
-    /// More transfers than the limit, from one address: the rest are answered 503 at once.
+    /// More transfers than the limit, from one address: the rest are answered 503 at once. (Twelve
+    /// connections: more than the 8 a share keeps open from one address by default, which the
+    /// next test covers, so the limit on connections is raised here.)
     @Test func aFloodOfTransfersGets503() async throws {
-        try await Self.withSharedStore(limits: ShareLimits(maximumConcurrentTransfers: 4, maximumTransfersPerAddress: 2, bytesPerSecond: 1 << 20)) { shared in
+        let limits = ShareLimits(maximumConcurrentTransfers: 4, maximumTransfersPerAddress: 2, bytesPerSecond: 1 << 20, maximumConnectionsPerAddress: 16)
+        try await Self.withSharedStore(limits: limits) { shared in
             let url = shared.share.baseURL.absoluteString + "odr/v1/sha256/" + (try Self.digest(of: "level/part0.bin", in: shared))
             let responses = try await withThrowingTaskGroup(of: CurlResponse.self) { group in
                 // Half a MiB each at 1 MiB/s in all: a served transfer holds its slot for half a
@@ -165,6 +168,87 @@ struct ShareServerTests {
             await shared.share.waitUntilIdle()
             try await waitUntil("slots are free", timeout: .seconds(5)) { shared.share.activeTransfers == 0 }
         }
+    }
+
+    /// A flood of connections from one address (thousands, as a hostile or broken device on the
+    /// LAN opens them): the share keeps 8 open (`maximumConnectionsPerAddress`) and closes the
+    /// rest as soon as it accepts them, so it holds a bounded number of descriptors, and another
+    /// address is served meanwhile. Before, every connection stayed open: `odr share` with 256
+    /// descriptors ran out of them, spun a core on `accept` failing, and served nobody.
+    @Test(.timeLimit(.minutes(3)))
+    func aFloodOfConnectionsFromOneAddressKeepsAFewOpenAndOthersAreServed() async throws {
+        let count = min(2000, Self.raiseDescriptorLimit(wanting: 2000 + 300) - 300)
+        try #require(count >= 1000, "this process may open too few descriptors for the flood")
+        // The default limits, but idle connections kept longer than the flood takes to open.
+        var limits = ShareLimits()
+        limits.idleConnectionSeconds = 600
+        try await Self.withSharedStore(limits: limits) { shared in
+            let port = shared.share.port
+            let perAddress = shared.share.limits.maximumConnectionsPerAddress
+            #expect(perAddress == 8)
+            let contents = try shared.fixture.contents(of: "level/part0.bin")
+            let url = shared.share.baseURL.absoluteString + "odr/v1/sha256/" + (try Self.digest(of: "level/part0.bin", in: shared))
+            var flood = try await LoopbackConnection.onThread { try (0..<count).map { _ in try LoopbackConnection(port: port) } }
+            try await waitUntil("the share has taken every connection", timeout: .seconds(60)) {
+                shared.share.openConnections + shared.share.refusedConnections >= count
+            }
+            #expect(shared.share.openConnections == perAddress)
+            #expect(shared.share.refusedConnections == count - perAddress)
+            try await waitUntil("the refused connections are closed", timeout: .seconds(30)) {
+                flood.filter(\.isClosedByPeer).count >= count - perAddress
+            }
+            #expect(flood.filter(\.isClosedByPeer).count == count - perAddress)
+
+            // Another device is served while the flood lasts; the flooding address is not.
+            let other = try await CurlCommand.fetch(url, ["--interface", "127.0.0.2"])
+            #expect(other.status == 200)
+            #expect(other.body == contents)
+            let flooding = try await CurlCommand.fetch(url)
+            #expect(flooding.status == 0, "a connection past the address's limit is closed before any answer")
+
+            // Once the flood's connections close, its address is served again.
+            flood.removeAll()
+            try await waitUntil("the flood's connections are released", timeout: .seconds(30)) { shared.share.openConnections == 0 }
+            let after = try await CurlCommand.fetch(url)
+            #expect(after.status == 200)
+            #expect(after.body == contents)
+        }
+    }
+
+    /// A connection that sends nothing, or only part of a request head, is closed after
+    /// `idleConnectionSeconds`, freeing its place under the limits; a body being sent for longer
+    /// than that (a slow share, a slow reader) is not cut.
+    @Test(.timeLimit(.minutes(2)))
+    func idleAndTricklingConnectionsAreClosedButALongBodyIsNot() async throws {
+        var limits = ShareLimits(bytesPerSecond: 1 << 20)
+        limits.idleConnectionSeconds = 1
+        try await Self.withSharedStore(limits: limits, fileBytes: 2 << 20) { shared in
+            let port = shared.share.port
+            let silent = try LoopbackConnection(port: port)
+            let trickling = try LoopbackConnection(port: port)
+            try trickling.send("GET /odr/v1/sha256/")
+            try await waitUntil("the share closes both", timeout: .seconds(30)) { silent.isClosedByPeer && trickling.isClosedByPeer }
+            try await waitUntil("their places are free", timeout: .seconds(30)) { shared.share.openConnections == 0 }
+
+            // 2 MiB at 1 MiB/s: about two seconds of body, twice the idle timeout.
+            let url = shared.share.baseURL.absoluteString + "odr/v1/sha256/" + (try Self.digest(of: "level/part0.bin", in: shared))
+            let long = try await CurlCommand.fetch(url)
+            #expect(long.exitCode == 0)
+            #expect(long.body == (try shared.fixture.contents(of: "level/part0.bin")))
+        }
+    }
+
+    /// Raises this process's soft limit on open descriptors towards `wanting` (up to the hard
+    /// limit) and returns the soft limit then.
+    static func raiseDescriptorLimit(wanting: Int) -> Int {
+        var limit = rlimit()
+        guard getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return 0 }
+        if limit.rlim_cur < rlim_t(wanting) {
+            limit.rlim_cur = min(limit.rlim_max, rlim_t(wanting))
+            _ = setrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit)
+            _ = getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit)
+        }
+        return Int(clamping: limit.rlim_cur)
     }
 
     /// A peer that stops reading in the middle of a body (a suspended device, a process stopped
