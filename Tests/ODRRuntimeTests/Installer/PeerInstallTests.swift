@@ -414,6 +414,40 @@ struct PeerInstallTests {
             #expect(viaPeer.summary.peerBytes > 0)
         }
     }
+
+    /// A share closes connections idle for `idleConnectionSeconds`; the installer's transport,
+    /// which keeps them for reuse, then opens new ones: a second install by the same engine after
+    /// the share closed the first one's connections still takes every byte from the peer, and the
+    /// peer is not dropped.
+    @Test func anInstallAfterTheShareClosedIdleConnectionsStillUsesThePeer() async throws {
+        let fixture = try await Self.game(files: 2, fileBytes: 256 << 10)
+        let first = try TemporaryDirectory(prefix: "odr-peer-a")
+        let second = try TemporaryDirectory(prefix: "odr-peer-b")
+        try await withTestServer(root: fixture.catalog) { cdn in
+            let holder = try await Self.install(["level", "menu"], from: cdn.baseURL, into: first.url)
+            var limits = ShareLimits.unlimited
+            limits.idleConnectionSeconds = 1
+            let share = try await ShareServer.start(source: StoreShareSource(store: holder.store), port: 0, limits: limits,
+                                                    logger: testServerLogger())
+            let store = try ResourceStore(directory: second.url)
+            let engine = try TransferEngine()
+            let client = CatalogClient(catalogURL: cdn.baseURL, store: store, transport: engine)
+            let snapshot = try await client.describe(["level", "menu"], in: try await client.refresh())
+            var installer = PackInstaller(store: store, transport: engine)
+            let peers = PeerSet([share.baseURL])
+            installer.peers = peers
+            let level = try await installer.install(try snapshot.packs(forTags: ["level"]), from: snapshot)
+            #expect(level.peerBytes == 2 * (256 << 10))
+            try await waitUntil("the share closed the idle connections", timeout: .seconds(30)) { share.openConnections == 0 }
+            let menu = try await installer.install(try snapshot.packs(forTags: ["menu"]), from: snapshot)
+            await share.stop()
+            #expect(menu.peerBytes == 1400)
+            #expect(menu.downloadedBytes == 0)
+            #expect(peers.dropped.isEmpty, "\(peers.dropped)")
+            let menuFile = try store.url(forResource: "menu/menu.json", in: snapshot)
+            #expect(try Data(contentsOf: menuFile) == fixture.contents(of: "menu/menu.json"))
+        }
+    }
 }
 
 /// A share source that answers every digest it knows with the right size of the wrong bytes.
