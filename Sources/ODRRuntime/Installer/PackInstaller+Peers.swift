@@ -81,9 +81,9 @@ extension PackInstaller {
                 } catch {
                     if let local = sink.localFailure { throw local }
                     if error.code == .cancelled { throw error }
-                    // 404: this peer does not hold the file; the next one may. Any other failure
-                    // dropped the peer (`download`).
-                    if error.code == .resourceUnavailable { continue }
+                    // 404: this peer does not hold the file; 503: it is busy. The next one may
+                    // serve it. Any other failure dropped the peer (`download`).
+                    if error.code == .resourceUnavailable || error.isPeerBusy { continue }
                     // A cut stored entry is continued by the origins from its last byte.
                     if sink.keptBytes > 0 {
                         round.withLock { _ = $0.partial.insert(entry.name) }
@@ -192,8 +192,8 @@ extension PackInstaller {
                 }
             } catch {
                 if error.code == .cancelled { throw error }
-                // 404: this peer does not hold the chunk; the next one may. Any other failure
-                // dropped the peer (`download`).
+                // 404: this peer does not hold the chunk; 503: it is busy. The next one may
+                // serve it. Any other failure dropped the peer (`download`).
                 continue
             }
             if try writer.appendFileBytes(sink.bytes) { return true }
@@ -207,8 +207,9 @@ extension PackInstaller {
     /// Downloads the content `digest` of `size` bytes from `peer` into `sink`; what the peer sent,
     /// kept or refused, counts under it in `peers` and `traffic`.
     ///
-    /// A failure that is the peer's (anything but a 404, cancellation or a local problem of
-    /// `sink`) drops the peer before its turn at ``peerRequestGate`` passes on; a request that
+    /// A failure that is the peer's (anything but a 404, a busy answer (``ResourceError/isPeerBusy``),
+    /// cancellation or a local problem of `sink`) drops the peer before its turn at
+    /// ``peerRequestGate`` passes on; a request that
     /// waited for that turn then finds the peer dropped and returns at once, so the requests queued
     /// behind one that found a peer silent go to the next peer or the origins without costing the
     /// peer's timeout again.
@@ -239,11 +240,23 @@ extension PackInstaller {
             traffic.withLock { $0.addPeer(result.receivedBytes, from: peer) }
             return true
         } catch {
-            if sink.localFailure == nil, error.code != .cancelled, error.code != .resourceUnavailable {
+            if sink.localFailure == nil, error.code != .cancelled, error.code != .resourceUnavailable, !error.isPeerBusy {
                 peers.markFailed(peer, after: error)
             }
             throw error
         }
+    }
+}
+
+extension ResourceError {
+    /// Whether a peer answered that it is busy (HTTP 503, or 429): a share whose transfer slots are
+    /// all taken, by this device or by others (a LAN party installing from one share). The entry
+    /// goes to the next peer or the origins, and the peer stays: its slots free up as its bodies
+    /// end. Dropping it, as any other failure does, made every device past a share's fourth
+    /// transfer install everything else from the CDN.
+    var isPeerBusy: Bool {
+        guard let status = cause as? HTTPStatusError else { return false }
+        return status.status == 503 || status.status == 429
     }
 }
 

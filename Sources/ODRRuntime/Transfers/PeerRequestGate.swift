@@ -9,10 +9,9 @@ import ODRFormat
 /// manager's: it installs several packs at once, each asking the peers for its entries).
 ///
 /// A share answers the request past its per-address limit 503 at once (`ShareLimits` in ODRServe:
-/// 2 per address by default), and an installer drops a peer that answers an error for the rest of
-/// that install. Without the gate, a manager installing four packs asked one peer for up to eight
-/// entries at once, and an install from a share with the default limits took a fifth to a half of
-/// its bytes from the CDN.
+/// 2 per address by default), and that entry then goes to the origins. Without the gate, a
+/// manager installing four packs asked one peer for up to eight entries at once, and an install
+/// from a share with the default limits took a fifth to a half of its bytes from the CDN.
 ///
 /// A task cancelled while it waits for a slot stops waiting at once (``acquire(_:)`` throws
 /// `CancellationError`) and leaves the queue, so the slot it waited for goes to the next one.

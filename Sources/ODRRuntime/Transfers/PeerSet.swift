@@ -12,8 +12,9 @@ import ODRFormat
 /// and every byte the installer takes from it is checked against the digest the signed catalog
 /// pins, exactly as bytes from an origin are. What a peer can do is waste time, so one that fails
 /// in any way (no connection, a stall, a redirect, a wrong size or digest, an error status other
-/// than 404) is dropped for the rest of the install (``markFailed(_:)``) and the origins serve what
-/// it did not. A 404 only means the peer does not hold that file.
+/// than 404 and 503) is dropped for the rest of the install (``markFailed(_:)``) and the origins serve
+/// what it did not. A 404 only means the peer does not hold that file, and a 503 (or 429) that it
+/// is busy now: that file goes to the next peer or the origins, and the peer stays.
 ///
 /// Peer requests are made with one attempt, no redirects, and short timeouts: the body's first
 /// byte within ``firstByteSeconds`` of the request's start (connecting included), then at most

@@ -415,6 +415,33 @@ struct PeerInstallTests {
         }
     }
 
+    /// A share whose transfer slots are taken answers 503 at once (a LAN party: more devices than
+    /// its 4 transfers). The installer sends that entry to the CDN and keeps the peer: it is not
+    /// dropped, and the entries asked once a slot is free come from it. Before, a 503 dropped the
+    /// peer for the rest of the install like any other failure.
+    @Test func aBusyPeerIsNotDropped() async throws {
+        let fixture = try await Self.game(files: 4, fileBytes: 512 << 10)
+        let first = try TemporaryDirectory(prefix: "odr-peer-a")
+        let second = try TemporaryDirectory(prefix: "odr-peer-b")
+        try await withTestServer(root: fixture.catalog) { cdn in
+            let holder = try await Self.install(["level"], from: cdn.baseURL, into: first.url)
+            // One transfer at a time, 512 KiB at 2 MiB/s: a quarter of a second each, so the second
+            // of the two requests the installer makes at once finds the slot taken.
+            let limits = ShareLimits(maximumConcurrentTransfers: 1, maximumTransfersPerAddress: 1, bytesPerSecond: 2 << 20)
+            let share = try await ShareServer.start(source: StoreShareSource(store: holder.store), port: 0, limits: limits,
+                                                    logger: testServerLogger())
+            let viaPeer = try await Self.install(["level"], from: cdn.baseURL, into: second.url, peers: [share.baseURL],
+                                                 gate: PeerRequestGate(limit: 2))
+            await share.waitUntilIdle()
+            let statuses = share.requests().map(\.status)
+            await share.stop()
+            try Self.expectFiles(fixture, viaPeer, files: 4)
+            #expect(statuses.contains(503), "\(statuses)")
+            #expect(viaPeer.peers?.dropped.isEmpty == true, "\(viaPeer.peers?.dropped ?? [:])")
+            #expect(viaPeer.summary.peerBytes >= 512 << 10)
+        }
+    }
+
     /// A share closes connections idle for `idleConnectionSeconds`; the installer's transport,
     /// which keeps them for reuse, then opens new ones: a second install by the same engine after
     /// the share closed the first one's connections still takes every byte from the peer, and the
