@@ -20,7 +20,7 @@ struct ShareResponder: HTTPResponder {
     let log: RequestLog
     let logger: Logger
     let files: FileReader
-    let slots: TransferSlots
+    let slots: AddressSlots
     let rate: RateLimiter?
     let bytesSent = Locked<Int64>(0)
     /// Set by ``ShareServer/kill()``: bodies under way end at their next chunk.
@@ -32,7 +32,7 @@ struct ShareResponder: HTTPResponder {
         self.log = log
         self.logger = logger
         files = FileReader(chunkLength: Self.chunkLength(for: limits))
-        slots = TransferSlots(total: limits.maximumConcurrentTransfers, perAddress: limits.maximumTransfersPerAddress)
+        slots = AddressSlots(total: limits.maximumConcurrentTransfers, perAddress: limits.maximumTransfersPerAddress)
         rate = limits.bytesPerSecond.map { RateLimiter(bytesPerSecond: Double($0)) }
     }
 
@@ -163,53 +163,6 @@ struct ShareResponder: HTTPResponder {
                 withExtendedLifetime(slot) {}
                 throw error
             }
-        }
-    }
-}
-
-/// Transfer slots: at most `total` at once, `perAddress` per client address. A slot is held by a
-/// ``Lease`` and freed when it goes (the body ended, or the response was dropped unsent).
-final class TransferSlots: Sendable {
-    final class Lease: Sendable {
-        let slots: TransferSlots
-        let address: String
-        init(slots: TransferSlots, address: String) {
-            self.slots = slots
-            self.address = address
-        }
-        deinit { slots.release(address) }
-    }
-
-    private struct State {
-        var active = 0
-        var byAddress: [String: Int] = [:]
-    }
-    let total: Int
-    let perAddress: Int
-    private let state = Locked(State())
-
-    init(total: Int, perAddress: Int) {
-        self.total = total
-        self.perAddress = perAddress
-    }
-
-    var active: Int { state.withLock { $0.active } }
-
-    func acquire(address: String) -> Lease? {
-        let granted = state.withLock { state -> Bool in
-            guard state.active < total, state.byAddress[address, default: 0] < perAddress else { return false }
-            state.active += 1
-            state.byAddress[address, default: 0] += 1
-            return true
-        }
-        return granted ? Lease(slots: self, address: address) : nil
-    }
-
-    fileprivate func release(_ address: String) {
-        state.withLock { state in
-            state.active -= 1
-            let left = state.byAddress[address, default: 1] - 1
-            state.byAddress[address] = left > 0 ? left : nil
         }
     }
 }

@@ -121,14 +121,14 @@ public final class ShareServer: Sendable {
     private let listener: Listener
     private let log: RequestLog
     private let responder: ShareResponder
-    private let connections: OpenConnections
+    private let connections: AddressSlots
     private let announcement = Locked<PeerAnnouncement?>(nil)
 
     /// The port `odr share` listens on by default.
     public static let defaultPort = 7420
 
     private init(host: String, baseURL: URL, limits: ShareLimits, listener: Listener, log: RequestLog, responder: ShareResponder,
-                 connections: OpenConnections) {
+                 connections: AddressSlots) {
         self.host = host
         port = listener.port
         self.baseURL = baseURL
@@ -188,7 +188,7 @@ public final class ShareServer: Sendable {
     public var activeTransfers: Int { responder.slots.active }
 
     /// Connections open now (``ShareLimits/maximumConnections``).
-    public var openConnections: Int { connections.open }
+    public var openConnections: Int { connections.active }
 
     /// Connections closed as soon as they were accepted since the start, their address having
     /// ``ShareLimits/maximumConnectionsPerAddress`` open already.

@@ -82,6 +82,36 @@ struct PeerInstallTests {
         try installed.snapshot.packs(forTags: tags).reduce(0) { $0 + $1.archiveBytes }
     }
 
+    /// A game of `files` files of `fileBytes` behind a CDN, a first store that installed `holding`
+    /// from it and shares it with `limits`, and an empty directory for a second store.
+    struct SharedHolder {
+        var fixture: CatalogFixture
+        var cdn: URL
+        var share: ShareServer
+        var second: URL
+    }
+
+    /// Runs `body` with a ``SharedHolder``; the share is stopped afterwards (stopping is
+    /// idempotent, so `body` may stop it first).
+    static func withSharedHolder(files: Int, fileBytes: Int, holding: [String], limits: ShareLimits,
+                                 _ body: (SharedHolder) async throws -> Void) async throws {
+        let fixture = try await game(files: files, fileBytes: fileBytes)
+        let first = try TemporaryDirectory(prefix: "odr-peer-a")
+        let second = try TemporaryDirectory(prefix: "odr-peer-b")
+        try await withTestServer(root: fixture.catalog) { cdn in
+            let holder = try await install(holding, from: cdn.baseURL, into: first.url)
+            let share = try await ShareServer.start(source: StoreShareSource(store: holder.store), port: 0, limits: limits,
+                                                    logger: testServerLogger())
+            do {
+                try await body(SharedHolder(fixture: fixture, cdn: cdn.baseURL, share: share, second: second.url))
+            } catch {
+                await share.stop()
+                throw error
+            }
+            await share.stop()
+        }
+    }
+
     /// Target 1: with one peer that holds a 32 MiB tag, the CDN sends at most 1% of the tag's pack
     /// bytes, and the install is at least as fast as from the CDN over loopback.
     @Test func aPeerThatHoldsTheTagServesNearlyAllOfIt() async throws {
@@ -397,18 +427,13 @@ struct PeerInstallTests {
     /// A peer that holds only part of what is needed (another tag) answers 404 for the rest and
     /// stays a peer; the CDN serves the rest.
     @Test func aPeerWithoutTheFileAnswers404AndTheCDNServesIt() async throws {
-        let fixture = try await Self.game(files: 2, fileBytes: 256 << 10)
-        let first = try TemporaryDirectory(prefix: "odr-peer-a")
-        let second = try TemporaryDirectory(prefix: "odr-peer-b")
-        try await withTestServer(root: fixture.catalog) { cdn in
-            let holder = try await Self.install(["menu"], from: cdn.baseURL, into: first.url)
-            let share = try await ShareServer.start(source: StoreShareSource(store: holder.store), port: 0, limits: .unlimited,
-                                                    logger: testServerLogger())
-            let viaPeer = try await Self.install(["level", "menu"], from: cdn.baseURL, into: second.url, peers: [share.baseURL])
+        try await Self.withSharedHolder(files: 2, fileBytes: 256 << 10, holding: ["menu"], limits: .unlimited) { shared in
+            let share = shared.share
+            let viaPeer = try await Self.install(["level", "menu"], from: shared.cdn, into: shared.second, peers: [share.baseURL])
             await share.waitUntilIdle()
             let statuses = share.requests().map(\.status).sorted()
             await share.stop()
-            try Self.expectFiles(fixture, viaPeer, files: 2)
+            try Self.expectFiles(shared.fixture, viaPeer, files: 2)
             #expect(statuses.filter { $0 == 404 }.count == 2)
             #expect(statuses.filter { $0 == 200 }.count == 1)
             #expect(viaPeer.summary.peerBytes > 0)
@@ -420,22 +445,17 @@ struct PeerInstallTests {
     /// dropped, and the entries asked once a slot is free come from it. Before, a 503 dropped the
     /// peer for the rest of the install like any other failure.
     @Test func aBusyPeerIsNotDropped() async throws {
-        let fixture = try await Self.game(files: 4, fileBytes: 512 << 10)
-        let first = try TemporaryDirectory(prefix: "odr-peer-a")
-        let second = try TemporaryDirectory(prefix: "odr-peer-b")
-        try await withTestServer(root: fixture.catalog) { cdn in
-            let holder = try await Self.install(["level"], from: cdn.baseURL, into: first.url)
-            // One transfer at a time, 512 KiB at 2 MiB/s: a quarter of a second each, so the second
-            // of the two requests the installer makes at once finds the slot taken.
-            let limits = ShareLimits(maximumConcurrentTransfers: 1, maximumTransfersPerAddress: 1, bytesPerSecond: 2 << 20)
-            let share = try await ShareServer.start(source: StoreShareSource(store: holder.store), port: 0, limits: limits,
-                                                    logger: testServerLogger())
-            let viaPeer = try await Self.install(["level"], from: cdn.baseURL, into: second.url, peers: [share.baseURL],
+        // One transfer at a time, 512 KiB at 2 MiB/s: a quarter of a second each, so the second
+        // of the two requests the installer makes at once finds the slot taken.
+        let limits = ShareLimits(maximumConcurrentTransfers: 1, maximumTransfersPerAddress: 1, bytesPerSecond: 2 << 20)
+        try await Self.withSharedHolder(files: 4, fileBytes: 512 << 10, holding: ["level"], limits: limits) { shared in
+            let share = shared.share
+            let viaPeer = try await Self.install(["level"], from: shared.cdn, into: shared.second, peers: [share.baseURL],
                                                  gate: PeerRequestGate(limit: 2))
             await share.waitUntilIdle()
             let statuses = share.requests().map(\.status)
             await share.stop()
-            try Self.expectFiles(fixture, viaPeer, files: 4)
+            try Self.expectFiles(shared.fixture, viaPeer, files: 4)
             #expect(statuses.contains(503), "\(statuses)")
             #expect(viaPeer.peers?.dropped.isEmpty == true, "\(viaPeer.peers?.dropped ?? [:])")
             #expect(viaPeer.summary.peerBytes >= 512 << 10)
@@ -447,18 +467,13 @@ struct PeerInstallTests {
     /// the share closed the first one's connections still takes every byte from the peer, and the
     /// peer is not dropped.
     @Test func anInstallAfterTheShareClosedIdleConnectionsStillUsesThePeer() async throws {
-        let fixture = try await Self.game(files: 2, fileBytes: 256 << 10)
-        let first = try TemporaryDirectory(prefix: "odr-peer-a")
-        let second = try TemporaryDirectory(prefix: "odr-peer-b")
-        try await withTestServer(root: fixture.catalog) { cdn in
-            let holder = try await Self.install(["level", "menu"], from: cdn.baseURL, into: first.url)
-            var limits = ShareLimits.unlimited
-            limits.idleConnectionSeconds = 1
-            let share = try await ShareServer.start(source: StoreShareSource(store: holder.store), port: 0, limits: limits,
-                                                    logger: testServerLogger())
-            let store = try ResourceStore(directory: second.url)
+        var limits = ShareLimits.unlimited
+        limits.idleConnectionSeconds = 1
+        try await Self.withSharedHolder(files: 2, fileBytes: 256 << 10, holding: ["level", "menu"], limits: limits) { shared in
+            let share = shared.share
+            let store = try ResourceStore(directory: shared.second)
             let engine = try TransferEngine()
-            let client = CatalogClient(catalogURL: cdn.baseURL, store: store, transport: engine)
+            let client = CatalogClient(catalogURL: shared.cdn, store: store, transport: engine)
             let snapshot = try await client.describe(["level", "menu"], in: try await client.refresh())
             var installer = PackInstaller(store: store, transport: engine)
             let peers = PeerSet([share.baseURL])
@@ -472,7 +487,7 @@ struct PeerInstallTests {
             #expect(menu.downloadedBytes == 0)
             #expect(peers.dropped.isEmpty, "\(peers.dropped)")
             let menuFile = try store.url(forResource: "menu/menu.json", in: snapshot)
-            #expect(try Data(contentsOf: menuFile) == fixture.contents(of: "menu/menu.json"))
+            #expect(try Data(contentsOf: menuFile) == shared.fixture.contents(of: "menu/menu.json"))
         }
     }
 }
